@@ -1,0 +1,84 @@
+# Two commands do all the set-up on a fresh Debian 12 (as root, with Rust, Node.js and npm):
+#   make run    install what is missing, start the services, build, and serve on :3000
+#   make test   the same set-up plus Chromium, then every Rust test and the Playwright suite
+# Both are idempotent. `make services-stop` ends exactly the services they started.
+
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -euo pipefail -c
+
+export PATH := $(CURDIR)/e2e/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+# cargo-leptos sets this when it builds the server; plain cargo must see the same value, or
+# `cargo test` rebuilds leptos and everything above it.
+export LEPTOS_OUTPUT_NAME := seckill
+export DATABASE_URL ?= postgres://seckill@127.0.0.1:55432/seckill
+export REDIS_URL ?= redis://127.0.0.1:56379/0
+export AMQP_URL ?= amqp://guest:guest@127.0.0.1:55672/%2f
+
+CARGO_LEPTOS_VERSION := 0.3.10
+WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"/,"",$$3); print $$3}' Cargo.lock)
+APT_PACKAGES := postgresql redis-server rabbitmq-server
+PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
+
+.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs
+
+run: setup build
+	mkdir -p .local
+	[ -f .local/secret ] || (head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/secret)
+	[ -f .local/demo-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/demo-password)
+	echo "Demo merchant: username 'demo', password '$$(cat .local/demo-password)'"
+	echo "Open http://127.0.0.1:3000"
+	SECKILL_SECRET=$$(cat .local/secret) SECKILL_ADMIN_USER=demo SECKILL_ADMIN_PASSWORD=$$(cat .local/demo-password) \
+	LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/debug/server serve
+
+test: setup test-tools build test-rust test-e2e
+
+setup: tools services
+
+tools:
+	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null
+	fi
+	rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	if [ "$$(cargo leptos --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_LEPTOS_VERSION)" ]; then
+	  cargo install cargo-leptos --locked --version $(CARGO_LEPTOS_VERSION)
+	fi
+	if [ "$$(wasm-bindgen --version 2>/dev/null | awk '{print $$2}')" != "$(WASM_BINDGEN_VERSION)" ]; then
+	  cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
+	fi
+	if [ ! -x e2e/node_modules/.bin/wasm-opt ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
+	  (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+	fi
+
+test-tools:
+	if ! dpkg -s chromium >/dev/null 2>&1; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	fi
+
+services:
+	scripts/services.sh start
+
+services-stop:
+	scripts/services.sh stop
+
+build:
+	cargo leptos build
+
+# Each integration test makes a database of its own; drop those of earlier runs first.
+clean-test-dbs:
+	for db in $$($(PSQL) -d postgres -tAc "SELECT datname FROM pg_database WHERE datname LIKE 'test\_%' OR datname = 'seckill_e2e'"); do
+	  $(PSQL) -d postgres -c "DROP DATABASE \"$$db\" WITH (FORCE)"
+	done
+
+test-rust: clean-test-dbs
+	cargo test -p server -- --test-threads=4
+
+test-e2e: clean-test-dbs
+	$(PSQL) -d postgres -c "CREATE DATABASE seckill_e2e"
+	cd e2e
+	DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e \
+	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
+	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
+	npx playwright test

@@ -1,0 +1,83 @@
+//! Calls to the JSON API from the browser. Only the hydrated app makes them: the server renders
+//! pages without per-user data, so that they stay cacheable.
+
+use crate::api::ErrorBody;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// A request that did not end in a 2xx: the API's error body, or a network failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub status: u16,
+    pub body: ErrorBody,
+}
+
+impl Failure {
+    pub fn message(&self) -> String {
+        self.body.message.clone()
+    }
+}
+
+#[cfg(feature = "hydrate")]
+mod imp {
+    use super::*;
+    use gloo_net::http::{Request, Response};
+
+    fn network(e: impl std::fmt::Display) -> Failure {
+        Failure {
+            status: 0,
+            body: ErrorBody {
+                error: "network".into(),
+                message: format!("The server could not be reached ({e}). Please try again."),
+            },
+        }
+    }
+
+    async fn decode<R: DeserializeOwned>(resp: Response) -> Result<R, Failure> {
+        let status = resp.status();
+        if (200..300).contains(&status) {
+            if status == 204 {
+                return serde_json::from_str("null").map_err(network);
+            }
+            return resp.json::<R>().await.map_err(network);
+        }
+        let body = resp.json::<ErrorBody>().await.unwrap_or_else(|_| ErrorBody {
+            error: "http".into(),
+            message: format!("The server answered {status}."),
+        });
+        Err(Failure { status, body })
+    }
+
+    pub async fn get<R: DeserializeOwned>(url: &str) -> Result<R, Failure> {
+        let resp = Request::get(url).send().await.map_err(network)?;
+        decode(resp).await
+    }
+
+    pub async fn post<B: Serialize, R: DeserializeOwned>(url: &str, body: &B) -> Result<R, Failure> {
+        let resp = Request::post(url).json(body).map_err(network)?.send().await.map_err(network)?;
+        decode(resp).await
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+mod imp {
+    //! On the server these are never called (event handlers and effects run in the browser only);
+    //! they exist so that components compile for both targets.
+    use super::*;
+
+    fn browser_only() -> Failure {
+        Failure {
+            status: 0,
+            body: ErrorBody { error: "browser_only".into(), message: "Runs in the browser only.".into() },
+        }
+    }
+
+    pub async fn get<R: DeserializeOwned>(_url: &str) -> Result<R, Failure> {
+        Err(browser_only())
+    }
+
+    pub async fn post<B: Serialize, R: DeserializeOwned>(_url: &str, _body: &B) -> Result<R, Failure> {
+        Err(browser_only())
+    }
+}
+
+pub use imp::{get, post};

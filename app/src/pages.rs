@@ -1,0 +1,206 @@
+//! The pages of the storefront and the header shared by all of them.
+
+use crate::{
+    api::{Credentials, User},
+    client, Session,
+};
+use leptos::{ev::SubmitEvent, prelude::*};
+use leptos_meta::Title;
+use leptos_router::hooks::use_navigate;
+
+#[component]
+pub fn Header(session: Session) -> impl IntoView {
+    let navigate = use_navigate();
+    let sign_out = move |_| {
+        let navigate = navigate.clone();
+        leptos::task::spawn_local(async move {
+            if client::post::<_, ()>("/api/auth/logout", &()).await.is_ok() {
+                session.user.set(Some(None));
+                navigate("/login", Default::default());
+            }
+        });
+    };
+    view! {
+        <header class="site-header">
+            <a class="brand" href="/">"Seckill"</a>
+            <nav aria-label="Account">
+                {move || match session.user.get() {
+                    Some(Some(user)) => view! {
+                        <span class="who" data-testid="current-user">{user.username}</span>
+                        <button type="button" class="link" data-testid="logout-button" on:click=sign_out.clone()>
+                            "Sign out"
+                        </button>
+                    }.into_any(),
+                    _ => view! {
+                        <a href="/login">"Sign in"</a>
+                        <a href="/register">"Register"</a>
+                    }.into_any(),
+                }}
+            </nav>
+        </header>
+    }
+}
+
+#[component]
+pub fn Home() -> impl IntoView {
+    let session = Session::get();
+    view! {
+        <Title text="Seckill — flash sales"/>
+        <section class="hero">
+            <h1>"Flash sales"</h1>
+            <p>"A few units, one instant, a fair chance for everyone who is there on time."</p>
+            {move || match session.user.get() {
+                Some(Some(user)) => view! { <p data-testid="welcome">"Welcome back, " {user.username} "."</p> }.into_any(),
+                Some(None) => view! { <p><a href="/login">"Sign in"</a> " or " <a href="/register">"create an account"</a> " to take part."</p> }.into_any(),
+                None => ().into_any(),
+            }}
+        </section>
+    }
+}
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
+        resp.set_status(http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Not found — Seckill"/>
+        <section class="card narrow">
+            <h1>"Page not found"</h1>
+            <p><a href="/">"Back to the sales"</a></p>
+        </section>
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AuthMode {
+    Login,
+    Register,
+}
+
+impl AuthMode {
+    fn prefix(self) -> &'static str {
+        match self {
+            AuthMode::Login => "login",
+            AuthMode::Register => "register",
+        }
+    }
+}
+
+#[component]
+pub fn Login() -> impl IntoView {
+    view! {
+        <Title text="Sign in — Seckill"/>
+        <AuthForm mode=AuthMode::Login/>
+    }
+}
+
+#[component]
+pub fn Register() -> impl IntoView {
+    view! {
+        <Title text="Create an account — Seckill"/>
+        <AuthForm mode=AuthMode::Register/>
+    }
+}
+
+#[component]
+fn AuthForm(mode: AuthMode) -> impl IntoView {
+    let session = Session::get();
+    let navigate = use_navigate();
+    let username = RwSignal::new(String::new());
+    let password = RwSignal::new(String::new());
+    let show_password = RwSignal::new(false);
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let p = mode.prefix();
+
+    let submit = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        let creds = Credentials { username: username.get_untracked(), password: password.get_untracked() };
+        let navigate = navigate.clone();
+        leptos::task::spawn_local(async move {
+            let url = match mode {
+                AuthMode::Login => "/api/auth/login",
+                AuthMode::Register => "/api/auth/register",
+            };
+            match client::post::<_, User>(url, &creds).await {
+                Ok(user) => {
+                    session.user.set(Some(Some(user)));
+                    navigate("/", Default::default());
+                }
+                Err(failure) => error.set(Some(failure.message())),
+            }
+            busy.set(false);
+        });
+    };
+
+    let (heading, action, other) = match mode {
+        AuthMode::Login => ("Sign in", "Sign in", view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any()),
+        AuthMode::Register => ("Create an account", "Create account", view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any()),
+    };
+    let password_hint = match mode {
+        AuthMode::Login => None,
+        AuthMode::Register => Some(view! { <small id="password-hint">"8 to 128 characters."</small> }),
+    };
+
+    view! {
+        <section class="card narrow">
+            <h1>{heading}</h1>
+            <form class="stack" on:submit=submit data-testid=format!("{p}-form")>
+                <label for=format!("{p}-username")>"Username"</label>
+                <input
+                    id=format!("{p}-username")
+                    data-testid=format!("{p}-username")
+                    name="username"
+                    autocomplete="username"
+                    required
+                    minlength="3"
+                    maxlength="32"
+                    pattern="[A-Za-z0-9_.\\-]+"
+                    bind:value=username
+                />
+                <label for=format!("{p}-password")>"Password"</label>
+                <div class="password-row">
+                    <input
+                        id=format!("{p}-password")
+                        data-testid=format!("{p}-password")
+                        name="password"
+                        type=move || if show_password.get() { "text" } else { "password" }
+                        autocomplete=if mode == AuthMode::Login { "current-password" } else { "new-password" }
+                        aria-describedby=password_hint.as_ref().map(|_| "password-hint")
+                        required
+                        minlength=if mode == AuthMode::Register { "8" } else { "1" }
+                        maxlength="128"
+                        bind:value=password
+                    />
+                    <button
+                        type="button"
+                        class="secondary"
+                        data-testid="toggle-password"
+                        aria-pressed=move || show_password.get().to_string()
+                        disabled=move || !session.hydrated.get()
+                        on:click=move |_| show_password.update(|s| *s = !*s)
+                    >
+                        {move || if show_password.get() { "Hide" } else { "Show" }}
+                    </button>
+                </div>
+                {password_hint}
+                <p class="error" role="alert" data-testid="form-error">{move || error.get()}</p>
+                <button
+                    type="submit"
+                    data-testid=format!("{p}-submit")
+                    disabled=move || busy.get() || !session.hydrated.get()
+                >
+                    {action}
+                </button>
+            </form>
+            {other}
+        </section>
+    }
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Starts (or stops) the PostgreSQL, Redis and RabbitMQ this project uses for local runs and tests.
+# Each service is started only when nothing already answers on its configured port; everything it
+# writes stays under .local/ (git-ignored), and `stop` ends exactly the processes started here.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+state="$root/.local"
+PG_PORT=${SECKILL_PG_PORT:-55432}
+REDIS_PORT=${SECKILL_REDIS_PORT:-56379}
+AMQP_PORT=${SECKILL_AMQP_PORT:-55672}
+PG_BIN=/usr/lib/postgresql/15/bin
+
+answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_for() { # name port seconds
+  local deadline=$((SECONDS + $3))
+  until answers "$2"; do
+    if ((SECONDS > deadline)); then echo "$1 did not answer on port $2 within $3 s" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+
+start_postgres() {
+  if answers "$PG_PORT"; then echo "postgres: already answering on $PG_PORT"; return; fi
+  local data="$state/postgres"
+  mkdir -p "$data"
+  chown postgres:postgres "$data"
+  chmod 700 "$data"
+  if [ ! -f "$data/PG_VERSION" ]; then
+    runuser -u postgres -- "$PG_BIN/initdb" -D "$data" -U seckill --auth=trust -E UTF8 --locale=C.UTF-8 >"$state/postgres-initdb.log"
+  fi
+  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 \
+    -o "-p $PG_PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories='$data' -c max_connections=400 -c fsync=on" start >/dev/null
+  echo "$data/postmaster.pid" >"$state/postgres.started"
+  wait_for postgres "$PG_PORT" 30
+  if ! "$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U seckill -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='seckill'" | grep -q 1; then
+    "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U seckill seckill
+  fi
+  echo "postgres: started on 127.0.0.1:$PG_PORT"
+}
+
+start_redis() {
+  if answers "$REDIS_PORT"; then echo "redis: already answering on $REDIS_PORT"; return; fi
+  local dir="$state/redis"
+  mkdir -p "$dir"
+  # AOF with fsync every second and noeviction: see README "Redis persistence".
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" \
+    --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+    --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+  wait_for redis "$REDIS_PORT" 30
+  echo "$dir/redis.pid" >"$state/redis.started"
+  echo "redis: started on 127.0.0.1:$REDIS_PORT"
+}
+
+rabbit_env() {
+  export HOME="$state/rabbitmq"
+  export RABBITMQ_NODENAME="seckill@localhost"
+  export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+  export RABBITMQ_NODE_PORT="$AMQP_PORT"
+  export RABBITMQ_DIST_PORT=$((AMQP_PORT + 1))
+  export RABBITMQ_MNESIA_BASE="$state/rabbitmq/mnesia"
+  export RABBITMQ_LOG_BASE="$state/rabbitmq/log"
+  export RABBITMQ_PID_FILE="$state/rabbitmq/rabbitmq.pid"
+  export RABBITMQ_CONFIG_FILE="$state/rabbitmq/rabbitmq"
+  export RABBITMQ_ENABLED_PLUGINS_FILE="$state/rabbitmq/enabled_plugins"
+  export ERL_EPMD_ADDRESS=127.0.0.1
+}
+
+start_rabbitmq() {
+  if answers "$AMQP_PORT"; then echo "rabbitmq: already answering on $AMQP_PORT"; return; fi
+  mkdir -p "$state/rabbitmq/log" "$state/rabbitmq/mnesia"
+  rabbit_env
+  [ -f "$RABBITMQ_ENABLED_PLUGINS_FILE" ] || echo "[]." >"$RABBITMQ_ENABLED_PLUGINS_FILE"
+  # guest may connect over loopback only (the default); the server listens on loopback only.
+  printf 'loopback_users.guest = true\nlisteners.tcp.default = %s\n' "$AMQP_PORT" >"$RABBITMQ_CONFIG_FILE.conf"
+  /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1
+  wait_for rabbitmq "$AMQP_PORT" 120
+  /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup >/dev/null
+  echo "$RABBITMQ_PID_FILE" >"$state/rabbitmq.started"
+  echo "rabbitmq: started on 127.0.0.1:$AMQP_PORT"
+}
+
+stop_all() {
+  if [ -f "$state/rabbitmq.started" ]; then
+    ( rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1 || true )
+    rm -f "$state/rabbitmq.started"; echo "rabbitmq: stopped"
+  fi
+  if [ -f "$state/redis.started" ]; then
+    pid=$(cat "$state/redis/redis.pid" 2>/dev/null || true)
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    rm -f "$state/redis.started"; echo "redis: stopped"
+  fi
+  if [ -f "$state/postgres.started" ]; then
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$state/postgres" -m fast -w stop >/dev/null 2>&1 || true
+    rm -f "$state/postgres.started"; echo "postgres: stopped"
+  fi
+}
+
+mkdir -p "$state"
+case "${1:-start}" in
+  start) start_postgres; start_redis; start_rabbitmq ;;
+  stop) stop_all ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac

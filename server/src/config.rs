@@ -1,0 +1,120 @@
+//! Configuration from environment variables, with defaults that match `scripts/services.sh`.
+
+use anyhow::{bail, Context};
+use std::{net::SocketAddr, time::Duration};
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub database_url: String,
+    pub redis_url: String,
+    pub amqp_url: String,
+    /// HMAC key for cookies and buy paths. Never logged.
+    pub secret: Secret,
+    /// Prefix of every Redis key this instance touches (tests give each app its own).
+    pub redis_prefix: String,
+    pub cookie_secure: bool,
+    /// CDN prefix for static assets, e.g. `https://cdn.example.com`; empty serves them from here.
+    pub asset_base_url: String,
+    /// Where cargo-leptos put the site (`pkg/`, favicon).
+    pub site_root: String,
+    pub session_ttl: Duration,
+    pub login_throttle: LoginThrottle,
+    /// Take the client address from the last `X-Forwarded-For` hop (set when behind a load balancer).
+    pub trust_forwarded_for: bool,
+    /// Merchant to create at start-up if missing.
+    pub admin: Option<(String, String)>,
+    /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
+    pub password_hash_concurrency: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LoginThrottle {
+    pub max_failures_per_user: u32,
+    pub max_failures_per_ip: u32,
+    pub window: Duration,
+}
+
+#[derive(Clone)]
+pub struct Secret(pub Vec<u8>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn var_or(name: &str, default: &str) -> String {
+    var(name).unwrap_or_else(|| default.to_string())
+}
+
+fn flag(name: &str) -> bool {
+    matches!(var(name).as_deref(), Some("1" | "true" | "yes" | "on"))
+}
+
+fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    match var(name) {
+        Some(v) => v.parse().with_context(|| format!("{name} must be a number")),
+        None => Ok(default),
+    }
+}
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://seckill@127.0.0.1:55432/seckill";
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:56379/0";
+pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:55672/%2f";
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Config> {
+        let secret = match var("SECKILL_SECRET") {
+            Some(s) if s.len() >= 32 => Secret(s.into_bytes()),
+            Some(_) => bail!("SECKILL_SECRET must be at least 32 characters"),
+            None => {
+                let generated = generate_secret();
+                eprintln!(
+                    "SECKILL_SECRET is not set: generated one for this process only \
+                     (sessions end at restart and other instances will not accept them):\n  SECKILL_SECRET={generated}"
+                );
+                Secret(generated.into_bytes())
+            }
+        };
+        let admin = match (var("SECKILL_ADMIN_USER"), var("SECKILL_ADMIN_PASSWORD")) {
+            (Some(u), Some(p)) => Some((u, p)),
+            (None, None) => None,
+            _ => bail!("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together"),
+        };
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Ok(Config {
+            addr: var_or("SECKILL_ADDR", "127.0.0.1:3000").parse().context("SECKILL_ADDR must be host:port")?,
+            database_url: var_or("DATABASE_URL", DEFAULT_DATABASE_URL),
+            redis_url: var_or("REDIS_URL", DEFAULT_REDIS_URL),
+            amqp_url: var_or("AMQP_URL", DEFAULT_AMQP_URL),
+            secret,
+            redis_prefix: var_or("SECKILL_REDIS_PREFIX", "sk:"),
+            cookie_secure: flag("SECKILL_COOKIE_SECURE"),
+            asset_base_url: var_or("SECKILL_ASSET_BASE_URL", "").trim_end_matches('/').to_string(),
+            site_root: var_or("LEPTOS_SITE_ROOT", "target/site"),
+            session_ttl: Duration::from_secs(number("SECKILL_SESSION_TTL_SECS", 7 * 24 * 3600)?),
+            login_throttle: LoginThrottle {
+                max_failures_per_user: number("SECKILL_LOGIN_MAX_FAILURES_PER_USER", 5)?,
+                max_failures_per_ip: number("SECKILL_LOGIN_MAX_FAILURES_PER_IP", 50)?,
+                window: Duration::from_secs(number("SECKILL_LOGIN_WINDOW_SECS", 900)?),
+            },
+            trust_forwarded_for: flag("SECKILL_TRUST_FORWARDED_FOR"),
+            admin,
+            password_hash_concurrency: number("SECKILL_PASSWORD_HASH_CONCURRENCY", cores.max(1))?,
+        })
+    }
+}
+
+pub fn generate_secret() -> String {
+    use rand::Rng;
+    let bytes: [u8; 32] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,86 @@
+//! The API's error answers (API.md): one enum, one JSON shape. Infrastructure failures become an
+//! opaque 500 that is logged here, once, and never described to the client.
+
+use axum::{
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use app::api::ErrorBody;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("requests that change state must send Content-Type: application/json")]
+    UnsupportedMediaType,
+    #[error("the request body is larger than 16 KiB")]
+    PayloadTooLarge,
+    #[error("sign in first")]
+    Unauthenticated,
+    #[error("wrong username or password")]
+    InvalidCredentials,
+    #[error("this needs a merchant account")]
+    Forbidden,
+    #[error("not found")]
+    NotFound,
+    #[error("that username is taken")]
+    UsernameTaken,
+    #[error("too many attempts; try again in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("the server is busy; try again in {retry_after} s")]
+    Overloaded { retry_after: u64 },
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    pub fn invalid(field: &str, why: impl std::fmt::Display) -> ApiError {
+        ApiError::InvalidInput(format!("{field}: {why}"))
+    }
+
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "invalid_input"),
+            ApiError::UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+            ApiError::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            ApiError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid_credentials"),
+            ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::UsernameTaken => (StatusCode::CONFLICT, "username_taken"),
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::Internal(anyhow::Error::new(e).context("database"))
+    }
+}
+
+impl From<redis::RedisError> for ApiError {
+    fn from(e: redis::RedisError) -> Self {
+        ApiError::Internal(anyhow::Error::new(e).context("redis"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if let ApiError::Internal(e) = &self {
+            tracing::error!(error = ?e, "request failed");
+        }
+        let body = ErrorBody { error: code.to_string(), message: self.to_string() };
+        let mut resp = (status, Json(body)).into_response();
+        if let ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } = self {
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
+        }
+        resp
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

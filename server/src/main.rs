@@ -1,0 +1,70 @@
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use server::{accounts, db, startup, Application, Config};
+use std::io::Read;
+
+#[derive(Parser)]
+#[command(name = "server", about = "The seckill flash-sale server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve HTTP: the site, the JSON API and static assets (the default).
+    Serve,
+    /// Apply the database migrations and exit.
+    Migrate,
+    /// Create a merchant account. The password comes from SECKILL_MERCHANT_PASSWORD or stdin.
+    CreateMerchant {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(run(cli.command.unwrap_or(Command::Serve)))
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    match command {
+        Command::Serve => {
+            let app = Application::build(config).await?;
+            tracing::info!(addr = %app.local_addr(), "serving");
+            app.run_until(startup::shutdown_signal()).await
+        }
+        Command::Migrate => {
+            let pool = db::connect(&config.database_url, 2).await?;
+            db::migrate(&pool).await?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::CreateMerchant { username } => {
+            let password = match std::env::var("SECKILL_MERCHANT_PASSWORD") {
+                Ok(p) => p,
+                Err(_) => {
+                    let mut p = String::new();
+                    std::io::stdin().read_to_string(&mut p).context("reading the password from stdin")?;
+                    p.trim_end_matches(['\r', '\n']).to_string()
+                }
+            };
+            let pool = db::connect(&config.database_url, 2).await?;
+            db::migrate(&pool).await?;
+            match accounts::create_merchant(&pool, &username, &password).await? {
+                Some(user) => println!("merchant {} created (id {})", user.username, user.id),
+                None => anyhow::bail!("the username {username} is taken"),
+            }
+            Ok(())
+        }
+    }
+}

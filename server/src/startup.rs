@@ -1,0 +1,153 @@
+//! Builds the application from its configuration: connections, migrations, router. Tests call
+//! `Application::build` with port 0; `main` runs it until SIGTERM or Ctrl-C.
+
+use crate::{
+    accounts, broker::Broker, config::Config, db, error::ApiError, health, input, password::Passwords,
+    session::SessionKeys, state::AppState, throttle::LoginThrottle,
+};
+use anyhow::Context;
+use axum::{http::StatusCode, middleware, Router};
+use leptos::config::LeptosOptions;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::{future::Future, net::SocketAddr, path::Path, sync::Arc, time::Duration};
+use tokio::net::TcpListener;
+use tower_http::{
+    compression::CompressionLayer,
+    services::{ServeDir, ServeFile},
+    timeout::TimeoutLayer,
+    trace::TraceLayer,
+};
+
+/// How long start-up waits for PostgreSQL and Redis to answer before giving up.
+const DEPENDENCY_DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    pub state: AppState,
+}
+
+async fn retry<T, F, Fut>(what: &str, mut attempt: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let deadline = tokio::time::Instant::now() + DEPENDENCY_DEADLINE;
+    loop {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %format!("{e:#}"), "{what} not available yet; retrying");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e.context(format!("{what} did not become available"))),
+        }
+    }
+}
+
+pub async fn connect_redis(url: &str) -> anyhow::Result<ConnectionManager> {
+    let client = redis::Client::open(url).context("REDIS_URL")?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(2)))
+        .set_response_timeout(Some(Duration::from_secs(2)));
+    retry("Redis", || {
+        let client = client.clone();
+        let config = config.clone();
+        async move { Ok(ConnectionManager::new_with_config(client, config).await?) }
+    })
+    .await
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Application> {
+        let db = retry("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
+        db::migrate(&db).await?;
+        let redis = connect_redis(&config.redis_url).await?;
+        let broker = Broker::new(&config.amqp_url);
+        if let Err(e) = broker.connection().await {
+            tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
+        }
+
+        if let Some((user, password)) = &config.admin {
+            match accounts::create_merchant(&db, user, password).await? {
+                Some(m) => tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created"),
+                None => tracing::info!(merchant.username = %user, "merchant already exists"),
+            }
+        }
+
+        let leptos = LeptosOptions::builder()
+            .output_name("seckill")
+            .site_root(config.site_root.as_str())
+            .site_pkg_dir("pkg")
+            .site_addr(config.addr)
+            .build();
+        let state = AppState {
+            sessions: Arc::new(SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)),
+            passwords: Passwords::new(config.password_hash_concurrency)?,
+            login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
+            config: Arc::new(config),
+            db,
+            redis,
+            broker,
+            leptos,
+        };
+        let listener = TcpListener::bind(state.config.addr)
+            .await
+            .with_context(|| format!("binding {}", state.config.addr))?;
+        Ok(Application { router: router(state.clone()), listener, state })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, service).with_graceful_shutdown(shutdown).await.context("serving HTTP")
+    }
+}
+
+fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .merge(accounts::router())
+        .fallback(|| async { ApiError::NotFound })
+        .layer(middleware::from_fn(input::require_json));
+
+    let site = Path::new(&state.config.site_root).to_path_buf();
+    let routes = generate_route_list(app::App);
+    let leptos = state.leptos.clone();
+
+    Router::new()
+        .nest("/api", api)
+        .merge(health::router())
+        .leptos_routes(&state, routes, move || app::shell(leptos.clone()))
+        .nest_service("/pkg", ServeDir::new(site.join("pkg")))
+        .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .layer(CompressionLayer::new())
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
+    tracing::info!("shutting down: finishing requests in flight");
+}

@@ -1,0 +1,6 @@
+//! Integration tests: the real application against the real services.
+
+mod accounts;
+mod health;
+mod helpers;
+mod input;
