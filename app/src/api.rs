@@ -57,3 +57,132 @@ pub struct ErrorBody {
     pub error: String,
     pub message: String,
 }
+
+/// A sale activity (API.md `Activity`). Times are RFC 3339 UTC strings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Activity {
+    pub id: i64,
+    pub title: String,
+    pub description: String,
+    pub image_url: Option<String>,
+    pub price_cents: i64,
+    pub seckill_price_cents: i64,
+    pub starts_at: String,
+    pub ends_at: String,
+    pub total_stock: i64,
+    pub per_user_limit: i32,
+    pub captcha_required: bool,
+    pub payment_window_secs: i32,
+    pub paused: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityList {
+    pub activities: Vec<Activity>,
+}
+
+/// Body of `POST /api/admin/activities`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewActivity {
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub image_url: Option<String>,
+    pub price_cents: i64,
+    pub seckill_price_cents: i64,
+    pub starts_at: String,
+    pub ends_at: String,
+    pub stock: i64,
+    #[serde(default)]
+    pub per_user_limit: Option<i32>,
+    #[serde(default)]
+    pub captcha_required: Option<bool>,
+    #[serde(default)]
+    pub payment_window_secs: Option<i32>,
+}
+
+/// Body of `POST /api/admin/activities/{id}/stock`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddStock {
+    pub add: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockLevel {
+    pub total_stock: i64,
+    pub remaining: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remaining {
+    pub remaining: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerTime {
+    pub now: String,
+    pub now_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuyPath {
+    pub path: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Captcha {
+    pub id: String,
+    pub image: String,
+}
+
+/// Body of `POST /api/activities/{id}/buy`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuyRequest {
+    pub path: String,
+    #[serde(default)]
+    pub captcha_id: Option<String>,
+    #[serde(default)]
+    pub captcha_answer: Option<String>,
+    #[serde(default)]
+    pub quantity: Option<i64>,
+}
+
+/// The `202` answer of a buy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    pub token: String,
+    pub status: String,
+}
+
+/// `GET /api/orders/{token}` and the items of `GET /api/orders`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderStatus {
+    pub token: String,
+    pub status: String,
+    pub activity_id: i64,
+    pub quantity: i32,
+    pub order_id: Option<i64>,
+    pub pay_by: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderList {
+    pub orders: Vec<OrderStatus>,
+}
+
+/// `GET /api/admin/activities/{id}/stats`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityStats {
+    pub total_stock: i64,
+    pub remaining: i64,
+    pub queued: i64,
+    pub confirmed: i64,
+    pub paid: i64,
+    pub cancelled: i64,
+    pub failed: i64,
+}

@@ -48,3 +48,66 @@ impl Broker {
         Ok(())
     }
 }
+
+/// Names of this deployment's exchanges and queues.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub reservations: String,
+    pub dead_letters: String,
+    pub dead_letter_exchange: String,
+    /// Idle queues are deleted after this long (tests use it; production leaves it unset).
+    pub expires_ms: Option<u32>,
+    /// Deliveries of one message before it is dead-lettered.
+    pub delivery_limit: u32,
+}
+
+impl Topology {
+    pub fn new(prefix: &str, expires_ms: Option<u32>) -> Topology {
+        Topology {
+            reservations: format!("{prefix}.reservations"),
+            dead_letters: format!("{prefix}.reservations.dead"),
+            dead_letter_exchange: format!("{prefix}.dlx"),
+            expires_ms,
+            delivery_limit: 5,
+        }
+    }
+
+    /// Declares everything (idempotent): a durable quorum queue that dead-letters at-least-once
+    /// after the delivery limit (RabbitMQ 3.10 has no default limit: a poison message would loop),
+    /// and a durable quorum queue for the dead letters.
+    pub async fn declare(&self, channel: &lapin::Channel) -> lapin::Result<()> {
+        use lapin::{options::*, types::{AMQPValue, FieldTable}, ExchangeKind};
+        channel
+            .exchange_declare(
+                self.dead_letter_exchange.as_str().into(),
+                ExchangeKind::Direct,
+                ExchangeDeclareOptions { durable: true, ..Default::default() },
+                FieldTable::default(),
+            )
+            .await?;
+        let mut common = FieldTable::default();
+        common.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+        if let Some(ms) = self.expires_ms {
+            common.insert("x-expires".into(), AMQPValue::LongUInt(ms));
+        }
+        let mut main = common.clone();
+        main.insert("x-delivery-limit".into(), AMQPValue::LongUInt(self.delivery_limit));
+        main.insert("x-dead-letter-exchange".into(), AMQPValue::LongString(self.dead_letter_exchange.as_str().into()));
+        main.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(self.dead_letters.as_str().into()));
+        main.insert("x-dead-letter-strategy".into(), AMQPValue::LongString("at-least-once".into()));
+        main.insert("x-overflow".into(), AMQPValue::LongString("reject-publish".into()));
+        let durable = QueueDeclareOptions { durable: true, ..Default::default() };
+        channel.queue_declare(self.reservations.as_str().into(), durable, main).await?;
+        channel.queue_declare(self.dead_letters.as_str().into(), durable, common).await?;
+        channel
+            .queue_bind(
+                self.dead_letters.as_str().into(),
+                self.dead_letter_exchange.as_str().into(),
+                self.dead_letters.as_str().into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        Ok(())
+    }
+}

@@ -24,6 +24,13 @@ pub struct Config {
     pub trust_forwarded_for: bool,
     /// Merchant to create at start-up if missing.
     pub admin: Option<(String, String)>,
+    pub gate: crate::gate::GateLimits,
+    /// Prefix of the RabbitMQ exchange and queue names.
+    pub amqp_prefix: String,
+    /// Idle queues expire after this long (for tests; unset in production).
+    pub queue_expires_ms: Option<u32>,
+    /// Run the relay and the persister in this process (`serve` does unless told not to).
+    pub run_workers: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
     pub password_hash_concurrency: usize,
 }
@@ -109,6 +116,21 @@ impl Config {
             trust_forwarded_for: flag("SECKILL_TRUST_FORWARDED_FOR"),
             admin,
             password_hash_concurrency: number("SECKILL_PASSWORD_HASH_CONCURRENCY", cores.max(1))?,
+            gate: {
+                let d = crate::gate::GateLimits::default();
+                crate::gate::GateLimits {
+                    user_burst: number("SECKILL_USER_BURST", d.user_burst)?,
+                    user_per_sec: number("SECKILL_USER_PER_SEC", d.user_per_sec)?,
+                    ip_burst: number("SECKILL_IP_BURST", d.ip_burst)?,
+                    ip_per_sec: number("SECKILL_IP_PER_SEC", d.ip_per_sec)?,
+                    strikes_before_block: number("SECKILL_STRIKES_BEFORE_BLOCK", d.strikes_before_block)?,
+                    block_ms: number("SECKILL_BLOCK_MS", d.block_ms)?,
+                    max_in_flight: number("SECKILL_MAX_IN_FLIGHT", d.max_in_flight)?,
+                }
+            },
+            amqp_prefix: var_or("SECKILL_AMQP_PREFIX", "seckill"),
+            queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS").map(|v| v.parse()).transpose().context("SECKILL_QUEUE_EXPIRES_MS")?,
+            run_workers: !flag("SECKILL_NO_WORKERS"),
         })
     }
 }

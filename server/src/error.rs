@@ -26,6 +26,22 @@ pub enum ApiError {
     NotFound,
     #[error("that username is taken")]
     UsernameTaken,
+    #[error("the sale has not started yet")]
+    NotStarted { starts_at: String },
+    #[error("the sale has ended")]
+    Ended,
+    #[error("the sale is paused")]
+    Paused,
+    #[error("you already hold as many units as one shopper may buy")]
+    LimitReached,
+    #[error("too many requests from you; you are blocked for {retry_after} s")]
+    Blocked { retry_after: u64 },
+    #[error("sold out")]
+    SoldOut,
+    #[error("the captcha answer is wrong or was already used; get a new captcha")]
+    CaptchaInvalid,
+    #[error("this buy link is not valid for you and this sale")]
+    BadPath,
     #[error("too many attempts; try again in {retry_after} s")]
     RateLimited { retry_after: u64 },
     #[error("the server is busy; try again in {retry_after} s")]
@@ -39,6 +55,10 @@ impl ApiError {
         ApiError::InvalidInput(format!("{field}: {why}"))
     }
 
+    pub fn code(&self) -> &'static str {
+        self.status_and_code().1
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::InvalidInput(_) => (StatusCode::BAD_REQUEST, "invalid_input"),
@@ -50,6 +70,14 @@ impl ApiError {
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::UsernameTaken => (StatusCode::CONFLICT, "username_taken"),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::NotStarted { .. } => (StatusCode::FORBIDDEN, "not_started"),
+            ApiError::Ended => (StatusCode::GONE, "ended"),
+            ApiError::Paused => (StatusCode::FORBIDDEN, "paused"),
+            ApiError::LimitReached => (StatusCode::FORBIDDEN, "limit_reached"),
+            ApiError::Blocked { .. } => (StatusCode::FORBIDDEN, "blocked"),
+            ApiError::SoldOut => (StatusCode::CONFLICT, "sold_out"),
+            ApiError::CaptchaInvalid => (StatusCode::BAD_REQUEST, "captcha_invalid"),
+            ApiError::BadPath => (StatusCode::BAD_REQUEST, "bad_path"),
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -74,9 +102,13 @@ impl IntoResponse for ApiError {
         if let ApiError::Internal(e) = &self {
             tracing::error!(error = ?e, "request failed");
         }
-        let body = ErrorBody { error: code.to_string(), message: self.to_string() };
+        let mut body = serde_json::to_value(ErrorBody { error: code.to_string(), message: self.to_string() })
+            .expect("an error body serializes");
+        if let ApiError::NotStarted { starts_at } = &self {
+            body["starts_at"] = starts_at.clone().into();
+        }
         let mut resp = (status, Json(body)).into_response();
-        if let ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } = self {
+        if let ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } | ApiError::Blocked { retry_after } = self {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
         }
         resp

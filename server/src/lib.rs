@@ -2,14 +2,23 @@
 
 pub mod accounts;
 pub mod broker;
+pub mod captcha;
+pub mod catalog;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod gate;
 pub mod health;
 pub mod input;
+pub mod journal;
+pub mod keys;
+pub mod metrics;
 pub mod net;
+pub mod orders;
 pub mod password;
+pub mod persister;
 pub mod session;
+pub mod soldout;
 pub mod startup;
 pub mod state;
 pub mod throttle;

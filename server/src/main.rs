@@ -14,6 +14,8 @@ struct Cli {
 enum Command {
     /// Serve HTTP: the site, the JSON API and static assets (the default).
     Serve,
+    /// Run the relay and the persister only (no HTTP).
+    Worker,
     /// Apply the database migrations and exit.
     Migrate,
     /// Create a merchant account. The password comes from SECKILL_MERCHANT_PASSWORD or stdin.
@@ -42,6 +44,13 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let app = Application::build(config).await?;
             tracing::info!(addr = %app.local_addr(), "serving");
             app.run_until(startup::shutdown_signal()).await
+        }
+        Command::Worker => {
+            let state = server::state::AppState::connect(config).await?;
+            state.spawn_workers().await?;
+            tracing::info!("relay and persister running");
+            startup::shutdown_signal().await;
+            Ok(())
         }
         Command::Migrate => {
             let pool = db::connect(&config.database_url, 2).await?;

@@ -2,11 +2,24 @@
 //! `Application::build` with port 0; `main` runs it until SIGTERM or Ctrl-C.
 
 use crate::{
-    accounts, broker::Broker, config::Config, db, error::ApiError, health, input, password::Passwords,
-    session::SessionKeys, state::AppState, throttle::LoginThrottle,
+    accounts,
+    broker::{Broker, Topology},
+    captcha, catalog, config::Config, db,
+    error::ApiError,
+    gate::{self, Gate},
+    health, input, journal::Relay,
+    keys::Keys,
+    metrics::{self, Metrics},
+    orders,
+    password::Passwords,
+    persister::Persister,
+    session::SessionKeys,
+    soldout::SoldOut,
+    state::AppState,
+    throttle::LoginThrottle,
 };
 use anyhow::Context;
-use axum::{http::StatusCode, middleware, Router};
+use axum::{http::StatusCode, middleware, routing::get, Router};
 use leptos::config::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -59,10 +72,12 @@ pub async fn connect_redis(url: &str) -> anyhow::Result<ConnectionManager> {
     .await
 }
 
-impl Application {
-    pub async fn build(config: Config) -> anyhow::Result<Application> {
+impl AppState {
+    /// Connects to everything, applies the migrations, creates the configured merchant.
+    pub async fn connect(config: Config) -> anyhow::Result<AppState> {
         let db = retry("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
         db::migrate(&db).await?;
+        let redis_client = redis::Client::open(config.redis_url.as_str()).context("REDIS_URL")?;
         let redis = connect_redis(&config.redis_url).await?;
         let broker = Broker::new(&config.amqp_url);
         if let Err(e) = broker.connection().await {
@@ -82,16 +97,83 @@ impl Application {
             .site_pkg_dir("pkg")
             .site_addr(config.addr)
             .build();
-        let state = AppState {
+        let keys = Keys::new(&config.redis_prefix);
+        Ok(AppState {
             sessions: Arc::new(SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)),
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
+            gate: Gate::new(config.gate, &config.secret.0),
+            sold_out: SoldOut::new(keys.restock_channel()),
+            topology: Topology::new(&config.amqp_prefix, config.queue_expires_ms),
+            activities: Default::default(),
+            metrics: Metrics::new(),
+            keys,
             config: Arc::new(config),
             db,
             redis,
+            redis_client,
             broker,
             leptos,
+        })
+    }
+
+    /// Starts the relay, the persister and the dead-letter consumer on this runtime.
+    pub async fn spawn_workers(&self) -> anyhow::Result<()> {
+        let instance = uuid::Uuid::new_v4().simple().to_string();
+        tokio::spawn(
+            Relay {
+                // Its own connection: a blocking stream read would hold up everything multiplexed with it.
+                redis: connect_redis(&self.config.redis_url).await?,
+                keys: self.keys.clone(),
+                broker: self.broker.clone(),
+                topology: self.topology.clone(),
+                metrics: self.metrics.clone(),
+                consumer: instance.clone(),
+            }
+            .run(),
+        );
+        let persister = Persister {
+            db: self.db.clone(),
+            redis: self.redis.clone(),
+            keys: self.keys.clone(),
+            broker: self.broker.clone(),
+            topology: self.topology.clone(),
+            metrics: self.metrics.clone(),
+            sold_out: self.sold_out.clone(),
+            consumer: instance,
         };
+        tokio::spawn(persister.clone().run());
+        tokio::spawn(persister.run_dead_letters());
+        Ok(())
+    }
+
+    /// Puts the stock of every activity that has not ended into Redis, where it is missing.
+    pub async fn warm_live_activities(&self) -> anyhow::Result<()> {
+        let rows: Vec<catalog::ActivityRow> = sqlx::query_as(
+            "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                    total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused
+             FROM activities WHERE ends_at > now()",
+        )
+        .fetch_all(&self.db)
+        .await?;
+        let mut redis = self.redis.clone();
+        for row in &rows {
+            catalog::warm(&mut redis, &self.keys, row, row.total_stock - row.sold)
+                .await
+                .map_err(|e| anyhow::anyhow!("warming activity {}: {e:?}", row.id))?;
+        }
+        Ok(())
+    }
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Application> {
+        let state = AppState::connect(config).await?;
+        state.warm_live_activities().await?;
+        tokio::spawn(state.sold_out.clone().listen(state.redis_client.clone()));
+        if state.config.run_workers {
+            state.spawn_workers().await?;
+        }
         let listener = TcpListener::bind(state.config.addr)
             .await
             .with_context(|| format!("binding {}", state.config.addr))?;
@@ -112,6 +194,10 @@ impl Application {
 fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(accounts::router())
+        .merge(catalog::router())
+        .merge(captcha::router())
+        .merge(gate::router())
+        .merge(orders::router())
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(input::require_json));
 
@@ -122,6 +208,7 @@ fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api", api)
         .merge(health::router())
+        .route("/metrics", get(metrics::exposition))
         .leptos_routes(&state, routes, move || app::shell(leptos.clone()))
         .nest_service("/pkg", ServeDir::new(site.join("pkg")))
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))

@@ -1,6 +1,17 @@
 //! The state every handler shares: cheap to clone (pools and `Arc`s).
 
-use crate::{broker::Broker, config::Config, password::Passwords, session::SessionKeys, throttle::LoginThrottle};
+use crate::{
+    broker::{Broker, Topology},
+    catalog::ActivityCache,
+    config::Config,
+    gate::Gate,
+    keys::Keys,
+    metrics::Metrics,
+    password::Passwords,
+    session::SessionKeys,
+    soldout::SoldOut,
+    throttle::LoginThrottle,
+};
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 use redis::aio::ConnectionManager;
@@ -17,6 +28,13 @@ pub struct AppState {
     pub passwords: Passwords,
     pub login_throttle: LoginThrottle,
     pub leptos: LeptosOptions,
+    pub keys: Keys,
+    pub gate: Gate,
+    pub activities: ActivityCache,
+    pub sold_out: SoldOut,
+    pub metrics: Arc<Metrics>,
+    pub topology: Topology,
+    pub redis_client: redis::Client,
 }
 
 impl FromRef<AppState> for LeptosOptions {

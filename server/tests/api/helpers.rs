@@ -4,7 +4,9 @@
 use redis::aio::ConnectionManager;
 use reqwest::{header, Client, Response};
 use serde_json::Value;
+use app::api::Role;
 use server::{
+    session::{Claims, SessionKeys},
     config::{Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL},
     Application,
 };
@@ -42,6 +44,11 @@ pub fn test_config() -> Config {
         trust_forwarded_for: false,
         admin: None,
         password_hash_concurrency: 2,
+        // Every test client comes from 127.0.0.1: the address bucket must not be what limits them.
+        gate: server::gate::GateLimits { ip_burst: 1_000_000, ip_per_sec: 1_000_000.0, max_in_flight: 8192, ..Default::default() },
+        amqp_prefix: format!("test.{}", uuid::Uuid::new_v4().simple()),
+        queue_expires_ms: Some(600_000),
+        run_workers: true,
     }
 }
 
@@ -62,6 +69,15 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     let mut config = test_config();
     fresh_database(&mut config).await;
     tweak(&mut config);
+    start(config).await
+}
+
+/// Another instance of the same deployment: same database, Redis prefix, queues and secret.
+pub async fn spawn_instance(config: &Config) -> TestApp {
+    start(config.clone()).await
+}
+
+async fn start(config: Config) -> TestApp {
     let app = Application::build(config.clone()).await.expect("the application builds");
     let base = format!("http://{}", app.local_addr());
     let state = app.state.clone();
@@ -106,6 +122,144 @@ impl TestApp {
     pub async fn login(&self, username: &str, password: &str) -> Response {
         self.post("/api/auth/login", &serde_json::json!({"username": username, "password": password})).await
     }
+}
+
+/// A signed-in client for an existing user id, minted with the server's secret (registering
+/// thousands of users through argon2 is not what these tests are about).
+pub fn client_for(user_id: i64, role: Role) -> Client {
+    let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
+    let expires_at = chrono::Utc::now().timestamp() + 3600;
+    let cookie = keys.sign(&Claims { user_id, role, expires_at });
+    let mut headers = header::HeaderMap::new();
+    headers.insert(header::COOKIE, format!("sid={cookie}").parse().unwrap());
+    Client::builder().default_headers(headers).pool_max_idle_per_host(64).build().unwrap()
+}
+
+/// Inserts `n` shoppers at once (with an unusable password hash) and returns their ids.
+pub async fn insert_shoppers(db: &PgPool, n: usize) -> Vec<i64> {
+    let names: Vec<String> = (0..n).map(|_| unique_name("s")).collect();
+    sqlx::query_scalar(
+        "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
+    )
+    .bind(&names)
+    .fetch_all(db)
+    .await
+    .unwrap()
+}
+
+pub struct Shopper {
+    pub id: i64,
+    pub client: Client,
+}
+
+pub async fn shoppers(app: &TestApp, n: usize) -> Vec<Shopper> {
+    insert_shoppers(&app.db, n).await.into_iter().map(|id| Shopper { id, client: client_for(id, Role::Shopper) }).collect()
+}
+
+/// A merchant's signed-in client.
+pub async fn merchant(app: &TestApp) -> Client {
+    let user = server::accounts::create_merchant(&app.db, &unique_name("m"), "merchant-password").await.unwrap().unwrap();
+    client_for(user.id, Role::Merchant)
+}
+
+/// An activity that is on sale now (captcha off unless `fields` says otherwise).
+pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields: Value) -> Value {
+    let now = chrono::Utc::now();
+    let mut body = serde_json::json!({
+        "title": "Flash phone",
+        "description": "A phone at a flash price.",
+        "price_cents": 49_900,
+        "seckill_price_cents": 9_900,
+        "starts_at": (now - chrono::Duration::seconds(5)).to_rfc3339(),
+        "ends_at": (now + chrono::Duration::hours(1)).to_rfc3339(),
+        "stock": stock,
+        "captcha_required": false,
+    });
+    for (k, v) in fields.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let resp = merchant.post(app.url("/api/admin/activities")).json(&body).send().await.unwrap();
+    let (status, activity) = json(resp).await;
+    assert_eq!(status, 201, "{activity}");
+    activity
+}
+
+impl TestApp {
+    pub async fn path(&self, client: &Client, activity: i64) -> String {
+        let resp = client.get(self.url(&format!("/api/activities/{activity}/path"))).send().await.unwrap();
+        let (status, body) = json(resp).await;
+        assert_eq!(status, 200, "{body}");
+        body["path"].as_str().unwrap().to_string()
+    }
+
+    pub async fn buy(&self, client: &Client, activity: i64, body: Value) -> Response {
+        client.post(self.url(&format!("/api/activities/{activity}/buy"))).json(&body).send().await.unwrap()
+    }
+
+    pub async fn remaining(&self, activity: i64) -> i64 {
+        let n: Option<i64> = redis::cmd("GET")
+            .arg(format!("{}a:{activity}:stock", self.config.redis_prefix))
+            .query_async(&mut self.redis.clone())
+            .await
+            .unwrap();
+        n.unwrap()
+    }
+
+    /// Orders of an activity by status, and the activity's `sold`.
+    pub async fn order_units(&self, activity: i64, status: &str) -> i64 {
+        sqlx::query_scalar("SELECT COALESCE(sum(quantity), 0)::bigint FROM orders WHERE activity_id = $1 AND status = $2")
+            .bind(activity)
+            .bind(status)
+            .fetch_one(&self.db)
+            .await
+            .unwrap()
+    }
+}
+
+/// Polls `check` until it returns `Some`, or fails the test after `secs` seconds.
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    let mut poll = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        poll.tick().await;
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
+    }
+}
+
+/// Waits until every token is in a final status and checks DESIGN.md's invariants for `activity`:
+/// no oversell, conservation, no reservation lost.
+pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
+    let tokens_uuid: Vec<uuid::Uuid> = tokens.iter().map(|t| t.parse().unwrap()).collect();
+    eventually(60, "every accepted token persisted", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE token = ANY($1)")
+            .bind(&tokens_uuid)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+        (n == tokens.len() as i64).then_some(())
+    })
+    .await;
+    let (total, sold): (i64, i64) = sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
+        .bind(activity)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    let active = app.order_units(activity, "confirmed").await + app.order_units(activity, "paid").await;
+    assert!(active <= total, "oversold: {active} > {total}");
+    assert_eq!(sold, active, "activities.sold matches the orders");
+    eventually(30, "the journal drained", || async {
+        let len: i64 = redis::cmd("XLEN").arg(format!("{}journal", app.config.redis_prefix)).query_async(&mut app.redis.clone()).await.unwrap();
+        (len == 0).then_some(())
+    })
+    .await;
+    assert_eq!(app.remaining(activity).await + active, total, "conservation: remaining + active = total");
 }
 
 /// A username unique across tests and runs.

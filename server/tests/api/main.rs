@@ -4,3 +4,4 @@ mod accounts;
 mod health;
 mod helpers;
 mod input;
+mod seckill;
