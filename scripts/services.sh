@@ -97,9 +97,18 @@ stop_all() {
   fi
 }
 
+# Fault injection for tests: take RabbitMQ's broker down and up without ending the node.
+rabbitmq_app() {
+  rabbit_env
+  /usr/lib/rabbitmq/bin/rabbitmqctl -q "$1" >/dev/null
+  if [ "$1" = start_app ]; then wait_for rabbitmq "$AMQP_PORT" 60; fi
+}
+
 mkdir -p "$state"
 case "${1:-start}" in
   start) start_postgres; start_redis; start_rabbitmq ;;
   stop) stop_all ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  rabbitmq-down) rabbitmq_app stop_app ;;
+  rabbitmq-up) rabbitmq_app start_app ;;
+  *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up" >&2; exit 2 ;;
 esac

@@ -292,3 +292,43 @@ pub fn set_cookie(resp: &Response) -> Option<String> {
         .find(|v| v.starts_with("sid="))
         .map(str::to_string)
 }
+
+/// Takes a unit the way the gate does (stock, the user's count, token `queued`) but without the
+/// journal, for tests that put the reservation on the queue themselves.
+pub async fn reserve_behind_the_gate(app: &TestApp, activity: i64, user: i64) -> server::journal::Reservation {
+    let token = uuid::Uuid::new_v4();
+    let p = &app.config.redis_prefix;
+    let _: () = redis::pipe()
+        .cmd("DECRBY").arg(format!("{p}a:{activity}:stock")).arg(1).ignore()
+        .cmd("HINCRBY").arg(format!("{p}a:{activity}:users")).arg(user).arg(1).ignore()
+        .cmd("HSET").arg(format!("{p}tok:{token}")).arg("status").arg("queued").arg("user_id").arg(user)
+            .arg("activity_id").arg(activity).arg("quantity").arg(1).ignore()
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    server::journal::Reservation { token, activity_id: activity, user_id: user, quantity: 1, reserved_ms: chrono::Utc::now().timestamp_millis() }
+}
+
+/// Publishes reservations straight onto the app's queue, with confirms.
+pub async fn publish(app: &TestApp, reservations: &[&server::journal::Reservation]) {
+    use lapin::{options::*, BasicProperties, Connection, ConnectionProperties};
+    let conn = Connection::connect(&app.config.amqp_url, ConnectionProperties::default()).await.unwrap();
+    let channel = conn.create_channel().await.unwrap();
+    channel.confirm_select(ConfirmSelectOptions::default()).await.unwrap();
+    let queue = format!("{}.reservations", app.config.amqp_prefix);
+    for r in reservations {
+        let confirm = channel
+            .basic_publish("".into(), queue.as_str().into(), BasicPublishOptions { mandatory: true, ..Default::default() },
+                &serde_json::to_vec(r).unwrap(), BasicProperties::default().with_delivery_mode(2))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+        assert_eq!(confirm, lapin::Confirmation::Ack(None));
+    }
+    conn.close(200, "done".into()).await.unwrap();
+}
+
+pub async fn token_status(app: &TestApp, token: &str) -> Option<String> {
+    redis::cmd("HGET").arg(format!("{}tok:{token}", app.config.redis_prefix)).arg("status").query_async(&mut app.redis.clone()).await.unwrap()
+}

@@ -457,3 +457,67 @@ async fn a_user_hammering_past_the_bucket_is_blocked_on_every_instance() {
     assert!(resp.headers().contains_key("retry-after"));
     assert_error(resp, 403, "blocked").await;
 }
+
+#[tokio::test]
+async fn a_reservation_delivered_twice_makes_one_order() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let mut two = shoppers(&app, 2).await;
+    let (ann, bob) = (two.remove(0), two.remove(0));
+    let path = app.path(&ann.client, id).await;
+    let (_, first) = json(app.buy(&ann.client, id, json!({"path": path})).await).await;
+    let first_token = first["token"].as_str().unwrap().to_string();
+    assert_settled(&app, id, std::slice::from_ref(&first_token)).await;
+
+    // The same reservation again, twice, as a relay re-sending after a crash would; then a new one
+    // behind them on the same queue, whose order tells us the duplicates were consumed.
+    let duplicate = server::journal::Reservation {
+        token: first_token.parse().unwrap(),
+        activity_id: id,
+        user_id: ann.id,
+        quantity: 1,
+        reserved_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    let sentinel = reserve_behind_the_gate(&app, id, bob.id).await;
+    publish(&app, &[&duplicate, &duplicate, &sentinel]).await;
+
+    assert_settled(&app, id, &[first_token.clone(), sentinel.token.to_string()]).await;
+    let copies: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE token = $1")
+        .bind(duplicate.token)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(copies, 1);
+    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1").bind(id).fetch_one(&app.db).await.unwrap();
+    assert_eq!(sold, 2);
+}
+
+#[tokio::test]
+async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"].as_i64().unwrap();
+    // A reservation for a user that does not exist: the database refuses it every time.
+    let poison = reserve_behind_the_gate(&app, id, 987_654_321).await;
+    assert_eq!(app.remaining(id).await, 4);
+    publish(&app, &[&poison]).await;
+
+    let token = poison.token.to_string();
+    eventually(60, "the poison reservation fails", || async { (token_status(&app, &token).await.as_deref() == Some("failed")).then_some(()) }).await;
+    assert_eq!(app.remaining(id).await, 5, "its stock is back");
+    let holders: Option<i64> = redis::cmd("HGET")
+        .arg(format!("{}a:{id}:users", app.config.redis_prefix))
+        .arg(poison.user_id)
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    assert_eq!(holders, None, "the user's count is back");
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(metrics.contains("seckill_dead_lettered_reservations_total 1"), "{metrics}");
+    // Meanwhile the sale went on: a good buy still works and settles.
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let path = app.path(&shopper.client, id).await;
+    let (_, ok) = json(app.buy(&shopper.client, id, json!({"path": path})).await).await;
+    assert_settled(&app, id, &[ok["token"].as_str().unwrap().to_string()]).await;
+}

@@ -1,0 +1,117 @@
+//! Faults in the middle of a sale: RabbitMQ going away, the persister's process killed. These
+//! tests disturb shared services, so they live in a binary of their own (cargo runs test binaries
+//! one after another) and take turns within it.
+
+#[path = "../api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+use futures_util::{stream, StreamExt};
+use helpers::*;
+use serde_json::json;
+use std::{
+    process::{Child, Command},
+    sync::Mutex,
+};
+
+/// A worker process that is killed (SIGKILL) when dropped, also when a test fails.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn services(action: &str) {
+    let status = Command::new("../scripts/services.sh").arg(action).status().expect("services.sh runs");
+    assert!(status.success(), "services.sh {action} failed");
+}
+
+/// Buys one unit for each shopper; returns the accepted tokens.
+async fn crowd_buys(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<String> {
+    let paths: Vec<String> = stream::iter(buyers).map(|s| app.path(&s.client, activity)).buffered(32).collect().await;
+    let answers: Vec<(u16, serde_json::Value)> = stream::iter(buyers.iter().zip(paths))
+        .map(|(s, path)| async move { json(app.buy(&s.client, activity, json!({"path": path})).await).await })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    answers
+        .into_iter()
+        .map(|(status, body)| {
+            assert_eq!(status, 202, "{body}");
+            body["token"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 500, json!({})).await["id"].as_i64().unwrap();
+    let buyers = shoppers(&app, 300).await;
+
+    let mut tokens = crowd_buys(&app, &buyers[..100], id).await;
+    services("rabbitmq-down");
+    // The gate keeps selling while the broker is away: reservations wait in the journal.
+    let during = crowd_buys(&app, &buyers[100..200], id).await;
+    services("rabbitmq-up");
+    tokens.extend(during);
+    tokens.extend(crowd_buys(&app, &buyers[200..], id).await);
+
+    assert_eq!(tokens.len(), 300);
+    assert_settled(&app, id, &tokens).await;
+    for token in &tokens {
+        assert_eq!(token_status(&app, token).await.as_deref(), Some("confirmed"), "{token}");
+    }
+    assert_eq!(app.remaining(id).await, 200);
+}
+
+#[tokio::test]
+async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_batch() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // This instance serves HTTP only; the relay and persister run in a process of their own.
+    let app = spawn_app_with(|c| c.run_workers = false).await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 2_000, json!({})).await["id"].as_i64().unwrap();
+    let buyers = shoppers(&app, 1_500).await;
+    let tokens = crowd_buys(&app, &buyers, id).await;
+
+    let worker = || {
+        Command::new(env!("CARGO_BIN_EXE_server"))
+            .arg("worker")
+            .env("DATABASE_URL", &app.config.database_url)
+            .env("REDIS_URL", &app.config.redis_url)
+            .env("AMQP_URL", &app.config.amqp_url)
+            .env("SECKILL_REDIS_PREFIX", &app.config.redis_prefix)
+            .env("SECKILL_AMQP_PREFIX", &app.config.amqp_prefix)
+            .env("SECKILL_QUEUE_EXPIRES_MS", "600000")
+            .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .map(Worker)
+            .expect("the worker starts")
+    };
+    let first = worker();
+    // Kill it (SIGKILL) as soon as it has written anything, while the backlog is still draining.
+    let at_kill = eventually(60, "the first orders are persisted", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM orders").fetch_one(&app.db).await.unwrap();
+        (n > 0).then_some(n)
+    })
+    .await;
+    drop(first);
+    eprintln!("persister killed with {at_kill} of {} orders written", tokens.len());
+
+    let second = worker();
+    assert_settled(&app, id, &tokens).await;
+    drop(second);
+    for token in &tokens {
+        assert_eq!(token_status(&app, token).await.as_deref(), Some("confirmed"), "{token}");
+    }
+    assert_eq!(app.remaining(id).await, 500);
+}
