@@ -29,7 +29,7 @@ run: setup build
 	echo "Demo merchant: username 'demo', password '$$(cat .local/demo-password)'"
 	echo "Open http://127.0.0.1:3000"
 	SECKILL_SECRET=$$(cat .local/secret) SECKILL_ADMIN_USER=demo SECKILL_ADMIN_PASSWORD=$$(cat .local/demo-password) \
-	LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/debug/server serve
+	SECKILL_DEMO=1 LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/debug/server serve
 
 test: setup test-tools build test-rust test-e2e
 

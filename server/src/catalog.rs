@@ -248,19 +248,14 @@ pub async fn warm(redis: &mut ConnectionManager, keys: &crate::keys::Keys, row: 
     Ok(())
 }
 
-async fn create_activity(
-    State(state): State<AppState>,
-    Merchant(merchant): Merchant,
-    AppJson(body): AppJson<NewActivity>,
-) -> ApiResult<(StatusCode, Json<Activity>)> {
-    let spec = ActivitySpec::parse(body)?;
-    let row: ActivityRow = sqlx::query_as(&format!(
+async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiResult<ActivityRow> {
+    Ok(sqlx::query_as(&format!(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          RETURNING {COLUMNS}"
     ))
-    .bind(merchant.user_id)
+    .bind(merchant_id)
     .bind(&spec.title)
     .bind(&spec.description)
     .bind(&spec.image_url)
@@ -272,11 +267,49 @@ async fn create_activity(
     .bind(spec.per_user_limit)
     .bind(spec.captcha_required)
     .bind(spec.payment_window_secs)
-    .fetch_one(&state.db)
-    .await?;
+    .fetch_one(db)
+    .await?)
+}
+
+async fn create_activity(
+    State(state): State<AppState>,
+    Merchant(merchant): Merchant,
+    AppJson(body): AppJson<NewActivity>,
+) -> ApiResult<(StatusCode, Json<Activity>)> {
+    let spec = ActivitySpec::parse(body)?;
+    let row = insert(&state.db, merchant.user_id, &spec).await?;
     warm(&mut state.redis.clone(), &state.keys, &row, row.total_stock).await?;
     tracing::info!(activity.id = row.id, merchant.id = merchant.user_id, stock = row.total_stock, "activity created");
     Ok((StatusCode::CREATED, Json(row.into_activity())))
+}
+
+/// For `make run`: unless a sale is live or upcoming, one that starts a few minutes from now.
+pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result<Option<i64>> {
+    let pending: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE ends_at > now())")
+        .fetch_one(db)
+        .await?;
+    let merchant: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE lower(username) = lower($1) AND role = 'merchant'")
+        .bind(merchant_username)
+        .fetch_optional(db)
+        .await?;
+    let (false, Some(merchant)) = (pending, merchant) else { return Ok(None) };
+    let now = Utc::now();
+    let spec = ActivitySpec::parse(NewActivity {
+        title: "Demo: the 100-unit phone drop".into(),
+        description: "A demo sale: 100 phones at a flash price. One per shopper.".into(),
+        image_url: None,
+        price_cents: 49_900,
+        seckill_price_cents: 9_900,
+        starts_at: rfc3339(now + chrono::Duration::minutes(3)),
+        ends_at: rfc3339(now + chrono::Duration::hours(2)),
+        stock: 100,
+        per_user_limit: Some(1),
+        captcha_required: Some(true),
+        payment_window_secs: Some(600),
+    })
+    .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
+    let row = insert(db, merchant, &spec).await.map_err(|e| anyhow::anyhow!("demo activity: {e:?}"))?;
+    Ok(Some(row.id))
 }
 
 /// Adds to Redis only if the stock is there; otherwise warms it from the database's figures.

@@ -31,6 +31,8 @@ pub struct Config {
     pub queue_expires_ms: Option<u32>,
     /// Run the relay and the persister in this process (`serve` does unless told not to).
     pub run_workers: bool,
+    /// Create a demo sale at start-up (for `make run`).
+    pub demo: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
     pub password_hash_concurrency: usize,
 }
@@ -131,6 +133,7 @@ impl Config {
             amqp_prefix: var_or("SECKILL_AMQP_PREFIX", "seckill"),
             queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS").map(|v| v.parse()).transpose().context("SECKILL_QUEUE_EXPIRES_MS")?,
             run_workers: !flag("SECKILL_NO_WORKERS"),
+            demo: flag("SECKILL_DEMO"),
         })
     }
 }

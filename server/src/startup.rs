@@ -89,6 +89,11 @@ impl AppState {
                 Some(m) => tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created"),
                 None => tracing::info!(merchant.username = %user, "merchant already exists"),
             }
+            if config.demo {
+                if let Some(id) = catalog::create_demo(&db, user).await? {
+                    tracing::info!(activity.id = id, "demo sale created; it starts in 3 minutes");
+                }
+            }
         }
 
         let leptos = LeptosOptions::builder()

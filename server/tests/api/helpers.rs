@@ -49,6 +49,7 @@ pub fn test_config() -> Config {
         amqp_prefix: format!("test.{}", uuid::Uuid::new_v4().simple()),
         queue_expires_ms: Some(600_000),
         run_workers: true,
+        demo: false,
     }
 }
 

@@ -521,3 +521,25 @@ async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned()
     let (_, ok) = json(app.buy(&shopper.client, id, json!({"path": path})).await).await;
     assert_settled(&app, id, &[ok["token"].as_str().unwrap().to_string()]).await;
 }
+
+#[tokio::test]
+async fn the_demo_set_up_creates_one_upcoming_sale_owned_by_the_admin() {
+    let admin = unique_name("demo");
+    let app = spawn_app_with(|c| {
+        c.admin = Some((admin.clone(), "demo-password".into()));
+        c.demo = true;
+    })
+    .await;
+    let (_, list) = json(app.get("/api/activities").await).await;
+    let activities = list["activities"].as_array().unwrap();
+    assert_eq!(activities.len(), 1, "{list}");
+    let starts = chrono::DateTime::parse_from_rfc3339(activities[0]["starts_at"].as_str().unwrap()).unwrap();
+    let wait = starts.signed_duration_since(chrono::Utc::now()).num_seconds();
+    assert!((60..=180).contains(&wait), "starts in {wait} s");
+    let id = activities[0]["id"].as_i64().unwrap();
+    assert_eq!(app.remaining(id).await, 100, "warmed at start-up");
+    // A second start (same database) does not add another.
+    let again = spawn_instance(&app.config).await;
+    let (_, list) = json(again.get("/api/activities").await).await;
+    assert_eq!(list["activities"].as_array().unwrap().len(), 1);
+}
