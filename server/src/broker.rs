@@ -59,6 +59,10 @@ pub struct Topology {
     pub expires_ms: Option<u32>,
     /// Deliveries of one message before it is dead-lettered.
     pub delivery_limit: u32,
+    /// Expired payment deadlines are dead-lettered through this exchange into `timeouts`.
+    pub deadline_exchange: String,
+    pub timeouts: String,
+    prefix: String,
 }
 
 impl Topology {
@@ -69,7 +73,40 @@ impl Topology {
             dead_letter_exchange: format!("{prefix}.dlx"),
             expires_ms,
             delivery_limit: 5,
+            deadline_exchange: format!("{prefix}.deadlines"),
+            timeouts: format!("{prefix}.timeouts"),
+            prefix: prefix.to_string(),
         }
+    }
+
+    /// The delay queue for one payment-window length. All its messages share one TTL, so they
+    /// expire in order at the head, which is where a quorum queue dead-letters them.
+    pub fn deadline_queue(&self, window_secs: i32) -> String {
+        format!("{}.deadline.{window_secs}s", self.prefix)
+    }
+
+    fn quorum(&self) -> lapin::types::FieldTable {
+        use lapin::types::{AMQPValue, FieldTable};
+        let mut args = FieldTable::default();
+        args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+        if let Some(ms) = self.expires_ms {
+            args.insert("x-expires".into(), AMQPValue::LongUInt(ms));
+        }
+        args
+    }
+
+    /// Declares the delay queue of one window length (idempotent).
+    pub async fn declare_deadline_queue(&self, channel: &lapin::Channel, window_secs: i32) -> lapin::Result<String> {
+        use lapin::{options::*, types::AMQPValue};
+        let name = self.deadline_queue(window_secs);
+        let mut args = self.quorum();
+        args.insert("x-message-ttl".into(), AMQPValue::LongLongInt(i64::from(window_secs) * 1000));
+        args.insert("x-dead-letter-exchange".into(), AMQPValue::LongString(self.deadline_exchange.as_str().into()));
+        args.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(self.timeouts.as_str().into()));
+        args.insert("x-dead-letter-strategy".into(), AMQPValue::LongString("at-least-once".into()));
+        args.insert("x-overflow".into(), AMQPValue::LongString("reject-publish".into()));
+        channel.queue_declare(name.as_str().into(), QueueDeclareOptions { durable: true, ..Default::default() }, args).await?;
+        Ok(name)
     }
 
     /// Declares everything (idempotent): a durable quorum queue that dead-letters at-least-once
@@ -85,11 +122,7 @@ impl Topology {
                 FieldTable::default(),
             )
             .await?;
-        let mut common = FieldTable::default();
-        common.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
-        if let Some(ms) = self.expires_ms {
-            common.insert("x-expires".into(), AMQPValue::LongUInt(ms));
-        }
+        let common = self.quorum();
         let mut main = common.clone();
         main.insert("x-delivery-limit".into(), AMQPValue::LongUInt(self.delivery_limit));
         main.insert("x-dead-letter-exchange".into(), AMQPValue::LongString(self.dead_letter_exchange.as_str().into()));
@@ -104,6 +137,24 @@ impl Topology {
                 self.dead_letters.as_str().into(),
                 self.dead_letter_exchange.as_str().into(),
                 self.dead_letters.as_str().into(),
+                QueueBindOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+        channel
+            .exchange_declare(
+                self.deadline_exchange.as_str().into(),
+                ExchangeKind::Direct,
+                ExchangeDeclareOptions { durable: true, ..Default::default() },
+                FieldTable::default(),
+            )
+            .await?;
+        channel.queue_declare(self.timeouts.as_str().into(), durable, self.quorum()).await?;
+        channel
+            .queue_bind(
+                self.timeouts.as_str().into(),
+                self.deadline_exchange.as_str().into(),
+                self.timeouts.as_str().into(),
                 QueueBindOptions::default(),
                 FieldTable::default(),
             )

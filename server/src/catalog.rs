@@ -84,6 +84,11 @@ pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<ActivityRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE id = $1")).bind(id).fetch_optional(db).await?)
 }
 
+/// Activities that have not ended.
+pub async fn live(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE ends_at > now()")).fetch_all(db).await?)
+}
+
 /// Activities as the buy path sees them, cached in-process for a few seconds: the fields it needs
 /// (window, limit, captcha switch, price) never change after creation, and `paused` is decided in
 /// Redis, so a stale copy is harmless.
@@ -185,7 +190,7 @@ fn parse_time(field: &str, s: &str) -> ApiResult<DateTime<Utc>> {
 }
 
 impl ActivitySpec {
-    fn parse(n: NewActivity) -> ApiResult<ActivitySpec> {
+    fn parse(n: NewActivity, min_window: i32) -> ApiResult<ActivitySpec> {
         let title = n.title.trim().to_string();
         if title.is_empty() || title.chars().count() > 120 {
             return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
@@ -218,8 +223,8 @@ impl ActivitySpec {
             return Err(ApiError::invalid("per_user_limit", "must be between 1 and 100"));
         }
         let payment_window_secs = n.payment_window_secs.unwrap_or(600);
-        if !(60..=86_400).contains(&payment_window_secs) {
-            return Err(ApiError::invalid("payment_window_secs", "must be between 60 and 86400"));
+        if !(min_window..=86_400).contains(&payment_window_secs) {
+            return Err(ApiError::invalid("payment_window_secs", format!("must be between {min_window} and 86400")));
         }
         Ok(ActivitySpec {
             title,
@@ -276,7 +281,7 @@ async fn create_activity(
     Merchant(merchant): Merchant,
     AppJson(body): AppJson<NewActivity>,
 ) -> ApiResult<(StatusCode, Json<Activity>)> {
-    let spec = ActivitySpec::parse(body)?;
+    let spec = ActivitySpec::parse(body, state.config.min_payment_window_secs)?;
     let row = insert(&state.db, merchant.user_id, &spec).await?;
     warm(&mut state.redis.clone(), &state.keys, &row, row.total_stock).await?;
     tracing::info!(activity.id = row.id, merchant.id = merchant.user_id, stock = row.total_stock, "activity created");
@@ -306,7 +311,7 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
         per_user_limit: Some(1),
         captcha_required: Some(true),
         payment_window_secs: Some(600),
-    })
+    }, 60)
     .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
     let row = insert(db, merchant, &spec).await.map_err(|e| anyhow::anyhow!("demo activity: {e:?}"))?;
     Ok(Some(row.id))
@@ -428,7 +433,7 @@ mod tests {
     }
 
     fn field_of(n: NewActivity) -> String {
-        match ActivitySpec::parse(n) {
+        match ActivitySpec::parse(n, 60) {
             Err(ApiError::InvalidInput(m)) => m.split(':').next().unwrap().to_string(),
             Err(e) => panic!("{e:?}"),
             Ok(_) => "ok".into(),
@@ -437,7 +442,7 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_api() {
-        let spec = ActivitySpec::parse(valid()).unwrap();
+        let spec = ActivitySpec::parse(valid(), 60).unwrap();
         assert_eq!((spec.per_user_limit, spec.captcha_required, spec.payment_window_secs), (1, true, 600));
     }
 

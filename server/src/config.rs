@@ -31,6 +31,10 @@ pub struct Config {
     pub queue_expires_ms: Option<u32>,
     /// Run the relay and the persister in this process (`serve` does unless told not to).
     pub run_workers: bool,
+    /// The shortest payment window a merchant may set (API.md: 60 s; tests go lower).
+    pub min_payment_window_secs: i32,
+    /// How often the deadline sweeper looks for overdue orders whose message went missing.
+    pub sweep_every: Duration,
     /// Create a demo sale at start-up (for `make run`).
     pub demo: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
@@ -134,6 +138,8 @@ impl Config {
             queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS").map(|v| v.parse()).transpose().context("SECKILL_QUEUE_EXPIRES_MS")?,
             run_workers: !flag("SECKILL_NO_WORKERS"),
             demo: flag("SECKILL_DEMO"),
+            min_payment_window_secs: number("SECKILL_MIN_PAYMENT_WINDOW_SECS", 60)?,
+            sweep_every: Duration::from_millis(number("SECKILL_SWEEP_EVERY_MS", 2_000)?),
         })
     }
 }

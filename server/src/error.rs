@@ -42,6 +42,10 @@ pub enum ApiError {
     CaptchaInvalid,
     #[error("this buy link is not valid for you and this sale")]
     BadPath,
+    #[error("the order is not confirmed yet (or failed); it cannot be paid")]
+    NotConfirmed,
+    #[error("the payment window has closed")]
+    PaymentWindowClosed,
     #[error("too many attempts; try again in {retry_after} s")]
     RateLimited { retry_after: u64 },
     #[error("the server is busy; try again in {retry_after} s")]
@@ -78,6 +82,8 @@ impl ApiError {
             ApiError::SoldOut => (StatusCode::CONFLICT, "sold_out"),
             ApiError::CaptchaInvalid => (StatusCode::BAD_REQUEST, "captcha_invalid"),
             ApiError::BadPath => (StatusCode::BAD_REQUEST, "bad_path"),
+            ApiError::NotConfirmed => (StatusCode::CONFLICT, "not_confirmed"),
+            ApiError::PaymentWindowClosed => (StatusCode::CONFLICT, "payment_window_closed"),
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }

@@ -25,7 +25,8 @@ use sha2::Sha256;
 use std::{sync::Arc, time::Instant};
 use tokio::sync::Semaphore;
 
-pub const TOKEN_TTL_SECS: u64 = 24 * 3600;
+/// Longer than the longest payment window (24 h), so a token's record outlives its order's deadline.
+pub const TOKEN_TTL_SECS: u64 = 3 * 24 * 3600;
 const IDEMPOTENCY_TTL_SECS: u64 = 24 * 3600;
 
 /// Buckets and blocks (per user and per client address) and the admission limit.

@@ -32,6 +32,10 @@ impl Keys {
     pub fn token(&self, token: &str) -> String {
         format!("{}tok:{token}", self.prefix)
     }
+    /// Set once the units of a failed or cancelled token went back on sale.
+    pub fn returned(&self, token: &str) -> String {
+        format!("{}ret:{token}", self.prefix)
+    }
     pub fn captcha(&self, id: &str) -> String {
         format!("{}cap:{id}", self.prefix)
     }

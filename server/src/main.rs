@@ -16,6 +16,8 @@ enum Command {
     Serve,
     /// Run the relay and the persister only (no HTTP).
     Worker,
+    /// Compare Redis and the database for every live activity, repair what is safe, and report.
+    Reconcile,
     /// Apply the database migrations and exit.
     Migrate,
     /// Create a merchant account. The password comes from SECKILL_MERCHANT_PASSWORD or stdin.
@@ -50,6 +52,18 @@ async fn run(command: Command) -> anyhow::Result<()> {
             state.spawn_workers().await?;
             tracing::info!("relay and persister running");
             startup::shutdown_signal().await;
+            Ok(())
+        }
+        Command::Reconcile => {
+            let state = server::state::AppState::connect(config).await?;
+            let report = server::reconcile::reconcile(&state).await?;
+            println!("{:>10} {:>10} {:>10} {:>8} {:>9}", "activity", "redis", "expected", "drift", "repaired");
+            for d in &report {
+                let redis = d.redis_remaining.map_or("missing".to_string(), |r| r.to_string());
+                println!("{:>10} {:>10} {:>10} {:>8} {:>9}", d.activity_id, redis, d.expected, d.drift, d.repaired);
+            }
+            let drifting = report.iter().filter(|d| d.drift != 0).count();
+            println!("{} live activities, {drifting} drifting", report.len());
             Ok(())
         }
         Command::Migrate => {

@@ -14,6 +14,11 @@ pub struct Outcome {
     pub result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActivityLabel {
+    pub activity: i64,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub buys: Family<Outcome, Counter>,
@@ -22,6 +27,7 @@ pub struct Metrics {
     pub relayed: Counter,
     pub persisted: Counter,
     pub dead_lettered: Counter,
+    pub stock_drift: Family<ActivityLabel, Gauge>,
 }
 
 impl Metrics {
@@ -39,7 +45,13 @@ impl Metrics {
         registry.register("persisted_orders", "Orders written to PostgreSQL", persisted.clone());
         let dead_lettered = Counter::default();
         registry.register("dead_lettered_reservations", "Reservations that ended failed via the dead-letter queue", dead_lettered.clone());
-        Arc::new(Metrics { registry, buys, gate_seconds, journal_lag, relayed, persisted, dead_lettered })
+        let stock_drift = Family::<ActivityLabel, Gauge>::default();
+        registry.register("stock_drift", "Redis remaining minus (total_stock - sold) at the last reconciliation", stock_drift.clone());
+        Arc::new(Metrics { registry, buys, gate_seconds, journal_lag, relayed, persisted, dead_lettered, stock_drift })
+    }
+
+    pub fn drift(&self, activity: i64, drift: i64) {
+        self.stock_drift.get_or_create(&ActivityLabel { activity }).set(drift);
     }
 
     pub fn buy(&self, result: &'static str) {

@@ -5,7 +5,7 @@
 //! Messages that keep failing reach the dead-letter queue, where `settle_dead_letter` returns
 //! their stock and marks them `failed`.
 
-use crate::{broker::{Broker, Topology}, catalog::rfc3339, gate::TOKEN_TTL_SECS, journal::Reservation, keys::Keys, metrics::Metrics, soldout::SoldOut};
+use crate::{broker::{Broker, Topology}, catalog::rfc3339, giveback::{give_back, GiveBack}, gate::TOKEN_TTL_SECS, journal::Reservation, keys::Keys, metrics::Metrics, soldout::SoldOut};
 use anyhow::Context;
 use futures_util::StreamExt;
 use lapin::{message::Delivery, options::*, types::FieldTable, Channel};
@@ -27,6 +27,7 @@ pub struct Persister {
     pub topology: Topology,
     pub metrics: Arc<Metrics>,
     pub sold_out: SoldOut,
+    pub deadlines: crate::deadline::Deadlines,
     pub consumer: String,
 }
 
@@ -37,6 +38,7 @@ struct Persisted {
     id: i64,
     status: String,
     pay_by: Option<chrono::DateTime<chrono::Utc>>,
+    payment_window_secs: i32,
 }
 
 enum Failure {
@@ -211,7 +213,10 @@ impl Persister {
         .await
         .map_err(classify)?;
         let rows: Vec<Persisted> =
-            sqlx::query_as("SELECT token, id, status, pay_by FROM orders WHERE token = ANY($1)")
+            sqlx::query_as(
+                "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
+                 FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
+            )
                 .bind(&tokens)
                 .fetch_all(&mut *tx)
                 .await
@@ -232,6 +237,9 @@ impl Persister {
         let mut redis = self.redis.clone();
         let marked: redis::RedisResult<()> = pipe.query_async(&mut redis).await;
         marked.map_err(|e| Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed")))?;
+        let due: Vec<(uuid::Uuid, i32)> =
+            rows.iter().filter(|p| p.status == "confirmed").map(|p| (p.token, p.payment_window_secs)).collect();
+        self.deadlines.schedule(&due).await;
         Ok(tokens.into_iter().filter(|t| !by_token.contains_key(t)).collect())
     }
 
@@ -277,23 +285,18 @@ impl Persister {
             Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23503") => None,
             Err(e) => return Err(e.into()),
         };
-        let mut redis = self.redis.clone();
         match status.as_deref() {
             Some("failed") | None => {
-                let returned: i64 = redis::Script::new(RETURN_STOCK)
-                    .key(self.keys.token(&r.token.to_string()))
-                    .key(self.keys.stock(r.activity_id))
-                    .key(self.keys.holders(r.activity_id))
-                    .arg(r.quantity)
-                    .arg(r.user_id)
-                    .arg("could not be persisted")
-                    .arg(r.activity_id)
-                    .arg(TOKEN_TTL_SECS)
-                    .invoke_async(&mut redis)
-                    .await?;
-                if returned == 1 {
+                let g = GiveBack {
+                    token: r.token,
+                    activity_id: r.activity_id,
+                    user_id: r.user_id,
+                    quantity: r.quantity,
+                    status: "failed",
+                    reason: "could not be persisted",
+                };
+                if give_back(&mut self.redis.clone(), &self.keys, &self.sold_out, g).await? {
                     self.metrics.dead_lettered.inc();
-                    self.sold_out.announce(&mut redis, r.activity_id).await?;
                     tracing::warn!(order.token = %r.token, activity.id = r.activity_id, "reservation failed; stock returned");
                 }
             }
@@ -303,13 +306,3 @@ impl Persister {
         Ok(())
     }
 }
-
-/// Returns a failed reservation's stock and the user's count, once per token.
-const RETURN_STOCK: &str = r"
-if redis.call('HGET', KEYS[1], 'status') == 'failed' then return 0 end
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('INCRBY', KEYS[2], ARGV[1]) end
-if redis.call('HINCRBY', KEYS[3], ARGV[2], -tonumber(ARGV[1])) <= 0 then redis.call('HDEL', KEYS[3], ARGV[2]) end
-redis.call('HSET', KEYS[1], 'status', 'failed', 'reason', ARGV[3], 'activity_id', ARGV[4], 'user_id', ARGV[2], 'quantity', ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return 1
-";

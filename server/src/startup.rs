@@ -5,6 +5,7 @@ use crate::{
     accounts,
     broker::{Broker, Topology},
     captcha, catalog, config::Config, db,
+    deadline::Deadlines,
     error::ApiError,
     gate::{self, Gate},
     health, input, journal::Relay,
@@ -12,7 +13,9 @@ use crate::{
     metrics::{self, Metrics},
     orders,
     password::Passwords,
+    payment::{self, SimulatedProvider},
     persister::Persister,
+    reconcile,
     session::SessionKeys,
     soldout::SoldOut,
     state::AppState,
@@ -103,13 +106,18 @@ impl AppState {
             .site_addr(config.addr)
             .build();
         let keys = Keys::new(&config.redis_prefix);
+        let sold_out = SoldOut::new(keys.restock_channel());
+        let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
+        let deadlines = Deadlines::new(db.clone(), redis.clone(), keys.clone(), sold_out.clone(), broker.clone(), topology.clone());
         Ok(AppState {
             sessions: Arc::new(SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)),
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
             gate: Gate::new(config.gate, &config.secret.0),
-            sold_out: SoldOut::new(keys.restock_channel()),
-            topology: Topology::new(&config.amqp_prefix, config.queue_expires_ms),
+            sold_out,
+            topology,
+            deadlines,
+            payments: Arc::new(SimulatedProvider),
             activities: Default::default(),
             metrics: Metrics::new(),
             keys,
@@ -145,36 +153,23 @@ impl AppState {
             topology: self.topology.clone(),
             metrics: self.metrics.clone(),
             sold_out: self.sold_out.clone(),
-            consumer: instance,
+            deadlines: self.deadlines.clone(),
+            consumer: instance.clone(),
         };
         tokio::spawn(persister.clone().run());
         tokio::spawn(persister.run_dead_letters());
+        tokio::spawn(self.deadlines.clone().run_timeouts(instance));
+        tokio::spawn(self.deadlines.clone().run_sweeper(self.config.sweep_every));
+        tokio::spawn(reconcile::run_periodically(self.clone(), Duration::from_secs(10)));
         Ok(())
     }
 
-    /// Puts the stock of every activity that has not ended into Redis, where it is missing.
-    pub async fn warm_live_activities(&self) -> anyhow::Result<()> {
-        let rows: Vec<catalog::ActivityRow> = sqlx::query_as(
-            "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
-                    total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused
-             FROM activities WHERE ends_at > now()",
-        )
-        .fetch_all(&self.db)
-        .await?;
-        let mut redis = self.redis.clone();
-        for row in &rows {
-            catalog::warm(&mut redis, &self.keys, row, row.total_stock - row.sold)
-                .await
-                .map_err(|e| anyhow::anyhow!("warming activity {}: {e:?}", row.id))?;
-        }
-        Ok(())
-    }
 }
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         let state = AppState::connect(config).await?;
-        state.warm_live_activities().await?;
+        reconcile::warm(&state).await?;
         tokio::spawn(state.sold_out.clone().listen(state.redis_client.clone()));
         if state.config.run_workers {
             state.spawn_workers().await?;
@@ -203,6 +198,8 @@ fn router(state: AppState) -> Router {
         .merge(captcha::router())
         .merge(gate::router())
         .merge(orders::router())
+        .merge(orders::admin_router())
+        .merge(payment::router())
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(input::require_json));
 

@@ -35,6 +35,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     pub topology: Topology,
     pub redis_client: redis::Client,
+    pub payments: Arc<dyn crate::payment::PaymentProvider>,
+    pub deadlines: crate::deadline::Deadlines,
 }
 
 impl FromRef<AppState> for LeptosOptions {

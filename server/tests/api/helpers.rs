@@ -22,6 +22,8 @@ pub struct TestApp {
     pub redis: ConnectionManager,
     /// A client that keeps cookies, like a browser.
     pub client: Client,
+    /// The running instance's state, for driving its workers' functions directly.
+    pub state: server::state::AppState,
 }
 
 fn env_or(name: &str, default: &str) -> String {
@@ -50,6 +52,8 @@ pub fn test_config() -> Config {
         queue_expires_ms: Some(600_000),
         run_workers: true,
         demo: false,
+        min_payment_window_secs: 1,
+        sweep_every: Duration::from_secs(1),
     }
 }
 
@@ -89,6 +93,7 @@ async fn start(config: Config) -> TestApp {
         db: state.db.clone(),
         redis: state.redis.clone(),
         client: Client::builder().cookie_store(true).build().unwrap(),
+        state,
     }
 }
 

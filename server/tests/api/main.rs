@@ -4,4 +4,5 @@ mod accounts;
 mod health;
 mod helpers;
 mod input;
+mod lifecycle;
 mod seckill;
