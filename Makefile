@@ -17,7 +17,7 @@ export AMQP_URL ?= amqp://guest:guest@127.0.0.1:55672/%2f
 
 CARGO_LEPTOS_VERSION := 0.3.10
 WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"/,"",$$3); print $$3}' Cargo.lock)
-APT_PACKAGES := postgresql redis-server rabbitmq-server
+APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
 .PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs
@@ -65,6 +65,7 @@ services-stop:
 
 build:
 	cargo leptos build
+	scripts/precompress.sh target/site/pkg
 
 # Each integration test makes a database of its own; drop those of earlier runs first.
 clean-test-dbs:

@@ -42,6 +42,8 @@ export default defineConfig({
       SECKILL_ADDR: `127.0.0.1:${port}`,
       LEPTOS_SITE_ROOT: "../target/site",
       RUST_LOG: "warn",
+      SECKILL_ADMIN_USER: "e2e_merchant",
+      SECKILL_ADMIN_PASSWORD: "e2e-merchant-password",
     },
   },
 });

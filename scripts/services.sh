@@ -53,8 +53,19 @@ start_redis() {
   echo "redis: started on 127.0.0.1:$REDIS_PORT"
 }
 
+# The node listens on loopback only (AMQP, epmd and Erlang distribution), so a fixed cookie is
+# safe, and it lets `rabbitmqctl` from any checkout of the project reach the node.
+RABBITMQ_COOKIE=seckill-local-rabbitmq-node
+
 rabbit_env() {
   export HOME="$state/rabbitmq"
+  mkdir -p "$HOME"
+  if [ "$(cat "$HOME/.erlang.cookie" 2>/dev/null)" != "$RABBITMQ_COOKIE" ]; then
+    rm -f "$HOME/.erlang.cookie"
+    printf '%s' "$RABBITMQ_COOKIE" >"$HOME/.erlang.cookie"
+    chmod 400 "$HOME/.erlang.cookie"
+  fi
+  export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
   export RABBITMQ_NODENAME="seckill@localhost"
   export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
   export RABBITMQ_NODE_PORT="$AMQP_PORT"
@@ -83,7 +94,11 @@ start_rabbitmq() {
 
 stop_all() {
   if [ -f "$state/rabbitmq.started" ]; then
-    ( rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1 || true )
+    ( rabbit_env
+      if ! timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1; then
+        pid=$(cat "$RABBITMQ_PID_FILE" 2>/dev/null || true)
+        [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+      fi )
     rm -f "$state/rabbitmq.started"; echo "rabbitmq: stopped"
   fi
   if [ -f "$state/redis.started" ]; then

@@ -186,3 +186,9 @@ pub struct ActivityStats {
     pub cancelled: i64,
     pub failed: i64,
 }
+
+/// The answer of `POST /api/orders/{token}/pay`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentResult {
+    pub status: String,
+}

@@ -9,6 +9,8 @@ use serde::{de::DeserializeOwned, Serialize};
 pub struct Failure {
     pub status: u16,
     pub body: ErrorBody,
+    /// Seconds from a `Retry-After` header.
+    pub retry_after: Option<u64>,
 }
 
 impl Failure {
@@ -25,6 +27,7 @@ mod imp {
     fn network(e: impl std::fmt::Display) -> Failure {
         Failure {
             status: 0,
+            retry_after: None,
             body: ErrorBody {
                 error: "network".into(),
                 message: format!("The server could not be reached ({e}). Please try again."),
@@ -40,11 +43,12 @@ mod imp {
             }
             return resp.json::<R>().await.map_err(network);
         }
+        let retry_after = resp.headers().get("retry-after").and_then(|v| v.parse().ok());
         let body = resp.json::<ErrorBody>().await.unwrap_or_else(|_| ErrorBody {
             error: "http".into(),
             message: format!("The server answered {status}."),
         });
-        Err(Failure { status, body })
+        Err(Failure { status, body, retry_after })
     }
 
     pub async fn get<R: DeserializeOwned>(url: &str) -> Result<R, Failure> {
@@ -54,6 +58,12 @@ mod imp {
 
     pub async fn post<B: Serialize, R: DeserializeOwned>(url: &str, body: &B) -> Result<R, Failure> {
         let resp = Request::post(url).json(body).map_err(network)?.send().await.map_err(network)?;
+        decode(resp).await
+    }
+
+    /// A POST that may be retried safely: the server answers a repeated key with its first answer.
+    pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(url: &str, body: &B, key: &str) -> Result<R, Failure> {
+        let resp = Request::post(url).header("Idempotency-Key", key).json(body).map_err(network)?.send().await.map_err(network)?;
         decode(resp).await
     }
 }
@@ -67,6 +77,7 @@ mod imp {
     fn browser_only() -> Failure {
         Failure {
             status: 0,
+            retry_after: None,
             body: ErrorBody { error: "browser_only".into(), message: "Runs in the browser only.".into() },
         }
     }
@@ -78,6 +89,10 @@ mod imp {
     pub async fn post<B: Serialize, R: DeserializeOwned>(_url: &str, _body: &B) -> Result<R, Failure> {
         Err(browser_only())
     }
+
+    pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(_url: &str, _body: &B, _key: &str) -> Result<R, Failure> {
+        Err(browser_only())
+    }
 }
 
-pub use imp::{get, post};
+pub use imp::{get, post, post_with_key};

@@ -3,20 +3,33 @@
 
 pub mod api;
 pub mod client;
+pub mod clock;
+pub mod data;
+mod orders;
 mod pages;
 mod session;
+mod storefront;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    StaticSegment,
+    ParamSegment, StaticSegment,
 };
 
 pub use session::Session;
 
+/// Where the static assets are: `root` is the CDN prefix (empty: this server), `css` the path of
+/// the (content-hashed) stylesheet.
+#[derive(Clone, Debug, Default)]
+pub struct Assets {
+    pub root: String,
+    pub css: String,
+}
+
 /// The HTML document around the app; the server renders it for every page.
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
+    let root = assets.root.clone();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -24,7 +37,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
-                <HydrationScripts options/>
+                <link rel="stylesheet" href=format!("{}{}", assets.root, assets.css)/>
+                <HydrationScripts options root/>
                 <MetaTags/>
             </head>
             <body>
@@ -38,17 +52,20 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     let session = Session::provide();
+    clock::ServerClock::provide();
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/seckill.css"/>
         <Title text="Seckill — flash sales"/>
         <Router>
             <pages::Header session/>
             <main class="page">
                 <Routes fallback=pages::NotFound>
-                    <Route path=StaticSegment("") view=pages::Home/>
+                    <Route path=StaticSegment("") view=storefront::Home/>
                     <Route path=StaticSegment("login") view=pages::Login/>
                     <Route path=StaticSegment("register") view=pages::Register/>
+                    <Route path=(StaticSegment("activities"), ParamSegment("id")) view=storefront::ActivityPage/>
+                    <Route path=StaticSegment("orders") view=orders::OrdersPage/>
+                    <Route path=(StaticSegment("orders"), ParamSegment("token")) view=orders::OrderPage/>
                 </Routes>
             </main>
         </Router>

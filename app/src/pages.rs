@@ -24,6 +24,7 @@ pub fn Header(session: Session) -> impl IntoView {
         <header class="site-header">
             <a class="brand" href="/">"Seckill"</a>
             <nav aria-label="Account">
+                <a href="/orders">"My orders"</a>
                 {move || match session.user.get() {
                     Some(Some(user)) => view! {
                         <span class="who" data-testid="current-user">{user.username}</span>
@@ -38,23 +39,6 @@ pub fn Header(session: Session) -> impl IntoView {
                 }}
             </nav>
         </header>
-    }
-}
-
-#[component]
-pub fn Home() -> impl IntoView {
-    let session = Session::get();
-    view! {
-        <Title text="Seckill — flash sales"/>
-        <section class="hero">
-            <h1>"Flash sales"</h1>
-            <p>"A few units, one instant, a fair chance for everyone who is there on time."</p>
-            {move || match session.user.get() {
-                Some(Some(user)) => view! { <p data-testid="welcome">"Welcome back, " {user.username} "."</p> }.into_any(),
-                Some(None) => view! { <p><a href="/login">"Sign in"</a> " or " <a href="/register">"create an account"</a> " to take part."</p> }.into_any(),
-                None => ().into_any(),
-            }}
-        </section>
     }
 }
 

@@ -25,3 +25,72 @@ export function failOnConsoleErrors(page: Page): string[] {
   page.on("pageerror", (err) => errors.push(String(err)));
   return errors;
 }
+
+import { APIRequestContext, request as playwrightRequest, Response } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import { baseURL } from "../playwright.config";
+
+export const MERCHANT = { username: "e2e_merchant", password: "e2e-merchant-password" };
+
+/** A signed-in API client for the merchant the test server creates at start-up. */
+export async function merchantApi(): Promise<APIRequestContext> {
+  const api = await playwrightRequest.newContext({ baseURL });
+  const resp = await api.post("/api/auth/login", { data: MERCHANT });
+  expect(resp.status()).toBe(200);
+  return api;
+}
+
+export interface ActivityOptions {
+  startsInSecs?: number;
+  stock?: number;
+  captcha?: boolean;
+  perUserLimit?: number;
+  title?: string;
+}
+
+/** Creates a sale through the admin API; returns its id. */
+export async function createActivity(o: ActivityOptions = {}): Promise<number> {
+  const api = await merchantApi();
+  const starts = Date.now() + (o.startsInSecs ?? -5) * 1000;
+  const resp = await api.post("/api/admin/activities", {
+    data: {
+      title: o.title ?? uniqueName("Flash phone"),
+      description: "A phone at a flash price.",
+      price_cents: 49900,
+      seckill_price_cents: 9900,
+      starts_at: new Date(starts).toISOString(),
+      ends_at: new Date(starts + 3600_000).toISOString(),
+      stock: o.stock ?? 10,
+      per_user_limit: o.perUserLimit ?? 1,
+      captcha_required: o.captcha ?? false,
+      payment_window_secs: 600,
+    },
+  });
+  expect(resp.status(), await resp.text()).toBe(201);
+  const id = (await resp.json()).id as number;
+  await api.dispose();
+  return id;
+}
+
+/** Registers a shopper in the page's browser context (the session cookie lands there). */
+export async function signUpShopper(page: Page): Promise<string> {
+  const username = uniqueName("shopper");
+  const resp = await page.request.post("/api/auth/register", { data: { username, password: "shopper-password" } });
+  expect(resp.status()).toBe(201);
+  return username;
+}
+
+/**
+ * The answer of a captcha, read where the server keeps it (Redis): the product has no backdoor,
+ * the test reads the store.
+ */
+export function captchaAnswer(captchaId: string): string {
+  const prefix = process.env.SECKILL_REDIS_PREFIX ?? "sk:";
+  const port = process.env.SECKILL_REDIS_PORT ?? "56379";
+  return execFileSync("redis-cli", ["-p", port, "--raw", "GET", `${prefix}cap:${captchaId}`]).toString().trim();
+}
+
+/** The id of the captcha a page fetched. */
+export async function captchaIdOf(resp: Promise<Response>): Promise<string> {
+  return (await (await resp).json()).id as string;
+}

@@ -127,12 +127,17 @@ async fn server_time() -> Response {
     ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
 }
 
-async fn list_activities(State(state): State<AppState>) -> ApiResult<Json<ActivityList>> {
+/// Newest start first.
+pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
     let rows: Vec<ActivityRow> =
         sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"))
-            .fetch_all(&state.db)
+            .fetch_all(db)
             .await?;
-    Ok(Json(ActivityList { activities: rows.into_iter().map(ActivityRow::into_activity).collect() }))
+    Ok(rows.into_iter().map(ActivityRow::into_activity).collect())
+}
+
+async fn list_activities(State(state): State<AppState>) -> ApiResult<Json<ActivityList>> {
+    Ok(Json(ActivityList { activities: list(&state.db).await? }))
 }
 
 async fn get_activity(State(state): State<AppState>, Path(id): Path<String>, headers: HeaderMap) -> ApiResult<Response> {

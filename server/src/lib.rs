@@ -22,6 +22,7 @@ pub mod payment;
 pub mod persister;
 pub mod reconcile;
 pub mod session;
+pub mod site;
 pub mod soldout;
 pub mod startup;
 pub mod state;

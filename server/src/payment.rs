@@ -4,6 +4,7 @@
 //! order ends paid or cancelled, never both.
 
 use crate::{error::{ApiError, ApiResult}, session::SignedIn, state::AppState};
+use app::api::PaymentResult;
 use axum::{extract::{Path, State}, routing::post, Json, Router};
 use std::{future::Future, pin::Pin};
 
@@ -44,12 +45,7 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/orders/{token}/pay", post(pay))
 }
 
-#[derive(serde::Serialize)]
-struct Paid {
-    status: &'static str,
-}
-
-async fn pay(State(state): State<AppState>, SignedIn(user): SignedIn, Path(token): Path<String>) -> ApiResult<Json<Paid>> {
+async fn pay(State(state): State<AppState>, SignedIn(user): SignedIn, Path(token): Path<String>) -> ApiResult<Json<PaymentResult>> {
     let token = uuid::Uuid::parse_str(&token).map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
     let row: Option<(i64, String, bool, i64)> = sqlx::query_as(
         "SELECT user_id, status, pay_by <= now(), quantity * unit_price_cents FROM orders WHERE token = $1",
@@ -73,7 +69,7 @@ async fn pay(State(state): State<AppState>, SignedIn(user): SignedIn, Path(token
         return Err(ApiError::NotFound);
     }
     match (status.as_str(), overdue) {
-        ("paid", _) => return Ok(Json(Paid { status: "paid" })),
+        ("paid", _) => return Ok(Json(PaymentResult { status: "paid".into() })),
         ("cancelled", _) | ("confirmed", true) => return Err(ApiError::PaymentWindowClosed),
         ("confirmed", false) => {}
         _ => return Err(ApiError::NotConfirmed),
@@ -93,7 +89,7 @@ async fn pay(State(state): State<AppState>, SignedIn(user): SignedIn, Path(token
         let now: Option<String> = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1").bind(token).fetch_optional(&state.db).await?;
         if now.as_deref() == Some("paid") {
             // A concurrent request of the same shopper paid it; this charge was the same one.
-            return Ok(Json(Paid { status: "paid" }));
+            return Ok(Json(PaymentResult { status: "paid".into() }));
         }
         // The deadline won the race: the money goes back.
         state.payments.refund(&charge).await?;
@@ -106,5 +102,5 @@ async fn pay(State(state): State<AppState>, SignedIn(user): SignedIn, Path(token
         .query_async(&mut state.redis.clone())
         .await?;
     tracing::info!(order.token = %token, "order paid");
-    Ok(Json(Paid { status: "paid" }))
+    Ok(Json(PaymentResult { status: "paid".into() }))
 }

@@ -17,13 +17,20 @@ use crate::{
     persister::Persister,
     reconcile,
     session::SessionKeys,
+    site,
     soldout::SoldOut,
     state::AppState,
     throttle::LoginThrottle,
 };
 use anyhow::Context;
-use axum::{http::StatusCode, middleware, routing::get, Router};
-use leptos::config::LeptosOptions;
+use axum::{
+    http::{header, HeaderValue, StatusCode},
+    middleware,
+    routing::get,
+    Router,
+};
+use leptos::prelude::provide_context;
+use tower::ServiceBuilder;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::{future::Future, net::SocketAddr, path::Path, sync::Arc, time::Duration};
@@ -32,6 +39,7 @@ use tower_http::{
     compression::CompressionLayer,
     services::{ServeDir, ServeFile},
     timeout::TimeoutLayer,
+    set_header::SetResponseHeaderLayer,
     trace::TraceLayer,
 };
 
@@ -99,12 +107,7 @@ impl AppState {
             }
         }
 
-        let leptos = LeptosOptions::builder()
-            .output_name("seckill")
-            .site_root(config.site_root.as_str())
-            .site_pkg_dir("pkg")
-            .site_addr(config.addr)
-            .build();
+        let site = crate::site::Site::load(&config);
         let keys = Keys::new(&config.redis_prefix);
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
@@ -126,7 +129,9 @@ impl AppState {
             redis,
             redis_client,
             broker,
-            leptos,
+            leptos: site.options,
+            assets: site.assets,
+            hashed_assets: site.hashed,
         })
     }
 
@@ -205,16 +210,26 @@ fn router(state: AppState) -> Router {
 
     let site = Path::new(&state.config.site_root).to_path_buf();
     let routes = generate_route_list(app::App);
-    let leptos = state.leptos.clone();
+    let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
+    let shell = move |options| app::shell(options, assets.clone());
+    let storefront = site::storefront(&state);
+    let pkg_cache = if state.hashed_assets { site::IMMUTABLE } else { "no-cache" };
+    let pkg = ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(pkg_cache)))
+        .service(ServeDir::new(site.join("pkg")).precompressed_br().precompressed_gzip());
 
     Router::new()
         .nest("/api", api)
         .merge(health::router())
         .route("/metrics", get(metrics::exposition))
-        .leptos_routes(&state, routes, move || app::shell(leptos.clone()))
-        .nest_service("/pkg", ServeDir::new(site.join("pkg")))
+        .leptos_routes_with_context(&state, routes, move || provide_context(storefront.clone()), {
+            let shell = shell.clone();
+            move || shell(leptos.clone())
+        })
+        .nest_service("/pkg", pkg)
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(middleware::from_fn(site::html_cache_policy))
         .layer(CompressionLayer::new())
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
         .layer(TraceLayer::new_for_http())

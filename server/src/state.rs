@@ -28,6 +28,8 @@ pub struct AppState {
     pub passwords: Passwords,
     pub login_throttle: LoginThrottle,
     pub leptos: LeptosOptions,
+    pub assets: app::Assets,
+    pub hashed_assets: bool,
     pub keys: Keys,
     pub gate: Gate,
     pub activities: ActivityCache,

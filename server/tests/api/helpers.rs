@@ -338,3 +338,18 @@ pub async fn publish(app: &TestApp, reservations: &[&server::journal::Reservatio
 pub async fn token_status(app: &TestApp, token: &str) -> Option<String> {
     redis::cmd("HGET").arg(format!("{}tok:{token}", app.config.redis_prefix)).arg("status").query_async(&mut app.redis.clone()).await.unwrap()
 }
+
+/// The `server` binary with a sub-command, configured as this test's deployment.
+pub fn server_command(app: &TestApp, sub: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_server"));
+    cmd.arg(sub)
+        .env("DATABASE_URL", &app.config.database_url)
+        .env("REDIS_URL", &app.config.redis_url)
+        .env("AMQP_URL", &app.config.amqp_url)
+        .env("SECKILL_REDIS_PREFIX", &app.config.redis_prefix)
+        .env("SECKILL_AMQP_PREFIX", &app.config.amqp_prefix)
+        .env("SECKILL_QUEUE_EXPIRES_MS", "600000")
+        .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
+        .env("RUST_LOG", "warn");
+    cmd
+}

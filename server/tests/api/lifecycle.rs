@@ -264,18 +264,7 @@ async fn reconciliation_reports_injected_drift_and_repairs_it() {
 
     // `server reconcile` reports the same from the command line.
     let _: () = redis::cmd("SET").arg(&stock_key).arg(9).query_async(&mut app.redis.clone()).await.unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_server"))
-        .arg("reconcile")
-        .env("DATABASE_URL", &app.config.database_url)
-        .env("REDIS_URL", &app.config.redis_url)
-        .env("AMQP_URL", &app.config.amqp_url)
-        .env("SECKILL_REDIS_PREFIX", &app.config.redis_prefix)
-        .env("SECKILL_AMQP_PREFIX", &app.config.amqp_prefix)
-        .env("SECKILL_QUEUE_EXPIRES_MS", "600000")
-        .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
-        .env("RUST_LOG", "error")
-        .output()
-        .unwrap();
+    let out = server_command(&app, "reconcile").env("RUST_LOG", "error").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
     let line = text.lines().find(|l| l.split_whitespace().next() == Some(&id.to_string())).unwrap_or_else(|| panic!("{text}"));

@@ -6,3 +6,4 @@ mod helpers;
 mod input;
 mod lifecycle;
 mod seckill;
+mod site;

@@ -83,16 +83,7 @@ async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_ba
     let tokens = crowd_buys(&app, &buyers, id).await;
 
     let worker = || {
-        Command::new(env!("CARGO_BIN_EXE_server"))
-            .arg("worker")
-            .env("DATABASE_URL", &app.config.database_url)
-            .env("REDIS_URL", &app.config.redis_url)
-            .env("AMQP_URL", &app.config.amqp_url)
-            .env("SECKILL_REDIS_PREFIX", &app.config.redis_prefix)
-            .env("SECKILL_AMQP_PREFIX", &app.config.amqp_prefix)
-            .env("SECKILL_QUEUE_EXPIRES_MS", "600000")
-            .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
-            .env("RUST_LOG", "warn")
+        server_command(&app, "worker")
             .spawn()
             .map(Worker)
             .expect("the worker starts")

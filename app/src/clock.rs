@@ -1,0 +1,102 @@
+//! The server's clock, as the browser sees it. The local clock may be wrong by minutes: the
+//! browser samples `GET /api/time` a few times, keeps the sample with the smallest round trip,
+//! and takes offset = server + rtt/2 − local. Countdowns read `now()`, never the local clock alone.
+
+use leptos::prelude::*;
+
+#[derive(Clone, Copy)]
+pub struct ServerClock {
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    offset_ms: RwSignal<f64>,
+    /// Server time in ms since the epoch, ticking four times a second once synced.
+    pub now_ms: RwSignal<Option<f64>>,
+}
+
+impl ServerClock {
+    pub(crate) fn provide() -> ServerClock {
+        let clock = ServerClock { offset_ms: RwSignal::new(0.0), now_ms: RwSignal::new(None) };
+        provide_context(clock);
+        #[cfg(feature = "hydrate")]
+        Effect::new(move |_| clock.start());
+        clock
+    }
+
+    pub fn get() -> ServerClock {
+        expect_context::<ServerClock>()
+    }
+
+    #[cfg(feature = "hydrate")]
+    fn start(self) {
+        leptos::task::spawn_local(async move {
+            loop {
+                if let Some(offset) = sample().await {
+                    self.offset_ms.set(offset);
+                    self.tick();
+                }
+                gloo_timers_sleep(60_000).await;
+            }
+        });
+        let _ = set_interval_with_handle(move || self.tick(), std::time::Duration::from_millis(250));
+    }
+
+    #[cfg(feature = "hydrate")]
+    fn tick(self) {
+        if self.offset_ms.get_untracked() != 0.0 || self.now_ms.get_untracked().is_some() {
+            self.now_ms.set(Some(js_sys::Date::now() + self.offset_ms.get_untracked()));
+        }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+async fn sample() -> Option<f64> {
+    let mut best: Option<(f64, f64)> = None; // (rtt, offset)
+    for _ in 0..5 {
+        let sent = js_sys::Date::now();
+        let Ok(t) = crate::client::get::<crate::api::ServerTime>("/api/time").await else { continue };
+        let received = js_sys::Date::now();
+        let rtt = (received - sent).max(0.0);
+        let offset = t.now_ms as f64 + rtt / 2.0 - received;
+        if best.is_none_or(|(r, _)| rtt < r) {
+            best = Some((rtt, offset));
+        }
+    }
+    // An exact zero would read as "not synced"; a sub-millisecond nudge changes nothing shown.
+    best.map(|(_, offset)| if offset == 0.0 { 0.001 } else { offset })
+}
+
+#[cfg(feature = "hydrate")]
+pub(crate) async fn gloo_timers_sleep(ms: u32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms as i32);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// "2 d 03:04:05", "03:04:05" or "04:05".
+pub fn countdown_text(ms: f64) -> String {
+    let total = (ms.max(0.0) / 1000.0).ceil() as i64;
+    let (d, h, m, s) = (total / 86_400, total % 86_400 / 3600, total % 3600 / 60, total % 60);
+    if d > 0 {
+        format!("{d} d {h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{m:02}:{s:02}")
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time written by the API.
+pub fn parse_ms(rfc3339: &str) -> Option<f64> {
+    #[cfg(feature = "hydrate")]
+    {
+        let ms = js_sys::Date::parse(rfc3339);
+        (!ms.is_nan()).then_some(ms)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = rfc3339;
+        None
+    }
+}

@@ -1,0 +1,193 @@
+import { expect, test } from "@playwright/test";
+import {
+  captchaAnswer,
+  captchaIdOf,
+  createActivity,
+  failOnConsoleErrors,
+  openHydrated,
+  signUpShopper,
+  uniqueName,
+} from "./helpers";
+
+test("the full shopper journey: register, countdown, captcha, buy, confirmed, pay, paid", async ({ page }, testInfo) => {
+  const errors = failOnConsoleErrors(page);
+  const id = await createActivity({ startsInSecs: 8, captcha: true, stock: 5 });
+
+  // Register through the pages.
+  await openHydrated(page, "/register");
+  const username = uniqueName("journey");
+  await page.getByTestId("register-username").fill(username);
+  await page.getByTestId("register-password").fill("journey-password");
+  await page.getByTestId("register-submit").click();
+  await expect(page.getByTestId("current-user")).toHaveText(username);
+
+  // The sale is on the list, with its own countdown.
+  await openHydrated(page, "/");
+  const card = page.getByTestId("activity-card").filter({ has: page.locator(`a[href="/activities/${id}"]`) });
+  await expect(card.getByTestId("countdown")).toContainText("Starts in");
+
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("countdown")).toContainText(/Starts in 00:0\d/);
+  await expect(page.getByTestId("buy-button")).toBeDisabled();
+  await expect(page.getByTestId("stock-remaining")).toHaveText("5");
+  await testInfo.attach("1-before-start", { body: await page.screenshot({ fullPage: true }), contentType: "image/png" });
+
+  // At the start instant the buy panel opens with a captcha; the button waits for an answer.
+  const captchaResponse = page.waitForResponse((r) => r.url().endsWith("/api/captcha"));
+  await expect(page.getByTestId("countdown")).toContainText("On sale", { timeout: 20_000 });
+  await expect(page.getByTestId("captcha-image")).toBeVisible();
+  await expect(page.getByTestId("buy-button")).toBeDisabled();
+  const answer = captchaAnswer(await captchaIdOf(captchaResponse));
+  await page.getByTestId("captcha-input").fill(answer);
+  await expect(page.getByTestId("buy-button")).toBeEnabled();
+  await testInfo.attach("2-during-sale", { body: await page.screenshot({ fullPage: true }), contentType: "image/png" });
+
+  await page.getByTestId("buy-button").click();
+  const status = page.getByTestId("order-status");
+  await expect(status).toHaveText("confirmed");
+  // It showed "queued" first, then "confirmed".
+  await expect(status).toHaveAttribute("data-history", /^queued,confirmed/);
+  await expect(page.getByTestId("pay-deadline")).toContainText("Pay within");
+  await expect(page.getByTestId("stock-remaining")).toHaveText("4");
+
+  await page.getByTestId("pay-button").click();
+  await expect(status).toHaveText("paid");
+  await expect(page.getByTestId("pay-button")).toHaveCount(0);
+  await testInfo.attach("3-after-purchase", { body: await page.screenshot({ fullPage: true }), contentType: "image/png" });
+
+  // The order is on "my orders".
+  await openHydrated(page, "/orders");
+  await expect(page.locator("ul.orders li").first()).toContainText("paid");
+  expect(errors).toEqual([]);
+});
+
+test("two shoppers race for the last unit: one is confirmed, the other told it is sold out", async ({ browser }) => {
+  const id = await createActivity({ stock: 1 });
+  const pages = await Promise.all([0, 1].map(async () => (await browser.newContext()).newPage()));
+  for (const page of pages) {
+    await signUpShopper(page);
+    await openHydrated(page, `/activities/${id}`);
+    await expect(page.getByTestId("buy-button")).toBeEnabled();
+  }
+  await Promise.all(pages.map((p) => p.getByTestId("buy-button").click()));
+
+  const outcomes = await Promise.all(
+    pages.map(async (page) => {
+      const won = page.getByTestId("order-status");
+      const lost = page.getByTestId("buy-message");
+      await expect(won.or(lost.filter({ hasText: /\S/ }))).toBeVisible();
+      if (await won.isVisible()) {
+        await expect(won).toHaveText("confirmed");
+        return "confirmed";
+      }
+      await expect(lost).toContainText("Sold out");
+      await expect(page.getByTestId("buy-button")).toBeDisabled();
+      return "sold_out";
+    }),
+  );
+  expect(outcomes.sort()).toEqual(["confirmed", "sold_out"]);
+});
+
+test("the buy button is disabled from the first click: one request only", async ({ page }) => {
+  const id = await createActivity({ stock: 5 });
+  await signUpShopper(page);
+  await openHydrated(page, `/activities/${id}`);
+  let buys = 0;
+  page.on("request", (r) => {
+    if (r.method() === "POST" && r.url().endsWith(`/api/activities/${id}/buy`)) buys += 1;
+  });
+  const button = page.getByTestId("buy-button");
+  await expect(button).toBeEnabled();
+  await button.dblclick();
+  await expect(button).toBeDisabled();
+  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
+  await button.click({ force: true });
+  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
+  expect(buys).toBe(1);
+});
+
+test("a wrong captcha answer is refused, a new captcha shown, and no stock taken", async ({ page }) => {
+  const id = await createActivity({ stock: 3, captcha: true });
+  await signUpShopper(page);
+  const first = page.waitForResponse((r) => r.url().endsWith("/api/captcha"));
+  await openHydrated(page, `/activities/${id}`);
+  const firstId = await captchaIdOf(first);
+  const image = page.getByTestId("captcha-image");
+  await expect(image).toBeVisible();
+  const firstSrc = await image.getAttribute("src");
+
+  const second = page.waitForResponse((r) => r.url().endsWith("/api/captcha"));
+  await page.getByTestId("captcha-input").fill(`${captchaAnswer(firstId)}x`);
+  await page.getByTestId("buy-button").click();
+  await expect(page.getByTestId("buy-message")).toContainText("captcha answer was wrong");
+  const secondId = await captchaIdOf(second);
+  expect(secondId).not.toEqual(firstId);
+  await expect(image).not.toHaveAttribute("src", firstSrc ?? "");
+  await expect(page.getByTestId("captcha-input")).toHaveValue("");
+  await expect(page.getByTestId("buy-button")).toBeDisabled();
+  await expect(page.getByTestId("stock-remaining")).toHaveText("3");
+
+  // The new one, answered right, works.
+  await page.getByTestId("captcha-input").fill(captchaAnswer(secondId));
+  await page.getByTestId("buy-button").click();
+  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
+});
+
+test("on a phone-sized screen the sale fits and can be bought", async ({ browser }) => {
+  const context = await browser.newContext({ viewport: { width: 375, height: 667 }, isMobile: true, hasTouch: true });
+  const page = await context.newPage();
+  const id = await createActivity({ stock: 2 });
+  await signUpShopper(page);
+  await openHydrated(page, `/activities/${id}`);
+  const button = page.getByTestId("buy-button");
+  await expect(button).toBeEnabled();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  expect(overflow).toBeLessThanOrEqual(0);
+  const box = await button.boundingBox();
+  expect(box && box.x >= 0 && box.x + box.width <= 375).toBeTruthy();
+  await button.tap();
+  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
+  await context.close();
+});
+
+test("the countdown follows the server's clock when the browser's is ten minutes off", async ({ page }) => {
+  // The browser believes it is ten minutes later than it is.
+  await page.addInitScript(() => {
+    const realNow = Date.now.bind(Date);
+    Date.now = () => realNow() + 10 * 60 * 1000;
+  });
+  const id = await createActivity({ startsInSecs: 120 });
+  await openHydrated(page, `/activities/${id}`);
+  const skew = await page.evaluate(() => Date.now() - performance.timeOrigin - performance.now());
+  expect(skew).toBeGreaterThan(9 * 60 * 1000);
+  // Trusting the local clock would say "On sale" (or "Ended"); the server says about two minutes.
+  await expect(page.getByTestId("countdown")).toContainText(/Starts in 0[12]:\d\d/);
+  await expect(page.getByTestId("buy-button")).toBeDisabled();
+});
+
+test("hashed assets are immutable and precompressed; HTML is not immutable; brotli gets brotli", async ({ request }) => {
+  const page = await request.get("/", { headers: { "Accept-Encoding": "br" } });
+  expect(page.status()).toBe(200);
+  expect(page.headers()["content-encoding"]).toBe("br");
+  const htmlCache = page.headers()["cache-control"] ?? "";
+  expect(htmlCache).not.toContain("immutable");
+  expect(htmlCache).toMatch(/max-age=5|no-cache/);
+  const html = await page.text();
+  const css = html.match(/href="([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.css)"/)?.[1];
+  const js = html.match(/href="([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.js)"/)?.[1];
+  const wasm = html.match(/href="([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.wasm)"/)?.[1];
+  expect(css && js && wasm, html.slice(0, 2000)).toBeTruthy();
+
+  for (const asset of [css!, js!, wasm!]) {
+    const br = await request.get(asset, { headers: { "Accept-Encoding": "br" } });
+    expect(br.status()).toBe(200);
+    expect(br.headers()["cache-control"]).toBe("public, max-age=31536000, immutable");
+    expect(br.headers()["content-encoding"]).toBe("br");
+    const gz = await request.get(asset, { headers: { "Accept-Encoding": "gzip" } });
+    expect(gz.headers()["content-encoding"]).toBe("gzip");
+    const plain = await request.get(asset, { headers: { "Accept-Encoding": "identity" } });
+    expect(plain.headers()["content-encoding"]).toBeUndefined();
+  }
+  const login = await request.get("/login");
+  expect(login.headers()["cache-control"]).toBe("no-cache");
+});

@@ -1,0 +1,33 @@
+//! Server-rendered pages: readable without wasm, the same for everyone, cacheable for a moment.
+
+use crate::helpers::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn an_activity_page_is_rendered_with_its_data_and_without_per_user_data() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 7, json!({"title": "Phone</title><script>alert(1)</script> & <b>more</b>"})).await["id"].as_i64().unwrap();
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let username: String = sqlx::query_scalar("SELECT username FROM users WHERE id = $1").bind(shopper.id).fetch_one(&app.db).await.unwrap();
+
+    let anonymous = reqwest::Client::new().get(app.url(&format!("/activities/{id}"))).send().await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 200);
+    assert_eq!(anonymous.headers()["cache-control"], "public, max-age=5");
+    let anonymous = anonymous.text().await.unwrap();
+    let signed_in = shopper.client.get(app.url(&format!("/activities/{id}"))).send().await.unwrap().text().await.unwrap();
+
+    // The title is in the HTML as text, never as markup: not in the heading, not in <title>.
+    assert!(anonymous.contains("Phone&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;more&lt;/b&gt;"), "{anonymous}");
+    assert!(!anonymous.contains("<script>alert(1)"), "{anonymous}");
+    assert!(!anonymous.contains("<b>more</b>"), "{anonymous}");
+    assert!(anonymous.contains(r#"data-testid="countdown""#));
+    // Nothing about the shopper: the page a CDN caches is everybody's page.
+    assert!(!signed_in.contains(&username));
+    assert!(!signed_in.contains(r#"data-testid="current-user""#));
+
+    let missing = reqwest::Client::new().get(app.url("/activities/999999")).send().await.unwrap().text().await.unwrap();
+    assert!(missing.contains("No such sale"));
+    let login = reqwest::Client::new().get(app.url("/login")).send().await.unwrap();
+    assert_eq!(login.headers()["cache-control"], "no-cache");
+}
