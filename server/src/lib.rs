@@ -5,6 +5,7 @@ pub mod broker;
 pub mod captcha;
 pub mod catalog;
 pub mod config;
+pub mod crowd;
 pub mod db;
 pub mod deadline;
 pub mod error;

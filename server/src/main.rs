@@ -16,6 +16,26 @@ enum Command {
     Serve,
     /// Run the relay and the persister only (no HTTP).
     Worker,
+    /// Simulate a flash crowd against a running server and check the invariants afterwards.
+    Crowd {
+        /// Base URL of the server (or load balancer).
+        #[arg(long, default_value = "http://127.0.0.1:3000")]
+        base_url: String,
+        /// Distinct shoppers.
+        #[arg(long, default_value_t = 2_000)]
+        users: usize,
+        /// Units on sale.
+        #[arg(long, default_value_t = 100)]
+        stock: i64,
+        #[arg(long, default_value_t = 1)]
+        per_user_limit: i32,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 256)]
+        concurrency: usize,
+        /// Seconds from creating the sale to its start.
+        #[arg(long, default_value_t = 2)]
+        lead_secs: i64,
+    },
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
     /// Apply the database migrations and exit.
@@ -52,6 +72,14 @@ async fn run(command: Command) -> anyhow::Result<()> {
             state.spawn_workers().await?;
             tracing::info!("relay and persister running");
             startup::shutdown_signal().await;
+            Ok(())
+        }
+        Command::Crowd { base_url, users, stock, per_user_limit, concurrency, lead_secs } => {
+            let opts = server::crowd::CrowdOptions { base_url, users, stock, per_user_limit, concurrency, lead_secs, show_progress: true };
+            let report = server::crowd::run(&config, &opts).await?;
+            let demand = users as i64 * i64::from(per_user_limit);
+            report.print(demand);
+            anyhow::ensure!(report.invariants_hold(demand), "the invariants did not hold");
             Ok(())
         }
         Command::Reconcile => {

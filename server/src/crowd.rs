@@ -1,0 +1,251 @@
+//! The flash-crowd load tool (`server crowd`): N distinct signed-in shoppers, each fetching the
+//! buy path at the start instant and buying, the way browsers do. Sessions are minted with the
+//! server's secret (an operator tool; registering a crowd through argon2 is not the point), and each
+//! shopper comes from an address of its own (`X-Forwarded-For`, for a server that trusts it).
+//! The report: requests by outcome, throughput, latency percentiles from an HDR histogram, time to
+//! sell out, time until every order is persisted, and DESIGN.md's invariants checked in the database.
+
+use crate::{config::Config, session::{Claims, SessionKeys}};
+use anyhow::Context;
+use app::api::{Activity, BuyPath, Role, ServerTime};
+use futures_util::{stream, StreamExt};
+use hdrhistogram::Histogram;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+#[derive(Clone, Debug)]
+pub struct CrowdOptions {
+    pub base_url: String,
+    pub users: usize,
+    pub stock: i64,
+    pub per_user_limit: i32,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Seconds between creating the sale and its start.
+    pub lead_secs: i64,
+    pub show_progress: bool,
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub activity_id: i64,
+    pub outcomes: BTreeMap<String, u64>,
+    pub accepted: u64,
+    pub requests: u64,
+    pub elapsed: Duration,
+    /// Buy latency in microseconds: p50, p90, p99, p99.9, max.
+    pub latency_us: [u64; 5],
+    pub sold_out_after: Option<Duration>,
+    pub persisted_after_last_buy: Option<Duration>,
+    pub total_stock: i64,
+    pub sold: i64,
+    pub users_over_limit: i64,
+    pub tokens_not_persisted: i64,
+}
+
+impl Report {
+    /// DESIGN.md's invariants: sold exactly what was accepted, at most the stock and exactly the
+    /// stock when demand exceeded it, nobody over the limit, nothing left queued.
+    pub fn invariants_hold(&self, demand_units: i64) -> bool {
+        let expected = demand_units.min(self.total_stock);
+        self.sold == self.accepted as i64 && self.sold == expected && self.users_over_limit == 0 && self.tokens_not_persisted == 0
+    }
+
+    pub fn print(&self, demand_units: i64) {
+        let secs = self.elapsed.as_secs_f64();
+        println!("activity {}: {} requests in {:.2} s = {:.0} req/s", self.activity_id, self.requests, secs, self.requests as f64 / secs);
+        for (outcome, n) in &self.outcomes {
+            println!("  {outcome:<16} {n:>9}");
+        }
+        let [p50, p90, p99, p999, max] = self.latency_us.map(|us| us as f64 / 1000.0);
+        println!("buy latency ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
+        let ms = |d: Option<Duration>| d.map_or("n/a".to_string(), |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0));
+        println!("sold out after {} from the start; every order persisted {} after the last buy", ms(self.sold_out_after), ms(self.persisted_after_last_buy));
+        println!(
+            "invariants: sold {} of {} (accepted {}), users over the limit {}, tokens not persisted {} → {}",
+            self.sold,
+            self.total_stock,
+            self.accepted,
+            self.users_over_limit,
+            self.tokens_not_persisted,
+            if self.invariants_hold(demand_units) { "OK" } else { "BROKEN" }
+        );
+    }
+}
+
+struct Tally {
+    outcomes: BTreeMap<String, u64>,
+    latency: Histogram<u64>,
+    accepted_units: i64,
+    sold_out_at: Option<Instant>,
+    last_accept: Option<Instant>,
+}
+
+pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
+    let db = crate::db::connect(&config.database_url, 4).await?;
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let merchant: i64 = match sqlx::query_scalar("SELECT id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1").fetch_optional(&db).await? {
+        Some(id) => id,
+        None => sqlx::query_scalar("INSERT INTO users (username, password_hash, role) VALUES ($1, '!', 'merchant') RETURNING id")
+            .bind(format!("crowd_m_{run}"))
+            .fetch_one(&db)
+            .await?,
+    };
+    let mut users = Vec::with_capacity(opts.users);
+    for chunk in (0..opts.users).collect::<Vec<_>>().chunks(10_000) {
+        let names: Vec<String> = chunk.iter().map(|i| format!("crowd_{run}_{i}")).collect();
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
+        )
+        .bind(&names)
+        .fetch_all(&db)
+        .await?;
+        users.extend(ids);
+    }
+    let keys = SessionKeys::new(&config.secret.0, Duration::from_secs(3600), false);
+    let expires_at = chrono::Utc::now().timestamp() + 3600;
+    let cookie = |user_id: i64, role: Role| format!("sid={}", keys.sign(&Claims { user_id, role, expires_at }));
+
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(opts.concurrency)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let base = opts.base_url.trim_end_matches('/');
+    let server_now: ServerTime = http.get(format!("{base}/api/time")).send().await?.json().await?;
+    let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms).context("server time")? + chrono::Duration::seconds(opts.lead_secs);
+    let resp = http
+        .post(format!("{base}/api/admin/activities"))
+        .header("cookie", cookie(merchant, Role::Merchant))
+        .json(&serde_json::json!({
+            "title": format!("Crowd {run}"),
+            "price_cents": 10_000,
+            "seckill_price_cents": 1_000,
+            "starts_at": starts.to_rfc3339(),
+            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+            "stock": opts.stock,
+            "per_user_limit": opts.per_user_limit,
+            "captcha_required": false,
+        }))
+        .send()
+        .await?;
+    anyhow::ensure!(resp.status().as_u16() == 201, "creating the sale: {} {}", resp.status(), resp.text().await.unwrap_or_default());
+    let activity: Activity = resp.json().await?;
+
+    // Wait for the start instant by the server's clock, as the browser's countdown does.
+    let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
+    tokio::time::sleep(Duration::from_millis(wait)).await;
+
+    let progress = if opts.show_progress { indicatif::ProgressBar::new(opts.users as u64) } else { indicatif::ProgressBar::hidden() };
+    let tally = Arc::new(Mutex::new(Tally {
+        outcomes: BTreeMap::new(),
+        latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
+        accepted_units: 0,
+        sold_out_at: None,
+        last_accept: None,
+    }));
+    let started = Instant::now();
+    let id = activity.id;
+    stream::iter(users.iter().enumerate())
+        .for_each_concurrent(opts.concurrency, |(i, &user)| {
+            let (http, tally, progress) = (&http, tally.clone(), &progress);
+            let cookie = cookie(user, Role::Shopper);
+            let addr = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+            async move {
+                let outcome = buy_once(http, base, id, &cookie, &addr, opts.per_user_limit, &tally).await;
+                let mut t = tally.lock().expect("tally");
+                *t.outcomes.entry(outcome).or_default() += 1;
+                progress.inc(1);
+            }
+        })
+        .await;
+    let elapsed = started.elapsed();
+    progress.finish_and_clear();
+    let t = Arc::try_unwrap(tally).ok().context("tally still shared")?.into_inner().expect("tally");
+
+    // Until every accepted unit is an order (or two minutes).
+    let last_buy = t.last_accept.unwrap_or_else(Instant::now);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut persisted_after_last_buy = None;
+    let mut poll = tokio::time::interval(Duration::from_millis(20));
+    let mut persisted_units: i64;
+    loop {
+        poll.tick().await;
+        persisted_units = sqlx::query_scalar("SELECT COALESCE(sum(quantity), 0)::bigint FROM orders WHERE activity_id = $1")
+            .bind(id)
+            .fetch_one(&db)
+            .await?;
+        if persisted_units >= t.accepted_units {
+            persisted_after_last_buy = Some(last_buy.elapsed());
+            break;
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+    let (total_stock, sold): (i64, i64) = sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1").bind(id).fetch_one(&db).await?;
+    let users_over_limit: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')
+         GROUP BY user_id HAVING sum(quantity) > $2) over_limit",
+    )
+    .bind(id)
+    .bind(i64::from(opts.per_user_limit))
+    .fetch_one(&db)
+    .await?;
+    let q = |p: f64| t.latency.value_at_quantile(p);
+    Ok(Report {
+        activity_id: id,
+        requests: t.outcomes.values().sum::<u64>(),
+        accepted: t.accepted_units as u64,
+        outcomes: t.outcomes,
+        elapsed,
+        latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
+        sold_out_after: t.sold_out_at.map(|at| at - started),
+        persisted_after_last_buy,
+        total_stock,
+        sold,
+        users_over_limit,
+        tokens_not_persisted: (t.accepted_units - persisted_units).max(0),
+    })
+}
+
+/// One shopper: the path, then the buy (the whole quantity the limit allows). Returns the outcome.
+async fn buy_once(http: &reqwest::Client, base: &str, id: i64, cookie: &str, addr: &str, quantity: i32, tally: &Mutex<Tally>) -> String {
+    let path = match http.get(format!("{base}/api/activities/{id}/path")).header("cookie", cookie).header("x-forwarded-for", addr).send().await {
+        Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
+            Ok(p) => p.path,
+            Err(_) => return "path_unreadable".into(),
+        },
+        Ok(r) => return format!("path_{}", r.status().as_u16()),
+        Err(e) => return if e.is_timeout() { "timeout".into() } else { "transport_error".into() },
+    };
+    let sent = Instant::now();
+    let resp = http
+        .post(format!("{base}/api/activities/{id}/buy"))
+        .header("cookie", cookie)
+        .header("x-forwarded-for", addr)
+        .json(&serde_json::json!({"path": path, "quantity": quantity}))
+        .send()
+        .await;
+    let took = sent.elapsed().as_micros() as u64;
+    let outcome = match resp {
+        Ok(r) if r.status().as_u16() == 202 => "accepted".to_string(),
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let code = r.json::<app::api::ErrorBody>().await.map(|b| b.error).unwrap_or_else(|_| format!("http_{status}"));
+            if status >= 500 && code != "overloaded" { format!("{code}_{status}") } else { code }
+        }
+        Err(e) => if e.is_timeout() { "timeout".into() } else { "transport_error".into() },
+    };
+    let mut t = tally.lock().expect("tally");
+    let _ = t.latency.record(took.max(1));
+    if outcome == "accepted" {
+        t.accepted_units += i64::from(quantity);
+        t.last_accept = Some(Instant::now());
+    } else if outcome == "sold_out" && t.sold_out_at.is_none() {
+        t.sold_out_at = Some(Instant::now());
+    }
+    outcome
+}

@@ -1,0 +1,33 @@
+//! The load tool as a correctness check on a small crowd: invariants only, never a timing.
+
+use crate::helpers::*;
+use server::crowd::{run, CrowdOptions};
+
+#[tokio::test]
+async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
+    // Each simulated shopper comes from an address of its own, as behind a load balancer; the
+    // address buckets are the production defaults.
+    let app = spawn_app_with(|c| {
+        c.trust_forwarded_for = true;
+        c.gate.ip_burst = server::gate::GateLimits::default().ip_burst;
+        c.gate.ip_per_sec = server::gate::GateLimits::default().ip_per_sec;
+    })
+    .await;
+    let opts = CrowdOptions {
+        base_url: app.base.clone(),
+        users: 400,
+        stock: 100,
+        per_user_limit: 1,
+        concurrency: 64,
+        lead_secs: 1,
+        show_progress: false,
+    };
+    let report = run(&app.config, &opts).await.unwrap();
+    report.print(400);
+    assert!(report.invariants_hold(400), "{report:?}");
+    assert_eq!(report.accepted, 100);
+    assert_eq!(report.requests, 400);
+    let unexpected: Vec<_> = report.outcomes.keys().filter(|k| !matches!(k.as_str(), "accepted" | "sold_out")).collect();
+    assert!(unexpected.is_empty(), "only the API's own answers: {:?}", report.outcomes);
+    assert!(report.persisted_after_last_buy.is_some(), "every order persisted");
+}
