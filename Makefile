@@ -20,7 +20,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs
+.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs bench
 
 run: setup build
 	mkdir -p .local
@@ -83,3 +83,8 @@ test-e2e: clean-test-dbs
 	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
 	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
 	npx playwright test
+
+# Benchmarks are not tests: they measure and write BENCHMARKS.md (see README).
+bench: setup
+	if ! command -v wrk >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; fi
+	scripts/bench.sh

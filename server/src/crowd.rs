@@ -27,6 +27,8 @@ pub struct CrowdOptions {
     /// Seconds between creating the sale and its start.
     pub lead_secs: i64,
     pub show_progress: bool,
+    /// Wait until every accepted unit is an order (off when no persister runs).
+    pub settle: bool,
 }
 
 #[derive(Debug)]
@@ -56,7 +58,13 @@ impl Report {
 
     pub fn print(&self, demand_units: i64) {
         let secs = self.elapsed.as_secs_f64();
-        println!("activity {}: {} requests in {:.2} s = {:.0} req/s", self.activity_id, self.requests, secs, self.requests as f64 / secs);
+        println!(
+            "activity {}: {} shoppers (each: GET path + POST buy) in {:.2} s = {:.0} shoppers/s",
+            self.activity_id,
+            self.requests,
+            secs,
+            self.requests as f64 / secs
+        );
         for (outcome, n) in &self.outcomes {
             println!("  {outcome:<16} {n:>9}");
         }
@@ -167,7 +175,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
 
     // Until every accepted unit is an order (or two minutes).
     let last_buy = t.last_accept.unwrap_or_else(Instant::now);
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_secs(if opts.settle { 120 } else { 0 });
     let mut persisted_after_last_buy = None;
     let mut poll = tokio::time::interval(Duration::from_millis(20));
     let mut persisted_units: i64;

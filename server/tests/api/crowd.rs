@@ -21,6 +21,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         concurrency: 64,
         lead_secs: 1,
         show_progress: false,
+        settle: true,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print(400);

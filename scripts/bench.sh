@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# `make bench`: measures, in ONE run on this machine, the HTTP ceiling (/healthz), the Redis ceiling
+# (the gate script under redis-benchmark), the sold-out path, the in-stock buy path, the persister
+# draining a backlog, and a 200,000-shopper crowd for 100,000 units; then writes BENCHMARKS.md.
+# The load runs beside the server on the same 2 cores, as the targets demand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LEPTOS_OUTPUT_NAME=seckill
+PORT=3200
+SECRET=bench-secret-bench-secret-bench-secret
+RUN=$(date +%s)
+export DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench
+export SECKILL_SECRET=$SECRET SECKILL_REDIS_PREFIX="bench:$RUN:" SECKILL_AMQP_PREFIX="bench$RUN" SECKILL_QUEUE_EXPIRES_MS=3600000
+PSQL="/usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -q"
+out=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+cargo build --release -p server 2>&1 | tail -1
+BIN=target/release/server
+$PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
+
+serve() { # serve [extra env...]
+  env SECKILL_ADDR=127.0.0.1:$PORT SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_MAX_IN_FLIGHT=8192 RUST_LOG=warn "$@" "$BIN" serve >"$out/server.log" 2>&1 &
+  SERVER=$!; pids+=("$SERVER")
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && return; sleep 0.2; done
+  echo "server did not become ready" >&2; cat "$out/server.log" >&2; exit 1
+}
+rss_peak() { awk '/VmHWM/ {print int($2/1024)}' "/proc/$SERVER/status"; }
+crowd() { "$BIN" crowd --base-url "http://127.0.0.1:$PORT" "$@" 2>/dev/null | tee -a "$out/crowd-all.txt"; }
+
+echo "== persister draining a backlog (relay + persister in their own process)"
+serve env SECKILL_NO_WORKERS=1
+BACKLOG=50000
+crowd --users $BACKLOG --stock $BACKLOG --concurrency 256 --lead-secs 1 --no-settle >"$out/backlog.txt"
+start=$(date +%s.%N)
+"$BIN" worker >"$out/worker.log" 2>&1 & WORKER=$!; pids+=("$WORKER")
+until [ "$($PSQL -d seckill_bench -tAc "SELECT count(*) FROM orders")" -ge $BACKLOG ]; do sleep 0.1; done
+drain=$(echo "$(date +%s.%N) - $start" | bc)
+persist_rate=$(echo "$BACKLOG / $drain" | bc)
+echo "   $BACKLOG orders in ${drain}s = $persist_rate orders/s"
+
+echo "== HTTP ceiling: /healthz"
+wrk -t1 -c256 -d10s "http://127.0.0.1:$PORT/healthz" >"$out/healthz.txt"
+healthz=$(grep Requests/sec "$out/healthz.txt" | awk '{print int($2)}')
+echo "   $healthz req/s"
+
+echo "== sold-out path"
+crowd --users 2 --stock 1 --concurrency 2 --lead-secs 1 >"$out/soldout-setup.txt" || true
+ACT=$(sed -n 's/^activity \([0-9]*\):.*/\1/p' "$out/soldout-setup.txt")
+# A shopper of that sale who holds no unit: the answer is sold_out, never limit_reached.
+USER=$($PSQL -d seckill_bench -tAc "SELECT max(u.id) FROM users u WHERE u.username LIKE 'crowd\_%' AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.activity_id = $ACT)")
+read -r COOKIE PATHV < <(python3 - "$SECRET" "$USER" "$ACT" <<'PY'
+import base64, hashlib, hmac, sys, time
+secret, user, act = sys.argv[1].encode(), sys.argv[2], sys.argv[3]
+payload = f"{user}.shopper.{int(time.time()) + 3600}"
+sig = hmac.new(secret, b"sid\0" + payload.encode(), hashlib.sha256).digest()
+path = hmac.new(secret, f"path\0{user}\0{act}".encode(), hashlib.sha256).digest()[:18]
+b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+print(f"{payload}.{b64(sig)}", b64(path))
+PY
+)
+cat >"$out/soldout.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '{"path":"$PATHV"}'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Cookie"] = "sid=$COOKIE"
+wrk.headers["X-Forwarded-For"] = "10.200.0.1"
+LUA
+curl -s -o /dev/null -w "   first answer %{http_code}\n" -X POST -H "Content-Type: application/json" -H "Cookie: sid=$COOKIE" -H "X-Forwarded-For: 10.200.0.1" -d "{\"path\":\"$PATHV\"}" "http://127.0.0.1:$PORT/api/activities/$ACT/buy"
+wrk -t1 -c256 -d10s -s "$out/soldout.lua" "http://127.0.0.1:$PORT/api/activities/$ACT/buy" >"$out/soldout.txt"
+soldout=$(grep Requests/sec "$out/soldout.txt" | awk '{print int($2)}')
+echo "   $soldout req/s"
+
+echo "== Redis ceiling: the gate script"
+SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/lua/gate.lua)")
+P="rb:$RUN:"
+redis-cli -p 56379 SET "${P}stock" 1000000000 >/dev/null
+redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 13 \
+  "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}tok:__rand_int__" "${P}unused" "${P}unused" \
+  "${P}b:u:__rand_int__" "${P}s:u:__rand_int__" "${P}k:u:__rand_int__" "${P}b:ip:__rand_int__" "${P}s:ip:__rand_int__" "${P}k:ip:__rand_int__" \
+  __rand_int__ 1 tok-__rand_int__ 1700000000000 0 "" 0 5 1 400 200 30 60000 60 60 1 1000000000 >"$out/redis.txt" 2>&1
+redis_ceiling=$(grep -o '[0-9.]* requests per second' "$out/redis.txt" | awk '{print int($1)}' | tail -1)
+redis-cli -p 56379 --scan --pattern "${P}*" | xargs -r -n 1000 redis-cli -p 56379 DEL >/dev/null
+echo "   $redis_ceiling scripts/s"
+
+echo "== in-stock buy path (each shopper: GET path + POST buy)"
+crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 | tee "$out/instock.txt"
+instock_shoppers=$(sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$out/instock.txt")
+instock_p99=$(sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$out/instock.txt")
+
+echo "== flash crowd: 200,000 shoppers for 100,000 units"
+crowd --users 200000 --stock 100000 --concurrency 1000 --lead-secs 2 | tee "$out/crowd.txt"
+crowd_ok=$(grep -c "→ OK" "$out/crowd.txt" || true)
+rss=$(rss_peak)
+echo "   server peak RSS ${rss} MB"
+
+ratio() { echo "scale=0; 100 * $1 / $2" | bc; }
+cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
+cat >BENCHMARKS.md <<MD
+# Benchmarks
+
+Produced by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%d): $(nproc) cores ($cpu),
+$(free -g | awk '/Mem:/ {print $2}') GiB RAM, Debian 12; release build; PostgreSQL, Redis, RabbitMQ and the load
+generator on the same machine as the server. One run; figures vary a few percent between runs.
+
+| measure | result | ceiling | ratio | target |
+|---|---|---|---|---|
+| HTTP ceiling: \`GET /healthz\` (wrk, 256 connections) | $healthz req/s | — | — | — |
+| Redis ceiling: gate script (redis-benchmark, 50 clients) | $redis_ceiling scripts/s | — | — | — |
+| sold-out path: \`POST …/buy\` on a sold-out sale (wrk, 256 connections) | $soldout req/s | $healthz | $(ratio "$soldout" "$healthz") % | ≥ 80 % |
+| in-stock buy path: shoppers/s, each GET path + POST buy (1,000 in flight) | $instock_shoppers shoppers/s = $((2 * ${instock_shoppers:-0})) req/s | $healthz | $(ratio "$((2 * ${instock_shoppers:-0}))" "$healthz") % | ≥ 40 % |
+| in-stock buy p99 latency at 1,000 concurrent | $instock_p99 ms | — | — | ≤ 30 ms |
+| persister draining a backlog of $BACKLOG (relay + persister, own process) | $persist_rate orders/s | — | — | ≥ 20,000 |
+| server peak RSS over the whole run | $rss MB | — | — | ≤ 200 MB |
+
+## 200,000 shoppers for 100,000 units
+\`\`\`
+$(cat "$out/crowd.txt")
+\`\`\`
+
+## In-stock run
+\`\`\`
+$(cat "$out/instock.txt")
+\`\`\`
+MD
+echo "BENCHMARKS.md written"
