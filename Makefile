@@ -86,5 +86,5 @@ test-e2e: clean-test-dbs
 
 # Benchmarks are not tests: they measure and write BENCHMARKS.md (see README).
 bench: setup
-	if ! command -v wrk >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; fi
+	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
 	scripts/bench.sh
