@@ -10,7 +10,7 @@ PORT=3200
 SECRET=bench-secret-bench-secret-bench-secret
 RUN=$(date +%s)
 export DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench
-export SECKILL_SECRET=$SECRET SECKILL_REDIS_PREFIX="bench:$RUN:" SECKILL_AMQP_PREFIX="bench$RUN" SECKILL_QUEUE_EXPIRES_MS=3600000
+export SECKILL_SECRET=$SECRET SECKILL_REDIS_PREFIX="bench:$RUN:" SECKILL_AMQP_PREFIX="bench$RUN" SECKILL_QUEUE_EXPIRES_MS=60000
 PSQL="/usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -q"
 out=$(mktemp -d)
 pids=()

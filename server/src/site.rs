@@ -90,6 +90,20 @@ pub fn storefront(state: &AppState) -> Storefront {
     Storefront(Arc::new(CatalogStorefront(state.db.clone())))
 }
 
+/// Headers every answer carries: no MIME sniffing, no referrer beyond the origin to other
+/// sites, and no framing by anyone (clickjacking). A full script-src policy is still to come.
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let headers = resp.headers_mut();
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static("frame-ancestors 'none'; base-uri 'self'; object-src 'none'"));
+    resp
+}
+
 /// Cache policy for HTML answers that did not set their own.
 pub async fn html_cache_policy(req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();

@@ -230,6 +230,7 @@ fn router(state: AppState) -> Router {
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(middleware::from_fn(site::html_cache_policy))
+        .layer(middleware::from_fn(site::security_headers))
         .layer(CompressionLayer::new())
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
         .layer(TraceLayer::new_for_http())

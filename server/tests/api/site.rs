@@ -31,3 +31,17 @@ async fn an_activity_page_is_rendered_with_its_data_and_without_per_user_data() 
     let login = reqwest::Client::new().get(app.url("/login")).send().await.unwrap();
     assert_eq!(login.headers()["cache-control"], "no-cache");
 }
+
+#[tokio::test]
+async fn every_answer_carries_the_security_headers() {
+    let app = spawn_app().await;
+    for path in ["/", "/login", "/api/time", "/api/no-such-thing", "/healthz"] {
+        let resp = reqwest::Client::new().get(app.url(path)).send().await.unwrap();
+        let h = resp.headers();
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["referrer-policy"], "strict-origin-when-cross-origin", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        let csp = h["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+    }
+}
