@@ -41,6 +41,13 @@ impl Broker {
         Ok(conn)
     }
 
+    /// A fresh channel on the live connection, with this deployment's queues declared.
+    pub async fn channel(&self, topology: &Topology) -> anyhow::Result<lapin::Channel> {
+        let channel = self.connection().await?.create_channel().await.context("opening a channel")?;
+        topology.declare(&channel).await.context("declaring the topology")?;
+        Ok(channel)
+    }
+
     /// Ready means connected now (not merely recovering).
     pub async fn check(&self) -> anyhow::Result<()> {
         let conn = self.connection().await?;

@@ -64,8 +64,7 @@ impl Deadlines {
     async fn try_schedule(&self, orders: &[(uuid::Uuid, i32)]) -> anyhow::Result<()> {
         let mut slot = self.publisher.lock().await;
         if slot.as_ref().is_none_or(|(c, _)| !c.status().connected()) {
-            let channel = self.broker.connection().await?.create_channel().await?;
-            self.topology.declare(&channel).await?;
+            let channel = self.broker.channel(&self.topology).await?;
             channel.confirm_select(ConfirmSelectOptions::default()).await?;
             *slot = Some((channel, HashSet::new()));
         }
@@ -148,8 +147,7 @@ impl Deadlines {
     }
 
     async fn consume_timeouts(&self, tag: &str) -> anyhow::Result<()> {
-        let channel = self.broker.connection().await?.create_channel().await?;
-        self.topology.declare(&channel).await?;
+        let channel = self.broker.channel(&self.topology).await?;
         channel.basic_qos(200, BasicQosOptions::default()).await?;
         let mut consumer = channel
             .basic_consume(self.topology.timeouts.as_str().into(), format!("{tag}-deadlines").as_str().into(), BasicConsumeOptions::default(), FieldTable::default())

@@ -86,9 +86,7 @@ impl Relay {
     }
 
     async fn channel(&self) -> anyhow::Result<Channel> {
-        let conn = self.broker.connection().await?;
-        let channel = conn.create_channel().await.context("opening a channel")?;
-        self.topology.declare(&channel).await.context("declaring the topology")?;
+        let channel = self.broker.channel(&self.topology).await?;
         channel.confirm_select(ConfirmSelectOptions::default()).await.context("enabling confirms")?;
         Ok(channel)
     }

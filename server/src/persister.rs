@@ -82,9 +82,7 @@ impl Persister {
     }
 
     async fn open(&self, queue: &str, tag: &str) -> anyhow::Result<(Channel, lapin::Consumer)> {
-        let conn = self.broker.connection().await?;
-        let channel = conn.create_channel().await?;
-        self.topology.declare(&channel).await?;
+        let channel = self.broker.channel(&self.topology).await?;
         channel.basic_qos(PREFETCH, BasicQosOptions::default()).await?;
         let consumer = channel
             .basic_consume(queue.into(), format!("{}-{tag}", self.consumer).as_str().into(), BasicConsumeOptions::default(), FieldTable::default())

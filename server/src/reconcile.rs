@@ -36,8 +36,7 @@ pub struct Drift {
 /// and ready messages on the reservation queue.
 async fn in_flight(state: &AppState) -> anyhow::Result<u64> {
     let journal: u64 = redis::cmd("XLEN").arg(state.keys.journal()).query_async(&mut state.redis.clone()).await?;
-    let channel = state.broker.connection().await?.create_channel().await?;
-    state.topology.declare(&channel).await?;
+    let channel = state.broker.channel(&state.topology).await?;
     let queue = channel
         .queue_declare(
             state.topology.reservations.as_str().into(),
