@@ -74,6 +74,7 @@ clean-test-dbs:
 	done
 
 test-rust: clean-test-dbs
+	cargo test -p app --features ssr --lib
 	cargo test -p server -- --test-threads=4
 
 test-e2e: clean-test-dbs

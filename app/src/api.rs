@@ -185,6 +185,85 @@ pub struct ActivityStats {
     pub paid: i64,
     pub cancelled: i64,
     pub failed: i64,
+    /// Buy attempts during the last complete second, over every instance (an addition to API.md).
+    #[serde(default)]
+    pub attempts_per_sec: i64,
+}
+
+/// Where an activity stands, as the admin console shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaleStatus {
+    Upcoming,
+    Live,
+    SoldOut,
+    Ended,
+}
+
+impl SaleStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            SaleStatus::Upcoming => "upcoming",
+            SaleStatus::Live => "live",
+            SaleStatus::SoldOut => "sold out",
+            SaleStatus::Ended => "ended",
+        }
+    }
+}
+
+/// An item of `GET /api/admin/activities`: the activity and its sale figures.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminActivity {
+    #[serde(flatten)]
+    pub activity: Activity,
+    pub status: SaleStatus,
+    /// Units still for sale (from the gate).
+    pub remaining: i64,
+    /// Units in persisted orders that are not cancelled or failed.
+    pub sold: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminActivityList {
+    pub activities: Vec<AdminActivity>,
+}
+
+/// One audited stock addition: how many units, by which merchant, when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockAddition {
+    pub added: i64,
+    pub merchant: String,
+    pub at: String,
+}
+
+/// `GET /api/admin/activities/{id}/stock-additions`, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockAdditions {
+    pub additions: Vec<StockAddition>,
+}
+
+/// An order as `GET /api/admin/orders` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminOrder {
+    pub order_id: i64,
+    pub token: String,
+    pub activity_id: i64,
+    pub user_id: i64,
+    pub username: String,
+    pub quantity: i32,
+    pub unit_price_cents: i64,
+    pub status: String,
+    pub reason: Option<String>,
+    pub reserved_at: String,
+    pub pay_by: Option<String>,
+    pub paid_at: Option<String>,
+    pub cancelled_at: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminOrderPage {
+    pub orders: Vec<AdminOrder>,
+    pub total: i64,
 }
 
 /// The answer of `POST /api/orders/{token}/pay`.

@@ -74,6 +74,30 @@ pub(crate) async fn gloo_timers_sleep(ms: u32) {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
+/// True until the component that called this is unmounted: loops a component starts in the
+/// browser (polling) check it and end when the page is left.
+#[cfg(feature = "hydrate")]
+pub(crate) fn while_mounted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
+    let alive = Arc::new(AtomicBool::new(true));
+    let flag = alive.clone();
+    leptos::prelude::on_cleanup(move || flag.store(false, Ordering::Relaxed));
+    alive
+}
+
+/// A time from the API in the browser's time zone ("22/11/2026, 10:30:00" as the locale writes
+/// it); the server, which does not know the zone, writes it in UTC.
+pub fn local_time(rfc3339: &str) -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
+        if !date.get_time().is_nan() {
+            return String::from(date.to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED));
+        }
+    }
+    rfc3339.replace('T', " ").trim_end_matches('Z').split('.').next().unwrap_or(rfc3339).to_string() + " UTC"
+}
+
 /// "2 d 03:04:05", "03:04:05" or "04:05".
 pub fn countdown_text(ms: f64) -> String {
     let total = (ms.max(0.0) / 1000.0).ceil() as i64;

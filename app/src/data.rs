@@ -22,7 +22,7 @@ pub trait StorefrontSource: Send + Sync + 'static {
 pub struct Storefront(pub std::sync::Arc<dyn StorefrontSource>);
 
 #[cfg(not(feature = "ssr"))]
-fn browser<F, T>(fut: F) -> send_wrapper::SendWrapper<F>
+pub(crate) fn browser<F, T>(fut: F) -> send_wrapper::SendWrapper<F>
 where
     F: std::future::Future<Output = T>,
 {

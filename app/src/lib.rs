@@ -1,6 +1,9 @@
 //! The storefront and admin console UI, rendered on the server and hydrated in the browser.
 //! Server-only code stays behind the `ssr` feature; browser-only code behind `hydrate`.
+// The admin dashboard is one deep view type.
+#![recursion_limit = "256"]
 
+mod admin;
 pub mod api;
 pub mod client;
 pub mod clock;
@@ -18,6 +21,11 @@ use leptos_router::{
 };
 
 pub use session::Session;
+
+/// Who asked for an admin page, as the server established from the session cookie before
+/// rendering it (a request extension; the admin pages read it during server rendering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageViewer(pub api::Role);
 
 /// Where the static assets are: `root` is the CDN prefix (empty: this server), `css` the path of
 /// the (content-hashed) stylesheet.
@@ -66,6 +74,9 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("activities"), ParamSegment("id")) view=storefront::ActivityPage/>
                     <Route path=StaticSegment("orders") view=orders::OrdersPage/>
                     <Route path=(StaticSegment("orders"), ParamSegment("token")) view=orders::OrderPage/>
+                    <Route path=StaticSegment("admin") view=admin::AdminHome/>
+                    <Route path=(StaticSegment("admin"), StaticSegment("activities"), StaticSegment("new")) view=admin::NewActivityPage/>
+                    <Route path=(StaticSegment("admin"), StaticSegment("activities"), ParamSegment("id")) view=admin::DashboardPage/>
                 </Routes>
             </main>
         </Router>

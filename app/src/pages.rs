@@ -27,6 +27,7 @@ pub fn Header(session: Session) -> impl IntoView {
                 <a href="/orders">"My orders"</a>
                 {move || match session.user.get() {
                     Some(Some(user)) => view! {
+                        {(user.role == crate::api::Role::Merchant).then(|| view! { <a href="/admin" data-testid="admin-link">"Admin"</a> })}
                         <span class="who" data-testid="current-user">{user.username}</span>
                         <button type="button" class="link" data-testid="logout-button" on:click=sign_out.clone()>
                             "Sign out"
@@ -88,10 +89,16 @@ pub fn Register() -> impl IntoView {
     }
 }
 
+/// Only a path on this site may follow a sign-in (`?next=`): never another origin.
+fn is_local_path(p: &str) -> bool {
+    p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') && !p.chars().any(char::is_control)
+}
+
 #[component]
 fn AuthForm(mode: AuthMode) -> impl IntoView {
     let session = Session::get();
     let navigate = use_navigate();
+    let query = leptos_router::hooks::use_query_map();
     let username = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
     let show_password = RwSignal::new(false);
@@ -116,7 +123,8 @@ fn AuthForm(mode: AuthMode) -> impl IntoView {
             match client::post::<_, User>(url, &creds).await {
                 Ok(user) => {
                     session.user.set(Some(Some(user)));
-                    navigate("/", Default::default());
+                    let next = query.with_untracked(|q| q.get("next")).filter(|n| is_local_path(n));
+                    navigate(next.as_deref().unwrap_or("/"), Default::default());
                 }
                 Err(failure) => error.set(Some(failure.message())),
             }
@@ -186,5 +194,18 @@ fn AuthForm(mode: AuthMode) -> impl IntoView {
             </form>
             {other}
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_local_paths_follow_a_sign_in() {
+        for ok in ["/", "/admin", "/admin/activities/3?x=1"] {
+            assert!(super::is_local_path(ok), "{ok}");
+        }
+        for bad in ["", "admin", "//evil.example", "/\\evil.example", "https://evil.example", "/\nx"] {
+            assert!(!super::is_local_path(bad), "{bad}");
+        }
     }
 }

@@ -20,7 +20,7 @@ pub(crate) fn page_title(text: &str) -> String {
     format!("{} — Seckill", text.replace('<', "‹").replace('>', "›"))
 }
 
-fn money(cents: i64) -> String {
+pub(crate) fn money(cents: i64) -> String {
     format!("${}.{:02}", cents / 100, cents % 100)
 }
 

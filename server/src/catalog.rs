@@ -57,7 +57,7 @@ pub struct ActivityRow {
     pub paused: bool,
 }
 
-const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
+pub(crate) const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
                        total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused";
 
 impl ActivityRow {
@@ -404,7 +404,9 @@ async fn stats(State(state): State<AppState>, _: Merchant, Path(id): Path<String
             .fetch_all(&state.db)
             .await?;
     let count = |s: &str| counts.iter().find(|(status, _)| status == s).map(|(_, n)| *n).unwrap_or(0);
-    let remaining = remaining(&mut state.redis.clone(), &state.keys, id).await?;
+    let mut redis = state.redis.clone();
+    let remaining = remaining(&mut redis, &state.keys, id).await?;
+    let attempts_per_sec = crate::attempts::last_second(&mut redis, &state.keys, id).await?;
     Ok(Json(ActivityStats {
         total_stock: row.total_stock,
         remaining,
@@ -414,6 +416,7 @@ async fn stats(State(state): State<AppState>, _: Merchant, Path(id): Path<String
         paid: count("paid"),
         cancelled: count("cancelled"),
         failed: count("failed"),
+        attempts_per_sec,
     }))
 }
 

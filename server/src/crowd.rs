@@ -29,6 +29,11 @@ pub struct CrowdOptions {
     pub show_progress: bool,
     /// Wait until every accepted unit is an order (off when no persister runs).
     pub settle: bool,
+    /// Buy on this existing activity (its stock, limit and start) instead of creating one; it
+    /// must not need a captcha.
+    pub activity_id: Option<i64>,
+    /// Shoppers started per second (0: as fast as `concurrency` allows).
+    pub rate: u32,
 }
 
 #[derive(Debug)]
@@ -46,17 +51,19 @@ pub struct Report {
     pub sold: i64,
     pub users_over_limit: i64,
     pub tokens_not_persisted: i64,
+    /// Units the crowd asked for: shoppers × the activity's per-user limit.
+    pub demand_units: i64,
 }
 
 impl Report {
     /// DESIGN.md's invariants: sold exactly what was accepted, at most the stock and exactly the
     /// stock when demand exceeded it, nobody over the limit, nothing left queued.
-    pub fn invariants_hold(&self, demand_units: i64) -> bool {
-        let expected = demand_units.min(self.total_stock);
+    pub fn invariants_hold(&self) -> bool {
+        let expected = self.demand_units.min(self.total_stock);
         self.sold == self.accepted as i64 && self.sold == expected && self.users_over_limit == 0 && self.tokens_not_persisted == 0
     }
 
-    pub fn print(&self, demand_units: i64) {
+    pub fn print(&self) {
         let secs = self.elapsed.as_secs_f64();
         println!(
             "activity {}: {} shoppers (each: GET path + POST buy) in {:.2} s = {:.0} shoppers/s",
@@ -79,7 +86,7 @@ impl Report {
             self.accepted,
             self.users_over_limit,
             self.tokens_not_persisted,
-            if self.invariants_hold(demand_units) { "OK" } else { "BROKEN" }
+            if self.invariants_hold() { "OK" } else { "BROKEN" }
         );
     }
 }
@@ -123,26 +130,39 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         .build()?;
     let base = opts.base_url.trim_end_matches('/');
     let server_now: ServerTime = http.get(format!("{base}/api/time")).send().await?.json().await?;
-    let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms).context("server time")? + chrono::Duration::seconds(opts.lead_secs);
-    let resp = http
-        .post(format!("{base}/api/admin/activities"))
-        .header("cookie", cookie(merchant, Role::Merchant))
-        .json(&serde_json::json!({
-            "title": format!("Crowd {run}"),
-            "price_cents": 10_000,
-            "seckill_price_cents": 1_000,
-            "starts_at": starts.to_rfc3339(),
-            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-            "stock": opts.stock,
-            "per_user_limit": opts.per_user_limit,
-            "captcha_required": false,
-        }))
-        .send()
-        .await?;
-    anyhow::ensure!(resp.status().as_u16() == 201, "creating the sale: {} {}", resp.status(), resp.text().await.unwrap_or_default());
-    let activity: Activity = resp.json().await?;
+    let activity: Activity = match opts.activity_id {
+        Some(id) => {
+            let resp = http.get(format!("{base}/api/activities/{id}")).send().await?;
+            anyhow::ensure!(resp.status().is_success(), "activity {id}: {}", resp.status());
+            resp.json().await?
+        }
+        None => {
+            let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms).context("server time")?
+                + chrono::Duration::seconds(opts.lead_secs);
+            let resp = http
+                .post(format!("{base}/api/admin/activities"))
+                .header("cookie", cookie(merchant, Role::Merchant))
+                .json(&serde_json::json!({
+                    "title": format!("Crowd {run}"),
+                    "price_cents": 10_000,
+                    "seckill_price_cents": 1_000,
+                    "starts_at": starts.to_rfc3339(),
+                    "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+                    "stock": opts.stock,
+                    "per_user_limit": opts.per_user_limit,
+                    "captcha_required": false,
+                }))
+                .send()
+                .await?;
+            anyhow::ensure!(resp.status().as_u16() == 201, "creating the sale: {} {}", resp.status(), resp.text().await.unwrap_or_default());
+            resp.json().await?
+        }
+    };
+    anyhow::ensure!(!activity.captcha_required, "activity {} needs a captcha; the crowd cannot answer it", activity.id);
+    let quantity = activity.per_user_limit;
 
     // Wait for the start instant by the server's clock, as the browser's countdown does.
+    let starts = chrono::DateTime::parse_from_rfc3339(&activity.starts_at).context("starts_at")?;
     let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
     tokio::time::sleep(Duration::from_millis(wait)).await;
 
@@ -161,8 +181,12 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             let (http, tally, progress) = (&http, tally.clone(), &progress);
             let cookie = cookie(user, Role::Shopper);
             let addr = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+            let start_at = (opts.rate > 0).then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
             async move {
-                let outcome = buy_once(http, base, id, &cookie, &addr, opts.per_user_limit, &tally).await;
+                if let Some(at) = start_at {
+                    tokio::time::sleep_until(at.into()).await;
+                }
+                let outcome = buy_once(http, base, id, &cookie, &addr, quantity, &tally).await;
                 let mut t = tally.lock().expect("tally");
                 *t.outcomes.entry(outcome).or_default() += 1;
                 progress.inc(1);
@@ -199,7 +223,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
          GROUP BY user_id HAVING sum(quantity) > $2) over_limit",
     )
     .bind(id)
-    .bind(i64::from(opts.per_user_limit))
+    .bind(i64::from(quantity))
     .fetch_one(&db)
     .await?;
     let q = |p: f64| t.latency.value_at_quantile(p);
@@ -216,6 +240,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         sold,
         users_over_limit,
         tokens_not_persisted: (t.accepted_units - persisted_units).max(0),
+        demand_units: opts.users as i64 * i64::from(quantity),
     })
 }
 

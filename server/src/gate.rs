@@ -155,6 +155,8 @@ async fn decide(
 ) -> ApiResult<String> {
     let id = parse_id(id)?;
     let activity = state.activities.get(&state.db, id).await?;
+    // Counted once the activity is known to exist: made-up ids must not grow the counters.
+    state.attempts.record(id);
     check_window(activity.starts_at, activity.ends_at)?;
     if !state.gate.path_is_valid(&req.path, user, id) {
         return Err(ApiError::BadPath);

@@ -56,6 +56,10 @@ impl Keys {
     pub fn restock_channel(&self) -> String {
         format!("{}restock", self.prefix)
     }
+    /// Buy attempts on an activity during one second (summed over instances).
+    pub fn attempts(&self, activity: i64, second: i64) -> String {
+        format!("{}a:{activity}:tries:{second}", self.prefix)
+    }
     /// Never written: stands in for an optional key the script does not use this time.
     pub fn unused(&self) -> String {
         format!("{}unused", self.prefix)

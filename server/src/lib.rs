@@ -1,6 +1,8 @@
 //! The seckill server: HTTP API, server-side rendering, and (in later modules) the buy path.
 
 pub mod accounts;
+pub mod admin;
+pub mod attempts;
 pub mod broker;
 pub mod captcha;
 pub mod catalog;

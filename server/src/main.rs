@@ -38,6 +38,13 @@ enum Command {
         /// Do not wait for the orders to be persisted (nor check the invariants).
         #[arg(long)]
         no_settle: bool,
+        /// Buy on this existing activity (no captcha) instead of creating one; --stock and
+        /// --per-user-limit are then the activity's own.
+        #[arg(long)]
+        activity_id: Option<i64>,
+        /// Shoppers started per second (0: as fast as --concurrency allows).
+        #[arg(long, default_value_t = 0)]
+        rate: u32,
     },
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
@@ -77,13 +84,23 @@ async fn run(command: Command) -> anyhow::Result<()> {
             startup::shutdown_signal().await;
             Ok(())
         }
-        Command::Crowd { base_url, users, stock, per_user_limit, concurrency, lead_secs, no_settle } => {
+        Command::Crowd { base_url, users, stock, per_user_limit, concurrency, lead_secs, no_settle, activity_id, rate } => {
             let settle = !no_settle;
-            let opts = server::crowd::CrowdOptions { base_url, users, stock, per_user_limit, concurrency, lead_secs, show_progress: true, settle };
+            let opts = server::crowd::CrowdOptions {
+                base_url,
+                users,
+                stock,
+                per_user_limit,
+                concurrency,
+                lead_secs,
+                show_progress: true,
+                settle,
+                activity_id,
+                rate,
+            };
             let report = server::crowd::run(&config, &opts).await?;
-            let demand = users as i64 * i64::from(per_user_limit);
-            report.print(demand);
-            anyhow::ensure!(!settle || report.invariants_hold(demand), "the invariants did not hold");
+            report.print();
+            anyhow::ensure!(!settle || report.invariants_hold(), "the invariants did not hold");
             Ok(())
         }
         Command::Reconcile => {

@@ -278,7 +278,8 @@ async fn admin_orders_csv(
         }
         let _ = tx.send(Ok(chunk)).await;
     });
-    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|chunk| (chunk, rx)) });
+    // Fused: a compressing layer may poll again after the end, which a bare `unfold` panics on.
+    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|chunk| (chunk, rx)) }).fuse();
     let name = activity.map_or("orders.csv".to_string(), |a| format!("orders-activity-{a}.csv"));
     Ok((
         [

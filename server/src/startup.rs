@@ -2,7 +2,7 @@
 //! `Application::build` with port 0; `main` runs it until SIGTERM or Ctrl-C.
 
 use crate::{
-    accounts,
+    accounts, admin,
     broker::{Broker, Topology},
     captcha, catalog, config::Config, db,
     deadline::Deadlines,
@@ -122,6 +122,7 @@ impl AppState {
             deadlines,
             payments: Arc::new(SimulatedProvider),
             activities: Default::default(),
+            attempts: Default::default(),
             metrics: Metrics::new(),
             keys,
             config: Arc::new(config),
@@ -176,6 +177,7 @@ impl Application {
         let state = AppState::connect(config).await?;
         reconcile::warm(&state).await?;
         tokio::spawn(state.sold_out.clone().listen(state.redis_client.clone()));
+        tokio::spawn(state.attempts.clone().run(state.redis.clone(), state.keys.clone()));
         if state.config.run_workers {
             state.spawn_workers().await?;
         }
@@ -204,6 +206,7 @@ fn router(state: AppState) -> Router {
         .merge(gate::router())
         .merge(orders::router())
         .merge(orders::admin_router())
+        .merge(admin::router())
         .merge(payment::router())
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(input::require_json));
@@ -229,6 +232,7 @@ fn router(state: AppState) -> Router {
         .nest_service("/pkg", pkg)
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(middleware::from_fn_with_state(state.clone(), admin::guard_pages))
         .layer(middleware::from_fn(site::html_cache_policy))
         .layer(middleware::from_fn(site::security_headers))
         .layer(CompressionLayer::new())

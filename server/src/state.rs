@@ -39,6 +39,7 @@ pub struct AppState {
     pub redis_client: redis::Client,
     pub payments: Arc<dyn crate::payment::PaymentProvider>,
     pub deadlines: crate::deadline::Deadlines,
+    pub attempts: crate::attempts::Attempts,
 }
 
 impl FromRef<AppState> for LeptosOptions {

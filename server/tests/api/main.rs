@@ -1,6 +1,7 @@
 //! Integration tests: the real application against the real services.
 
 mod accounts;
+mod admin;
 mod crowd;
 mod health;
 mod helpers;

@@ -413,7 +413,13 @@ async fn stats_and_metrics_count_the_sale() {
 
     let (status, stats) = json(merchant.get(app.url(&format!("/api/admin/activities/{id}/stats"))).send().await.unwrap()).await;
     assert_eq!(status, 200);
-    assert_eq!(stats, json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0}));
+    let mut stats = stats.as_object().unwrap().clone();
+    // The rate of the last second depends on when this runs; its own test counts it.
+    assert!(stats.remove("attempts_per_sec").unwrap().as_i64().unwrap() <= 7);
+    assert_eq!(
+        serde_json::Value::Object(stats),
+        json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0})
+    );
     let metrics = app.get("/metrics").await.text().await.unwrap();
     assert!(metrics.contains(r#"seckill_buy_requests_total{result="accepted"} 5"#), "{metrics}");
     assert!(metrics.contains(r#"seckill_buy_requests_total{result="sold_out"} 2"#), "{metrics}");
