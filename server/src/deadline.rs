@@ -18,9 +18,21 @@ use sqlx::PgPool;
 use std::{collections::HashSet, sync::Arc, time::Duration};
 use tokio::sync::Mutex;
 
-#[derive(Debug, Serialize, Deserialize)]
+/// A deadline message: the orders of one persisted batch that share a payment window (one
+/// message per window and batch, not per order). `token` is the single-order form earlier
+/// versions wrote; both are read.
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct Due {
-    token: uuid::Uuid,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    token: Option<uuid::Uuid>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tokens: Vec<uuid::Uuid>,
+}
+
+impl Due {
+    fn tokens(self) -> impl Iterator<Item = uuid::Uuid> {
+        self.token.into_iter().chain(self.tokens)
+    }
 }
 
 #[derive(Clone)]
@@ -69,16 +81,20 @@ impl Deadlines {
             *slot = Some((channel, HashSet::new()));
         }
         let (channel, declared) = slot.as_mut().expect("set above");
-        let mut confirms = Vec::with_capacity(orders.len());
+        let mut by_window: std::collections::BTreeMap<i32, Vec<uuid::Uuid>> = Default::default();
         for (token, window) in orders {
-            if declared.insert(*window) {
-                self.topology.declare_deadline_queue(channel, *window).await?;
+            by_window.entry(*window).or_default().push(*token);
+        }
+        let mut confirms = Vec::with_capacity(by_window.len());
+        for (window, tokens) in by_window {
+            if declared.insert(window) {
+                self.topology.declare_deadline_queue(channel, window).await?;
             }
-            let body = serde_json::to_vec(&Due { token: *token })?;
+            let body = serde_json::to_vec(&Due { token: None, tokens })?;
             let confirm = channel
                 .basic_publish(
                     "".into(),
-                    self.topology.deadline_queue(*window).as_str().into(),
+                    self.topology.deadline_queue(window).as_str().into(),
                     BasicPublishOptions { mandatory: true, ..Default::default() },
                     &body,
                     BasicProperties::default().with_delivery_mode(2),
@@ -156,11 +172,13 @@ impl Deadlines {
             let delivery = delivery?;
             match serde_json::from_slice::<Due>(&delivery.data) {
                 Ok(due) => {
-                    let mut attempt = 0u32;
-                    while let Err(e) = self.expire(due.token).await {
-                        tracing::warn!(error = %format!("{e:#}"), order.token = %due.token, "cannot settle a deadline yet");
-                        attempt = (attempt + 1).min(6);
-                        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                    for token in due.tokens() {
+                        let mut attempt = 0u32;
+                        while let Err(e) = self.expire(token).await {
+                            tracing::warn!(error = %format!("{e:#}"), order.token = %token, "cannot settle a deadline yet");
+                            attempt = (attempt + 1).min(6);
+                            tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                        }
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "unreadable deadline message dropped"),
@@ -200,5 +218,22 @@ impl Deadlines {
             tracing::info!(cancelled, "sweeper cancelled overdue orders");
         }
         Ok(cancelled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Due;
+
+    #[test]
+    fn both_message_forms_are_read() {
+        let a = uuid::Uuid::new_v4();
+        let b = uuid::Uuid::new_v4();
+        let old: Due = serde_json::from_str(&format!(r#"{{"token":"{a}"}}"#)).unwrap();
+        assert_eq!(old.tokens().collect::<Vec<_>>(), vec![a]);
+        let written = serde_json::to_string(&Due { token: None, tokens: vec![a, b] }).unwrap();
+        assert_eq!(written, format!(r#"{{"tokens":["{a}","{b}"]}}"#));
+        let new: Due = serde_json::from_str(&written).unwrap();
+        assert_eq!(new.tokens().collect::<Vec<_>>(), vec![a, b]);
     }
 }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::{sync::Arc, time::{Duration, Instant}};
 
 const GROUP: &str = "relay";
-const BATCH: usize = 500;
+const BATCH: usize = 2_000;
 /// Entries pending longer than this are taken over from their (presumably dead) relay.
 const RECLAIM_IDLE_MS: u64 = 5_000;
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);

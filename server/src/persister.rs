@@ -161,13 +161,21 @@ impl Persister {
                 }
             }
         };
+        let refused: std::collections::HashSet<uuid::Uuid> = refused.into_iter().collect();
+        let mut last_written = None;
         for (delivery, r) in good.into_iter().zip(&reservations) {
             if refused.contains(&r.token) {
                 // Back to the queue; after the delivery limit it is dead-lettered.
                 delivery.nack(BasicNackOptions { requeue: true, ..Default::default() }).await?;
             } else {
-                delivery.ack(BasicAckOptions::default()).await?;
+                last_written = Some(delivery);
             }
+        }
+        // One acknowledgement for the whole batch: `multiple` covers every delivery of this
+        // channel up to the last one written (the refused ones were handed back just above, and
+        // batches are handled one after the other).
+        if let Some(delivery) = last_written {
+            delivery.ack(BasicAckOptions { multiple: true }).await?;
         }
         Ok(())
     }
