@@ -20,7 +20,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs bench
+.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs bench profile
 
 run: setup build
 	mkdir -p .local
@@ -89,3 +89,8 @@ test-e2e: clean-test-dbs
 bench: setup
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
 	scripts/bench.sh
+
+# The same run under `perf record -a`; writes PROFILE.md (CPU per process, hottest functions).
+profile: setup
+	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null || ! command -v perf >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc linux-perf >/dev/null; fi
+	PROFILE=1 scripts/bench.sh

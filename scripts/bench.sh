@@ -17,6 +17,31 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
+# PROFILE=1: every measured phase is also recorded with `perf record -a` (the whole machine: the
+# server, Redis, RabbitMQ, PostgreSQL and the load generator share it), and PROFILE.md gets, per
+# phase, the CPU split by process and the server's hottest functions.
+PROFILE=${PROFILE:-0}
+profile_start() { # profile_start NAME
+  [ "$PROFILE" = 1 ] || return 0
+  perf record -a -F 499 -o "$out/$1.perf" -- sleep 600 >/dev/null 2>&1 & PERF=$!; pids+=("$PERF")
+  sleep 0.5
+}
+profile_stop() { # profile_stop NAME PID
+  [ "$PROFILE" = 1 ] || return 0
+  kill -INT "$PERF"; wait "$PERF" 2>/dev/null || true
+  ( set +o pipefail # `head` closing the pipe early is fine here
+    echo "## $1"
+    echo '```'
+    echo "CPU by process (share of all samples on all cores):"
+    perf report -i "$out/$1.perf" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
+    echo
+    echo "$(ps -o comm= -p "$2") process: hottest functions (share of all samples):"
+    perf report -i "$out/$1.perf" --no-children --pid "$2" --sort dso,symbol --stdio 2>/dev/null \
+      | grep -E '^ +[0-9]' | head -40 | cut -c1-160
+    echo '```'
+  ) >>"$out/profile.md"
+}
+
 cargo build --release -p server 2>&1 | tail -1
 BIN=target/release/server
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
@@ -34,15 +59,19 @@ echo "== persister draining a backlog (relay + persister in their own process)"
 serve env SECKILL_NO_WORKERS=1
 BACKLOG=50000
 crowd --users $BACKLOG --stock $BACKLOG --concurrency 256 --lead-secs 1 --no-settle >"$out/backlog.txt"
+profile_start persister
 start=$(date +%s.%N)
 "$BIN" worker >"$out/worker.log" 2>&1 & WORKER=$!; pids+=("$WORKER")
 until [ "$($PSQL -d seckill_bench -tAc "SELECT count(*) FROM orders")" -ge $BACKLOG ]; do sleep 0.1; done
 drain=$(echo "$(date +%s.%N) - $start" | bc)
 persist_rate=$(echo "$BACKLOG / $drain" | bc)
+profile_stop persister "$WORKER"
 echo "   $BACKLOG orders in ${drain}s = $persist_rate orders/s"
 
 echo "== HTTP ceiling: /healthz"
+profile_start healthz
 wrk -t1 -c256 -d10s "http://127.0.0.1:$PORT/healthz" >"$out/healthz.txt"
+profile_stop healthz "$SERVER"
 healthz=$(grep Requests/sec "$out/healthz.txt" | awk '{print int($2)}')
 echo "   $healthz req/s"
 
@@ -69,7 +98,9 @@ wrk.headers["Cookie"] = "sid=$COOKIE"
 wrk.headers["X-Forwarded-For"] = "10.200.0.1"
 LUA
 curl -s -o /dev/null -w "   first answer %{http_code}\n" -X POST -H "Content-Type: application/json" -H "Cookie: sid=$COOKIE" -H "X-Forwarded-For: 10.200.0.1" -d "{\"path\":\"$PATHV\"}" "http://127.0.0.1:$PORT/api/activities/$ACT/buy"
+profile_start sold-out
 wrk -t1 -c256 -d10s -s "$out/soldout.lua" "http://127.0.0.1:$PORT/api/activities/$ACT/buy" >"$out/soldout.txt"
+profile_stop sold-out "$SERVER"
 soldout=$(grep Requests/sec "$out/soldout.txt" | awk '{print int($2)}')
 echo "   $soldout req/s"
 
@@ -86,7 +117,9 @@ redis-cli -p 56379 --scan --pattern "${P}*" | xargs -r -n 1000 redis-cli -p 5637
 echo "   $redis_ceiling scripts/s"
 
 echo "== in-stock buy path (each shopper: GET path + POST buy)"
+profile_start in-stock
 crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 | tee "$out/instock.txt"
+profile_stop in-stock "$SERVER"
 instock_shoppers=$(sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$out/instock.txt")
 instock_p99=$(sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$out/instock.txt")
 
@@ -98,7 +131,9 @@ echo "   server peak RSS ${rss} MB"
 
 ratio() { echo "scale=0; 100 * $1 / $2" | bc; }
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
-cat >BENCHMARKS.md <<MD
+report=BENCHMARKS.md
+[ "$PROFILE" = 1 ] && report="$out/BENCHMARKS.md" # a profiled run does not replace the figures
+cat >"$report" <<MD
 # Benchmarks
 
 Produced by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%d): $(nproc) cores ($cpu),
@@ -125,4 +160,8 @@ $(cat "$out/crowd.txt")
 $(cat "$out/instock.txt")
 \`\`\`
 MD
-echo "BENCHMARKS.md written"
+echo "$report written"
+if [ "$PROFILE" = 1 ]; then
+  { echo "# Profiles from one \`make profile\` run ($(date -u +%Y-%m-%d), $(nproc) cores)"; echo; cat "$out/profile.md"; } >PROFILE.md
+  echo "PROFILE.md written"
+fi

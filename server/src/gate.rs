@@ -14,7 +14,7 @@ use crate::{
 use app::api::{BuyPath, BuyRequest, Reservation};
 use axum::{
     extract::{Path, State},
-    http::{HeaderMap, StatusCode},
+    http::StatusCode,
     routing::{get, post},
     Json, Router,
 };
@@ -118,14 +118,21 @@ async fn buy_path(State(state): State<AppState>, SignedIn(user): SignedIn, Path(
     Ok(Json(BuyPath { path: state.gate.path(user.user_id, id) }))
 }
 
-fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = value.to_str().unwrap_or_default();
-    let valid = (1..=64).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !valid {
-        return Err(ApiError::invalid("Idempotency-Key", "must be 1 to 64 characters of [A-Za-z0-9_-]"));
+/// The optional `Idempotency-Key` header, read without copying the request's headers.
+pub struct IdempotencyKey(Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get("idempotency-key") else { return Ok(IdempotencyKey(None)) };
+        let key = value.to_str().unwrap_or_default();
+        let valid = (1..=64).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return Err(ApiError::invalid("Idempotency-Key", "must be 1 to 64 characters of [A-Za-z0-9_-]"));
+        }
+        Ok(IdempotencyKey(Some(key.to_string())))
     }
-    Ok(Some(key.to_string()))
 }
 
 async fn buy(
@@ -133,10 +140,13 @@ async fn buy(
     SignedIn(user): SignedIn,
     ClientIp(ip): ClientIp,
     Path(id): Path<String>,
-    headers: HeaderMap,
+    idempotency: Result<IdempotencyKey, ApiError>,
     AppJson(req): AppJson<BuyRequest>,
 ) -> ApiResult<(StatusCode, Json<Reservation>)> {
-    let outcome = decide(&state, user.user_id, ip, &id, &headers, req).await;
+    let outcome = match idempotency {
+        Ok(IdempotencyKey(key)) => decide(&state, user.user_id, ip, &id, key, req).await,
+        Err(e) => Err(e),
+    };
     state.metrics.buy(match &outcome {
         Ok(_) => "accepted",
         Err(e) => e.code(),
@@ -150,7 +160,7 @@ async fn decide(
     user: i64,
     ip: std::net::IpAddr,
     id: &str,
-    headers: &HeaderMap,
+    idempotency: Option<String>,
     req: BuyRequest,
 ) -> ApiResult<String> {
     let id = parse_id(id)?;
@@ -175,7 +185,6 @@ async fn decide(
     } else {
         (String::new(), String::new())
     };
-    let idempotency = idempotency_key(headers)?;
     // A retry with a key may be owed its first answer, so it always goes to Redis.
     if idempotency.is_none() && state.sold_out.is_set(id) {
         return Err(ApiError::SoldOut);

@@ -3,6 +3,9 @@ use clap::{Parser, Subcommand};
 use server::{accounts, db, startup, Application, Config};
 use std::io::Read;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "server", about = "The seckill flash-sale server")]
 struct Cli {

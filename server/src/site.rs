@@ -106,7 +106,8 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
 
 /// Cache policy for HTML answers that did not set their own.
 pub async fn html_cache_policy(req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_string();
+    let path = req.uri().path();
+    let storefront = path == "/" || path.starts_with("/activities/");
     let mut resp = next.run(req).await;
     let is_html = resp
         .headers()
@@ -114,7 +115,6 @@ pub async fn html_cache_policy(req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/html"));
     if is_html && !resp.headers().contains_key(header::CACHE_CONTROL) {
-        let storefront = path == "/" || path.starts_with("/activities/");
         let policy = if storefront && resp.status().is_success() { "public, max-age=5" } else { "no-cache" };
         resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
     }

@@ -19,7 +19,7 @@ use crate::{
     session::SessionKeys,
     site,
     soldout::SoldOut,
-    state::AppState,
+    state::{AppState, Shared},
     throttle::LoginThrottle,
 };
 use anyhow::Context;
@@ -112,7 +112,7 @@ impl AppState {
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
         let deadlines = Deadlines::new(db.clone(), redis.clone(), keys.clone(), sold_out.clone(), broker.clone(), topology.clone());
-        Ok(AppState {
+        Ok(AppState::new(Shared {
             sessions: Arc::new(SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)),
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
@@ -133,7 +133,7 @@ impl AppState {
             leptos: site.options,
             assets: site.assets,
             hashed_assets: site.hashed,
-        })
+        }))
     }
 
     /// Starts the relay, the persister and the dead-letter consumer on this runtime.

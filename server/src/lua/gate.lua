@@ -28,6 +28,11 @@ if ARGV[7] == '1' then
   if previous then return {'ok', previous} end
 end
 
+-- Sold out: said before the buckets, so it costs no token and no strike (a crowd that keeps
+-- asking after the end hears "sold out", not "rate limited", and every instance's flag is set again).
+local left = tonumber(redis.call('GET', KEYS[1]))
+if left and left <= 0 then return {'sold_out', '0'} end
+
 -- Blocked clients (user or address) are refused outright.
 for _, k in ipairs({KEYS[10], KEYS[13]}) do
   local ttl = redis.call('PTTL', k)

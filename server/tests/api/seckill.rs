@@ -549,3 +549,36 @@ async fn the_demo_set_up_creates_one_upcoming_sale_owned_by_the_admin() {
     let (_, list) = json(again.get("/api/activities").await).await;
     assert_eq!(list["activities"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn after_the_sale_sells_out_a_hammering_client_hears_sold_out_and_collects_no_strikes() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 1, json!({})).await["id"].as_i64().unwrap();
+    let buyers = shoppers(&app, 2).await;
+    let path = app.path(&buyers[0].client, id).await;
+    assert_eq!(app.buy(&buyers[0].client, id, json!({"path": path})).await.status().as_u16(), 202);
+
+    // Far past the user's bucket (5), each with a key of its own so that every one reaches the
+    // gate script instead of this instance's sold-out flag.
+    let hammer = &buyers[1];
+    let path = app.path(&hammer.client, id).await;
+    for i in 0..20 {
+        let resp = hammer
+            .client
+            .post(app.url(&format!("/api/activities/{id}/buy")))
+            .header("idempotency-key", format!("hammer-{i}"))
+            .json(&json!({"path": path}))
+            .send()
+            .await
+            .unwrap();
+        assert_error(resp, 409, "sold_out").await;
+    }
+    let strikes: Option<i64> = redis::cmd("GET")
+        .arg(format!("{}strikes:u:{}", app.config.redis_prefix, hammer.id))
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    assert_eq!(strikes, None, "no strikes for asking after the end");
+    assert_eq!(app.remaining(id).await, 0);
+}
