@@ -125,5 +125,6 @@ case "${1:-start}" in
   stop) stop_all ;;
   rabbitmq-down) rabbitmq_app stop_app ;;
   rabbitmq-up) rabbitmq_app start_app ;;
-  *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up" >&2; exit 2 ;;
+  rabbitmq-drop-connections) rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q close_all_connections "fault test" >/dev/null ;;
+  *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections" >&2; exit 2 ;;
 esac

@@ -35,6 +35,9 @@ pub struct Config {
     pub min_payment_window_secs: i32,
     /// How often the deadline sweeper looks for overdue orders whose message went missing.
     pub sweep_every: Duration,
+    /// Persister consumers per worker process, each on its own channel: while one waits for
+    /// PostgreSQL to commit, another marks Redis and acknowledges.
+    pub persisters: usize,
     /// Create a demo sale at start-up (for `make run`).
     pub demo: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
@@ -140,6 +143,7 @@ impl Config {
             demo: flag("SECKILL_DEMO"),
             min_payment_window_secs: number("SECKILL_MIN_PAYMENT_WINDOW_SECS", 60)?,
             sweep_every: Duration::from_millis(number("SECKILL_SWEEP_EVERY_MS", 2_000)?),
+            persisters: number("SECKILL_PERSISTERS", 2)?.max(1),
         })
     }
 }

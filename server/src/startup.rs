@@ -162,7 +162,9 @@ impl AppState {
             deadlines: self.deadlines.clone(),
             consumer: instance.clone(),
         };
-        tokio::spawn(persister.clone().run());
+        for _ in 0..self.config.persisters {
+            tokio::spawn(persister.clone().run());
+        }
         tokio::spawn(persister.run_dead_letters());
         tokio::spawn(self.deadlines.clone().run_timeouts(instance));
         tokio::spawn(self.deadlines.clone().run_sweeper(self.config.sweep_every));

@@ -54,6 +54,7 @@ pub fn test_config() -> Config {
         demo: false,
         min_payment_window_secs: 1,
         sweep_every: Duration::from_secs(1),
+        persisters: 2,
     }
 }
 

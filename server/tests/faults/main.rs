@@ -73,6 +73,26 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
 }
 
 #[tokio::test]
+async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 300, json!({})).await["id"].as_i64().unwrap();
+    let buyers = shoppers(&app, 200).await;
+
+    let mut tokens = crowd_buys(&app, &buyers[..100], id).await;
+    assert_settled(&app, id, &tokens).await;
+    // A hard close from the broker's side, as RabbitMQ does on an internal error.
+    services("rabbitmq-drop-connections");
+    tokens.extend(crowd_buys(&app, &buyers[100..], id).await);
+    assert_settled(&app, id, &tokens).await;
+    for token in &tokens {
+        assert_eq!(token_status(&app, token).await.as_deref(), Some("confirmed"), "{token}");
+    }
+    eventually(10, "ready again", || async { (app.get("/readyz").await.status().as_u16() == 200).then_some(()) }).await;
+}
+
+#[tokio::test]
 async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_batch() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // This instance serves HTTP only; the relay and persister run in a process of their own.
