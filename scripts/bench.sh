@@ -138,7 +138,7 @@ cat >"$report" <<MD
 
 Produced by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%d): $(nproc) cores ($cpu),
 $(free -g | awk '/Mem:/ {print $2}') GiB RAM, Debian 12; release build; PostgreSQL, Redis, RabbitMQ and the load
-generator on the same machine as the server. One run; figures vary a few percent between runs.
+generator on the same machine as the server. One run; on this shared VM figures move by up to ±20 % between runs.
 
 | measure | result | ceiling | ratio | target |
 |---|---|---|---|---|
@@ -160,6 +160,7 @@ $(cat "$out/crowd.txt")
 $(cat "$out/instock.txt")
 \`\`\`
 MD
+cat scripts/bench-analysis.md >>"$report"
 echo "$report written"
 if [ "$PROFILE" = 1 ]; then
   { echo "# Profiles from one \`make profile\` run ($(date -u +%Y-%m-%d), $(nproc) cores)"; echo; cat "$out/profile.md"; } >PROFILE.md
