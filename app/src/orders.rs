@@ -47,12 +47,18 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     {
         let token = token.clone();
+        // Polling ends with a final status or when the page is left (its signals are gone then).
+        let alive = crate::clock::while_mounted();
         Effect::new(move |_| {
-            let token = token.clone();
+            let (token, alive) = (token.clone(), alive.clone());
             leptos::task::spawn_local(async move {
                 let mut delay = 250.0f64;
                 loop {
-                    match client::get::<OrderStatus>(&format!("/api/orders/{token}")).await {
+                    let got = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await;
+                    if !alive.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    match got {
                         Ok(s) => {
                             let done = is_final(&s.status);
                             let confirmed = s.status == "confirmed";

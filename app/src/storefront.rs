@@ -125,11 +125,15 @@ fn ActivityView(activity: Activity) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     let id = activity.id;
     #[cfg(feature = "hydrate")]
+    let alive = crate::clock::while_mounted();
+    #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
+        let alive = alive.clone();
         leptos::task::spawn_local(async move {
-            loop {
+            // Until the page is left.
+            while alive.load(std::sync::atomic::Ordering::Relaxed) {
                 if let Ok(r) = client::get::<crate::api::Remaining>(&format!("/api/activities/{id}/stock")).await {
-                    remaining.set(Some(r.remaining));
+                    remaining.try_set(Some(r.remaining));
                 }
                 crate::clock::gloo_timers_sleep(2_000).await;
             }

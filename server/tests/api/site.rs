@@ -45,3 +45,31 @@ async fn every_answer_carries_the_security_headers() {
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
     }
 }
+
+#[tokio::test]
+async fn html_pages_allow_only_their_own_nonced_inline_script() {
+    let app = spawn_app().await;
+    let mut nonces = Vec::new();
+    for path in ["/", "/", "/login", "/no-such-page"] {
+        let resp = reqwest::Client::new().get(app.url(path)).send().await.unwrap();
+        let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
+        let html = resp.text().await.unwrap();
+        let nonce = csp.split("'nonce-").nth(1).and_then(|r| r.split('\'').next()).expect("a nonce in the policy").to_string();
+        assert!(csp.contains("'wasm-unsafe-eval'") && !csp.contains("'unsafe-inline'"), "{path}: {csp}");
+        assert!(csp.contains("default-src 'self'") && csp.contains("object-src 'none'"), "{path}: {csp}");
+        // Every inline script of the page carries this response's nonce, and only that one.
+        let tags: Vec<&str> = html.split("<script").skip(1).map(|rest| rest.split('>').next().unwrap_or_default()).collect();
+        assert!(!tags.is_empty(), "{path}");
+        for tag in &tags {
+            assert!(tag.contains(&format!("nonce=\"{nonce}\"")), "{path}: <script{tag}>");
+        }
+        assert!(html.contains(&format!("<script type=\"module\" nonce=\"{nonce}\"")), "{path}: {html}");
+        nonces.push(nonce);
+    }
+    nonces.sort();
+    nonces.dedup();
+    assert_eq!(nonces.len(), 4, "a new nonce for every response");
+    // JSON answers keep the strict policy without scripts.
+    let api = reqwest::Client::new().get(app.url("/api/time")).send().await.unwrap();
+    assert_eq!(api.headers()["content-security-policy"], "frame-ancestors 'none'; base-uri 'self'; object-src 'none'");
+}
