@@ -91,7 +91,8 @@ pub fn storefront(state: &AppState) -> Storefront {
 }
 
 /// Headers every answer carries: no MIME sniffing, no referrer beyond the origin to other
-/// sites, and no framing by anyone (clickjacking). A full script-src policy is still to come.
+/// sites, and no framing by anyone (clickjacking). HTML pages set their own, fuller policy
+/// (`app::page_policy`, with the response's script nonce); this one is for everything else.
 pub async fn security_headers(req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
     let headers = resp.headers_mut();
