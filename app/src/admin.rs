@@ -527,6 +527,23 @@ pub fn DashboardPage() -> impl IntoView {
     }
 }
 
+/// The dashboard's sale: `None` while loading, then the sale or why it could not be loaded.
+type SaleSignal = RwSignal<Option<Result<AdminActivity, String>>>;
+
+/// Reads the loaded sale, if there is one.
+fn with_sale<T>(sale: SaleSignal, f: impl FnOnce(&AdminActivity) -> T) -> Option<T> {
+    sale.with(|s| s.as_ref().and_then(|r| r.as_ref().ok()).map(f))
+}
+
+/// Changes the loaded sale, if there is one.
+fn update_sale(sale: SaleSignal, f: impl FnOnce(&mut AdminActivity)) {
+    sale.update(|s| {
+        if let Some(Ok(a)) = s {
+            f(a)
+        }
+    });
+}
+
 /// One sample of the sale, for the chart.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
@@ -543,7 +560,7 @@ const KEEP_SAMPLES: usize = 600;
 
 #[component]
 fn Dashboard(id: i64) -> impl IntoView {
-    let activity = RwSignal::new(None::<Result<AdminActivity, String>>);
+    let activity: SaleSignal = RwSignal::new(None);
     let stats = RwSignal::new(None::<ActivityStats>);
     let stale = RwSignal::new(None::<String>);
     let updated = RwSignal::new(None::<String>);
@@ -601,7 +618,7 @@ fn Dashboard(id: i64) -> impl IntoView {
         });
     }
 
-    let loaded = Memo::new(move |_| activity.with(|a| matches!(a, Some(Ok(_)))));
+    let loaded = Memo::new(move |_| with_sale(activity, |_| ()).is_some());
     view! {
         <section class="admin dashboard">
             {move || match activity.get() {
@@ -633,9 +650,9 @@ impl ActivityStats {
 }
 
 #[component]
-fn DashboardHead(a: AdminActivity, activity: RwSignal<Option<Result<AdminActivity, String>>>) -> impl IntoView {
+fn DashboardHead(a: AdminActivity, activity: SaleSignal) -> impl IntoView {
     let shop = format!("/activities/{}", a.activity.id);
-    let badge = move || activity.with(|a| a.as_ref().and_then(|r| r.as_ref().ok()).map(status_badge).unwrap_or_default());
+    let badge = move || with_sale(activity, status_badge).unwrap_or_default();
     view! {
         <Title text=page_title(&format!("{} (admin)", a.activity.title))/>
         <p><a href="/admin">"← All sales"</a></p>
@@ -736,12 +753,12 @@ fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result<(),
 }
 
 #[component]
-fn AddStock(id: i64, activity: RwSignal<Option<Result<AdminActivity, String>>>, changes: RwSignal<u32>) -> impl IntoView {
+fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl IntoView {
     let amount = RwSignal::new(String::new());
     let asking = RwSignal::new(None::<i64>);
     let busy = RwSignal::new(false);
     let message = RwSignal::new(None::<(bool, String)>);
-    let total = move || activity.with(|a| a.as_ref().and_then(|r| r.as_ref().ok()).map_or(0, |a| a.activity.total_stock));
+    let total = move || with_sale(activity, |a| a.activity.total_stock).unwrap_or(0);
 
     let request = move |ev: SubmitEvent| {
         ev.prevent_default();
@@ -759,11 +776,9 @@ fn AddStock(id: i64, activity: RwSignal<Option<Result<AdminActivity, String>>>, 
         leptos::task::spawn_local(async move {
             match client::post::<_, StockLevel>(&format!("/api/admin/activities/{id}/stock"), &crate::api::AddStock { add: n }).await {
                 Ok(level) => {
-                    activity.update(|cur| {
-                        if let Some(Ok(cur)) = cur {
-                            cur.activity.total_stock = level.total_stock;
-                            cur.remaining = level.remaining;
-                        }
+                    update_sale(activity, |cur| {
+                        cur.activity.total_stock = level.total_stock;
+                        cur.remaining = level.remaining;
                     });
                     amount.set(String::new());
                     message.set(Some((true, format!("Added {n} units: stock is now {}, {} remaining.", level.total_stock, level.remaining))));
@@ -802,8 +817,8 @@ fn AddStock(id: i64, activity: RwSignal<Option<Result<AdminActivity, String>>>, 
 }
 
 #[component]
-fn PauseSwitch(id: i64, activity: RwSignal<Option<Result<AdminActivity, String>>>) -> impl IntoView {
-    let paused = Memo::new(move |_| activity.with(|a| a.as_ref().and_then(|r| r.as_ref().ok()).is_some_and(|a| a.activity.paused)));
+fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
+    let paused = Memo::new(move |_| with_sale(activity, |a| a.activity.paused).unwrap_or(false));
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let toggle = move |_| {
@@ -812,13 +827,7 @@ fn PauseSwitch(id: i64, activity: RwSignal<Option<Result<AdminActivity, String>>
         error.set(None);
         leptos::task::spawn_local(async move {
             match client::post::<_, Activity>(&format!("/api/admin/activities/{id}/{action}"), &()).await {
-                Ok(a) => {
-                    activity.update(|cur| {
-                        if let Some(Ok(cur)) = cur {
-                            cur.activity = a;
-                        }
-                    });
-                }
+                Ok(a) => update_sale(activity, |cur| cur.activity = a),
                 Err(f) => error.set(Some(f.message())),
             }
             busy.set(false);

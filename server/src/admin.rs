@@ -40,14 +40,20 @@ pub fn sale_status(row: &ActivityRow, remaining: i64, now: DateTime<Utc>) -> Sal
     }
 }
 
+/// An activity with its figures; one that is not in Redis (ended long ago, or not warmed yet)
+/// shows what the database says is left.
+fn admin_item(row: ActivityRow, in_redis: Option<i64>, now: DateTime<Utc>) -> AdminActivity {
+    let remaining = in_redis.unwrap_or(row.total_stock - row.sold).max(0);
+    AdminActivity { status: sale_status(&row, remaining, now), remaining, sold: row.sold, activity: row.into_activity() }
+}
+
 async fn list(State(state): State<AppState>, _: Merchant) -> ApiResult<Response> {
     let rows: Vec<ActivityRow> =
         sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT $1"))
             .bind(LIST_LIMIT)
             .fetch_all(&state.db)
             .await?;
-    // One round trip for every activity's remaining stock; an activity that is not in Redis
-    // (ended long ago, or not warmed yet) shows what the database says is left.
+    // One round trip for every activity's remaining stock.
     let in_redis: Vec<Option<i64>> = if rows.is_empty() {
         Vec::new()
     } else {
@@ -55,14 +61,7 @@ async fn list(State(state): State<AppState>, _: Merchant) -> ApiResult<Response>
         redis::cmd("MGET").arg(keys).query_async(&mut state.redis.clone()).await?
     };
     let now = Utc::now();
-    let activities = rows
-        .into_iter()
-        .zip(in_redis)
-        .map(|(row, remaining)| {
-            let remaining = remaining.unwrap_or(row.total_stock - row.sold).max(0);
-            AdminActivity { status: sale_status(&row, remaining, now), remaining, sold: row.sold, activity: row.into_activity() }
-        })
-        .collect();
+    let activities = rows.into_iter().zip(in_redis).map(|(row, in_redis)| admin_item(row, in_redis, now)).collect();
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(AdminActivityList { activities })).into_response())
 }
 
@@ -70,9 +69,7 @@ async fn one(State(state): State<AppState>, _: Merchant, Path(id): Path<String>)
     let id = parse_id(&id)?;
     let row = crate::catalog::load(&state.db, id).await?.ok_or(ApiError::NotFound)?;
     let in_redis: Option<i64> = redis::cmd("GET").arg(state.keys.stock(id)).query_async(&mut state.redis.clone()).await?;
-    let remaining = in_redis.unwrap_or(row.total_stock - row.sold).max(0);
-    let item = AdminActivity { status: sale_status(&row, remaining, Utc::now()), remaining, sold: row.sold, activity: row.into_activity() };
-    Ok(([(header::CACHE_CONTROL, "no-store")], Json(item)).into_response())
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(admin_item(row, in_redis, Utc::now()))).into_response())
 }
 
 async fn stock_additions(State(state): State<AppState>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<StockAdditions>> {

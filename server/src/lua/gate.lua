@@ -80,7 +80,8 @@ end
 local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
 if held + qty > nums[17] then return {'limit_reached', ''} end
 
-local stock = tonumber(redis.call('GET', KEYS[1]))
+-- Nothing above wrote the stock: the figure read at the top still holds.
+local stock = left
 if not stock then return {'not_warm', ''} end
 if stock < qty then return {'sold_out', tostring(stock)} end
 

@@ -289,6 +289,9 @@ async fn the_merchant_lists_orders_with_filters_and_paging_and_exports_a_streame
     };
     let (status, page) = list("").await;
     assert_eq!((status, page["total"].as_i64()), (200, Some(3)), "{page}");
+    // The server's row type and the console's `app::api::AdminOrder` are two sides of one contract.
+    let typed: app::api::AdminOrderPage = serde_json::from_value(page.clone()).expect("the console reads the server's answer");
+    assert_eq!((typed.total, typed.orders.len()), (3, 3));
     assert_eq!(list("&status=paid").await.1["total"], 1);
     let (_, paged) = list("&limit=2&offset=2").await;
     assert_eq!((paged["total"].as_i64(), paged["orders"].as_array().unwrap().len()), (Some(3), 1));
