@@ -20,7 +20,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs bench profile
+.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs bench profile chaos
 
 run: setup build
 	mkdir -p .local
@@ -84,6 +84,11 @@ test-e2e: clean-test-dbs
 	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
 	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
 	npx playwright test
+
+# The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
+# down 10 s; prints the table and records it in RELIABILITY.md. See server/tests/chaos/main.rs.
+chaos: setup clean-test-dbs
+	SECKILL_CHAOS=full cargo test -p server --test chaos
 
 # Benchmarks are not tests: they measure and write BENCHMARKS.md (see README).
 bench: setup

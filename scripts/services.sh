@@ -119,6 +119,26 @@ rabbitmq_app() {
   if [ "$1" = start_app ]; then wait_for rabbitmq "$AMQP_PORT" 60; fi
 }
 
+# Fault injection: Redis killed with SIGKILL, as in a crash (`redis-start` brings it back from its AOF).
+redis_kill() {
+  [ -f "$state/redis.started" ] || { echo "redis was not started by this script" >&2; return 1; }
+  kill -9 "$(cat "$state/redis/redis.pid")"
+  local deadline=$((SECONDS + 30))
+  while answers "$REDIS_PORT"; do
+    if ((SECONDS > deadline)); then echo "redis still answers after SIGKILL" >&2; return 1; fi
+    sleep 0.1
+  done
+  rm -f "$state/redis.started"
+}
+
+# Fault injection: PostgreSQL stopped without a shutdown checkpoint (immediate mode: crash
+# recovery from the WAL at the next start) and started again with the same options.
+postgres_crash_restart() {
+  [ -f "$state/postgres.started" ] || { echo "postgres was not started by this script" >&2; return 1; }
+  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$state/postgres" -l "$state/postgres/server.log" -m immediate -w -t 60 restart >/dev/null
+  wait_for postgres "$PG_PORT" 30
+}
+
 mkdir -p "$state"
 case "${1:-start}" in
   start) start_postgres; start_redis; start_rabbitmq ;;
@@ -126,5 +146,8 @@ case "${1:-start}" in
   rabbitmq-down) rabbitmq_app stop_app ;;
   rabbitmq-up) rabbitmq_app start_app ;;
   rabbitmq-drop-connections) rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q close_all_connections "fault test" >/dev/null ;;
-  *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections" >&2; exit 2 ;;
+  redis-kill) redis_kill ;;
+  redis-start) start_redis ;;
+  postgres-restart) postgres_crash_restart ;;
+  *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
 esac

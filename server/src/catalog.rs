@@ -106,13 +106,26 @@ impl ActivityCache {
                 return row.clone().ok_or(ApiError::NotFound);
             }
         }
-        let row = load(db, id).await?.map(Arc::new);
+        let row = match load(db, id).await {
+            Ok(row) => row.map(Arc::new),
+            // PostgreSQL is down or restarting: the sale goes on with what this instance last
+            // read (Redis decides the buy; the row only gives its window, limit and captcha rule).
+            Err(ApiError::Unavailable { .. }) if self.stale(id).is_some() => {
+                return self.stale(id).flatten().ok_or(ApiError::NotFound);
+            }
+            Err(e) => return Err(e),
+        };
         let mut entries = self.entries.write().expect("cache lock");
         if entries.len() > 10_000 {
             entries.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);
         }
         entries.insert(id, (Instant::now(), row.clone()));
         row.ok_or(ApiError::NotFound)
+    }
+
+    /// The last row read, however old (`Some(None)`: it was known not to exist).
+    fn stale(&self, id: i64) -> Option<Option<Arc<ActivityRow>>> {
+        self.entries.read().expect("cache lock").get(&id).map(|(_, row)| row.clone())
     }
 }
 

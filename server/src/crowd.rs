@@ -18,7 +18,8 @@ use std::{
 
 #[derive(Clone, Debug)]
 pub struct CrowdOptions {
-    pub base_url: String,
+    /// The instances (or one load balancer); shopper i starts on instance i mod n.
+    pub base_urls: Vec<String>,
     pub users: usize,
     pub stock: i64,
     pub per_user_limit: i32,
@@ -34,13 +35,21 @@ pub struct CrowdOptions {
     pub activity_id: Option<i64>,
     /// Shoppers started per second (0: as fast as `concurrency` allows).
     pub rate: u32,
+    /// How long a shopper keeps trying after a transport error or a `503`, each time on the next
+    /// instance and with the same `Idempotency-Key`, as a client behind a load balancer does
+    /// (zero: no second try).
+    pub retry_for: Duration,
 }
 
 #[derive(Debug)]
 pub struct Report {
     pub activity_id: i64,
     pub outcomes: BTreeMap<String, u64>,
+    /// Answers that were tried again (by `retry_for`), by outcome.
+    pub retried: BTreeMap<String, u64>,
     pub accepted: u64,
+    /// The token of every `202`.
+    pub tokens: Vec<String>,
     pub requests: u64,
     pub elapsed: Duration,
     /// Buy latency in microseconds: p50, p90, p99, p99.9, max.
@@ -75,6 +84,9 @@ impl Report {
         for (outcome, n) in &self.outcomes {
             println!("  {outcome:<16} {n:>9}");
         }
+        for (outcome, n) in &self.retried {
+            println!("  retried after {outcome:<16} {n:>9}");
+        }
         let [p50, p90, p99, p999, max] = self.latency_us.map(|us| us as f64 / 1000.0);
         println!("buy latency ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
         let ms = |d: Option<Duration>| d.map_or("n/a".to_string(), |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0));
@@ -93,8 +105,10 @@ impl Report {
 
 struct Tally {
     outcomes: BTreeMap<String, u64>,
+    retried: BTreeMap<String, u64>,
     latency: Histogram<u64>,
     accepted_units: i64,
+    tokens: Vec<String>,
     sold_out_at: Option<Instant>,
     last_accept: Option<Instant>,
 }
@@ -128,7 +142,9 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         .pool_max_idle_per_host(opts.concurrency)
         .timeout(Duration::from_secs(30))
         .build()?;
-    let base = opts.base_url.trim_end_matches('/');
+    let bases: Vec<&str> = opts.base_urls.iter().map(|b| b.trim_end_matches('/')).collect();
+    anyhow::ensure!(!bases.is_empty(), "no base URL");
+    let base = bases[0];
     let server_now: ServerTime = http.get(format!("{base}/api/time")).send().await?.json().await?;
     let activity: Activity = match opts.activity_id {
         Some(id) => {
@@ -169,16 +185,19 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
     let progress = if opts.show_progress { indicatif::ProgressBar::new(opts.users as u64) } else { indicatif::ProgressBar::hidden() };
     let tally = Arc::new(Mutex::new(Tally {
         outcomes: BTreeMap::new(),
+        retried: BTreeMap::new(),
         latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
         accepted_units: 0,
+        tokens: Vec::new(),
         sold_out_at: None,
         last_accept: None,
     }));
     let started = Instant::now();
     let id = activity.id;
+    let target = Target { http: &http, bases: &bases, id, quantity, retry_for: opts.retry_for };
     stream::iter(users.iter().enumerate())
         .for_each_concurrent(opts.concurrency, |(i, &user)| {
-            let (http, tally, progress) = (&http, tally.clone(), &progress);
+            let (target, tally, progress) = (&target, tally.clone(), &progress);
             let cookie = cookie(user, Role::Shopper);
             let addr = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
             let start_at = (opts.rate > 0).then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
@@ -186,7 +205,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
                 if let Some(at) = start_at {
                     tokio::time::sleep_until(at.into()).await;
                 }
-                let outcome = buy_once(http, base, id, &cookie, &addr, quantity, &tally).await;
+                let outcome = target.shop(i, &cookie, &addr, &tally).await;
                 let mut t = tally.lock().expect("tally");
                 *t.outcomes.entry(outcome).or_default() += 1;
                 progress.inc(1);
@@ -231,7 +250,9 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         activity_id: id,
         requests: t.outcomes.values().sum::<u64>(),
         accepted: t.accepted_units as u64,
+        tokens: t.tokens,
         outcomes: t.outcomes,
+        retried: t.retried,
         elapsed,
         latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
         sold_out_after: t.sold_out_at.map(|at| at - started),
@@ -244,41 +265,96 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
     })
 }
 
-/// One shopper: the path, then the buy (the whole quantity the limit allows). Returns the outcome.
-async fn buy_once(http: &reqwest::Client, base: &str, id: i64, cookie: &str, addr: &str, quantity: i32, tally: &Mutex<Tally>) -> String {
-    let path = match http.get(format!("{base}/api/activities/{id}/path")).header("cookie", cookie).header("x-forwarded-for", addr).send().await {
-        Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
-            Ok(p) => p.path,
-            Err(_) => return "path_unreadable".into(),
-        },
-        Ok(r) => return format!("path_{}", r.status().as_u16()),
-        Err(e) => return if e.is_timeout() { "timeout".into() } else { "transport_error".into() },
-    };
-    let sent = Instant::now();
-    let resp = http
-        .post(format!("{base}/api/activities/{id}/buy"))
-        .header("cookie", cookie)
-        .header("x-forwarded-for", addr)
-        .json(&serde_json::json!({"path": path, "quantity": quantity}))
-        .send()
-        .await;
-    let took = sent.elapsed().as_micros() as u64;
-    let outcome = match resp {
-        Ok(r) if r.status().as_u16() == 202 => "accepted".to_string(),
-        Ok(r) => {
-            let status = r.status().as_u16();
-            let code = r.json::<app::api::ErrorBody>().await.map(|b| b.error).unwrap_or_else(|_| format!("http_{status}"));
-            if status >= 500 && code != "overloaded" { format!("{code}_{status}") } else { code }
-        }
-        Err(e) => if e.is_timeout() { "timeout".into() } else { "transport_error".into() },
-    };
-    let mut t = tally.lock().expect("tally");
-    let _ = t.latency.record(took.max(1));
-    if outcome == "accepted" {
-        t.accepted_units += i64::from(quantity);
-        t.last_accept = Some(Instant::now());
-    } else if outcome == "sold_out" && t.sold_out_at.is_none() {
-        t.sold_out_at = Some(Instant::now());
+/// Where and what the crowd buys.
+struct Target<'a> {
+    http: &'a reqwest::Client,
+    bases: &'a [&'a str],
+    id: i64,
+    quantity: i32,
+    retry_for: Duration,
+}
+
+/// What one attempt came to, and whether a client would try it again.
+struct Attempt {
+    outcome: String,
+    retry: bool,
+}
+
+impl Attempt {
+    fn done(outcome: impl Into<String>) -> Attempt {
+        Attempt { outcome: outcome.into(), retry: false }
     }
-    outcome
+
+    fn transport(e: &reqwest::Error, step: &str) -> Attempt {
+        let what = if e.is_timeout() { "timeout" } else { "transport_error" };
+        Attempt { outcome: format!("{step}{what}"), retry: true }
+    }
+}
+
+impl Target<'_> {
+    /// One shopper: the path, then the buy (the whole quantity the limit allows), tried again
+    /// within `retry_for` on the next instance after a transport error or a `503`. Returns the outcome.
+    async fn shop(&self, shopper: usize, cookie: &str, addr: &str, tally: &Mutex<Tally>) -> String {
+        let give_up = Instant::now() + self.retry_for;
+        let key = uuid::Uuid::new_v4().to_string();
+        let mut backoff = Duration::from_millis(50);
+        for attempt in shopper.. {
+            let base = self.bases[attempt % self.bases.len()];
+            let Attempt { outcome, retry } = self.attempt(base, cookie, addr, &key, tally).await;
+            if !retry || Instant::now() + backoff >= give_up {
+                return outcome;
+            }
+            *tally.lock().expect("tally").retried.entry(outcome).or_default() += 1;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+        unreachable!("the attempts never run out")
+    }
+
+    async fn attempt(&self, base: &str, cookie: &str, addr: &str, key: &str, tally: &Mutex<Tally>) -> Attempt {
+        let id = self.id;
+        let path = match self.http.get(format!("{base}/api/activities/{id}/path")).header("cookie", cookie).header("x-forwarded-for", addr).send().await {
+            Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
+                Ok(p) => p.path,
+                Err(_) => return Attempt::done("path_unreadable"),
+            },
+            Ok(r) => return Attempt { outcome: format!("path_{}", r.status().as_u16()), retry: r.status().as_u16() == 503 },
+            Err(e) => return Attempt::transport(&e, "path_"),
+        };
+        let sent = Instant::now();
+        let resp = self
+            .http
+            .post(format!("{base}/api/activities/{id}/buy"))
+            .header("cookie", cookie)
+            .header("x-forwarded-for", addr)
+            .header("idempotency-key", key)
+            .json(&serde_json::json!({"path": path, "quantity": self.quantity}))
+            .send()
+            .await;
+        let took = sent.elapsed().as_micros() as u64;
+        let (attempt, token) = match resp {
+            Ok(r) if r.status().as_u16() == 202 => match r.json::<app::api::Reservation>().await {
+                Ok(reservation) => (Attempt::done("accepted"), Some(reservation.token)),
+                // Taken, but the answer was lost on the way: the same key gets it again.
+                Err(e) => (Attempt::transport(&e, ""), None),
+            },
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let code = r.json::<app::api::ErrorBody>().await.map(|b| b.error).unwrap_or_else(|_| format!("http_{status}"));
+                let outcome = if status >= 500 && code != "overloaded" { format!("{code}_{status}") } else { code };
+                (Attempt { outcome, retry: status == 503 }, None)
+            }
+            Err(e) => (Attempt::transport(&e, ""), None),
+        };
+        let mut t = tally.lock().expect("tally");
+        let _ = t.latency.record(took.max(1));
+        if let Some(token) = token {
+            t.accepted_units += i64::from(self.quantity);
+            t.tokens.push(token);
+            t.last_accept = Some(Instant::now());
+        } else if attempt.outcome == "sold_out" && t.sold_out_at.is_none() {
+            t.sold_out_at = Some(Instant::now());
+        }
+        attempt
+    }
 }

@@ -50,6 +50,8 @@ pub enum ApiError {
     RateLimited { retry_after: u64 },
     #[error("the server is busy; try again in {retry_after} s")]
     Overloaded { retry_after: u64 },
+    #[error("a service the server depends on is not answering; try again in {retry_after} s")]
+    Unavailable { retry_after: u64 },
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -85,21 +87,57 @@ impl ApiError {
             ApiError::NotConfirmed => (StatusCode::CONFLICT, "not_confirmed"),
             ApiError::PaymentWindowClosed => (StatusCode::CONFLICT, "payment_window_closed"),
             ApiError::Overloaded { .. } => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
 }
 
+/// A dependency that is down or restarting is a `503 unavailable` the client may retry, not a
+/// bug: logged as a warning, once per request.
+fn unavailable(what: &str, e: &dyn std::fmt::Display) -> ApiError {
+    tracing::warn!(dependency = what, error = %e, "dependency unavailable");
+    ApiError::Unavailable { retry_after: 1 }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
+        if sqlx_unavailable(&e) {
+            return unavailable("postgres", &e);
+        }
         ApiError::Internal(anyhow::Error::new(e).context("database"))
+    }
+}
+
+/// Connection failures, an exhausted or closed pool, and PostgreSQL's own "shutting down",
+/// "starting up" and "too many connections" (SQLSTATE classes 08, 57P and 53).
+pub fn sqlx_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")),
+        _ => false,
     }
 }
 
 impl From<redis::RedisError> for ApiError {
     fn from(e: redis::RedisError) -> Self {
+        if redis_unavailable(&e) {
+            return unavailable("redis", &e);
+        }
         ApiError::Internal(anyhow::Error::new(e).context("redis"))
     }
+}
+
+/// Connection failures, timeouts, and a Redis that is still loading its data.
+pub fn redis_unavailable(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading | redis::ServerErrorKind::TryAgain | redis::ServerErrorKind::MasterDown)
+        )
 }
 
 impl IntoResponse for ApiError {
@@ -114,7 +152,11 @@ impl IntoResponse for ApiError {
             body["starts_at"] = starts_at.clone().into();
         }
         let mut resp = (status, Json(body)).into_response();
-        if let ApiError::RateLimited { retry_after } | ApiError::Overloaded { retry_after } | ApiError::Blocked { retry_after } = self {
+        if let ApiError::RateLimited { retry_after }
+        | ApiError::Overloaded { retry_after }
+        | ApiError::Unavailable { retry_after }
+        | ApiError::Blocked { retry_after } = self
+        {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
         }
         resp

@@ -21,9 +21,9 @@ enum Command {
     Worker,
     /// Simulate a flash crowd against a running server and check the invariants afterwards.
     Crowd {
-        /// Base URL of the server (or load balancer).
-        #[arg(long, default_value = "http://127.0.0.1:3000")]
-        base_url: String,
+        /// Base URL of the server (or load balancer); several, comma-separated, are taken in turn.
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:3000")]
+        base_url: Vec<String>,
         /// Distinct shoppers.
         #[arg(long, default_value_t = 2_000)]
         users: usize,
@@ -48,6 +48,10 @@ enum Command {
         /// Shoppers started per second (0: as fast as --concurrency allows).
         #[arg(long, default_value_t = 0)]
         rate: u32,
+        /// Seconds a shopper keeps retrying after a transport error or a 503 (same Idempotency-Key,
+        /// next instance).
+        #[arg(long, default_value_t = 0)]
+        retry_secs: u64,
     },
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
@@ -87,10 +91,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
             startup::shutdown_signal().await;
             Ok(())
         }
-        Command::Crowd { base_url, users, stock, per_user_limit, concurrency, lead_secs, no_settle, activity_id, rate } => {
+        Command::Crowd { base_url, users, stock, per_user_limit, concurrency, lead_secs, no_settle, activity_id, rate, retry_secs } => {
             let settle = !no_settle;
             let opts = server::crowd::CrowdOptions {
-                base_url,
+                base_urls: base_url,
                 users,
                 stock,
                 per_user_limit,
@@ -100,6 +104,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 settle,
                 activity_id,
                 rate,
+                retry_for: std::time::Duration::from_secs(retry_secs),
             };
             let report = server::crowd::run(&config, &opts).await?;
             report.print();

@@ -14,7 +14,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
     })
     .await;
     let opts = CrowdOptions {
-        base_url: app.base.clone(),
+        base_urls: vec![app.base.clone()],
         users: 400,
         stock: 100,
         per_user_limit: 1,
@@ -24,11 +24,13 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         settle: true,
         activity_id: None,
         rate: 0,
+        retry_for: std::time::Duration::ZERO,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();
     assert!(report.invariants_hold(), "{report:?}");
     assert_eq!(report.accepted, 100);
+    assert_eq!(report.tokens.len(), 100);
     assert_eq!(report.requests, 400);
     let unexpected: Vec<_> = report.outcomes.keys().filter(|k| !matches!(k.as_str(), "accepted" | "sold_out")).collect();
     assert!(unexpected.is_empty(), "only the API's own answers: {:?}", report.outcomes);

@@ -1,0 +1,428 @@
+//! The fault-injection suite. A deployment of real processes — instance A (HTTP, relay and
+//! persister), instance B (HTTP only) and a worker W (relay and persister) — takes a flash sale from
+//! the load tool, which spreads its shoppers over A and B and retries a transport error or a `503`
+//! on the other instance with the same `Idempotency-Key`, as a client behind a load balancer does.
+//! Mid-sale one fault strikes; once everything is healthy again the suite checks DESIGN.md's
+//! invariants in PostgreSQL and Redis and prints one row per fault.
+//!
+//! `cargo test -p server --test chaos` (in `make test`) runs the short form; with
+//! `SECKILL_CHAOS=full` (`make chaos`) the crowds are larger, RabbitMQ stays down 10 s, and the
+//! table is also written into RELIABILITY.md. Any broken invariant fails the run.
+
+#[path = "../api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+use helpers::*;
+use serde_json::json;
+use server::crowd::{self, CrowdOptions, Report};
+use std::{
+    fmt::Write as _,
+    fs::File,
+    net::TcpListener,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+#[derive(Clone, Copy)]
+struct Size {
+    shoppers: usize,
+    stock: i64,
+    rate: u32,
+    rabbitmq_down: Duration,
+    redis_down: Duration,
+}
+
+const SHORT: Size = Size { shoppers: 3_000, stock: 1_500, rate: 600, rabbitmq_down: Duration::from_secs(3), redis_down: Duration::from_secs(1) };
+const FULL: Size = Size { shoppers: 20_000, stock: 10_000, rate: 1_000, rabbitmq_down: Duration::from_secs(10), redis_down: Duration::from_secs(3) };
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    ServerKill,
+    RabbitmqStop,
+    PostgresRestart,
+    PersisterKill,
+    RedisRestart,
+}
+
+impl Fault {
+    const ALL: [Fault; 5] = [Fault::ServerKill, Fault::RabbitmqStop, Fault::PostgresRestart, Fault::PersisterKill, Fault::RedisRestart];
+
+    fn describe(self, size: &Size) -> String {
+        match self {
+            Fault::ServerKill => "instance A (HTTP + relay + persister) SIGKILLed, restarted".into(),
+            Fault::RabbitmqStop => format!("RabbitMQ stopped {} s, started", size.rabbitmq_down.as_secs()),
+            Fault::PostgresRestart => "PostgreSQL crash-restarted (immediate stop)".into(),
+            Fault::PersisterKill => "worker W SIGKILLed mid-batch, restarted".into(),
+            Fault::RedisRestart => format!("Redis SIGKILLed, down {} s, restarted from its AOF", size.redis_down.as_secs()),
+        }
+    }
+}
+
+/// One process of the deployment; SIGKILLed when dropped, also when the suite fails.
+struct Process {
+    name: &'static str,
+    sub: &'static str,
+    env: Vec<(&'static str, String)>,
+    base: Option<String>,
+    child: Option<Child>,
+}
+
+impl Process {
+    fn start(&mut self, app: &TestApp) {
+        let log = File::options().create(true).append(true).open(format!("../target/chaos/{}.log", self.name)).expect("the log opens");
+        let mut cmd: Command = server_command(app, self.sub);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v))).stdout(Stdio::null()).stderr(log);
+        self.child = Some(cmd.spawn().expect("the server binary starts"));
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+struct Deployment {
+    control: TestApp,
+    a: Process,
+    b: Process,
+    w: Process,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Deployment {
+    async fn start() -> Deployment {
+        // The in-process instance only creates the database and the sales; it runs no workers.
+        let control = spawn_app_with(|c| c.run_workers = false).await;
+        let serve = |name, workers: bool| {
+            let port = free_port();
+            let mut env = vec![("SECKILL_ADDR", format!("127.0.0.1:{port}")), ("SECKILL_TRUST_FORWARDED_FOR", "1".into())];
+            if !workers {
+                env.push(("SECKILL_NO_WORKERS", "1".into()));
+            }
+            Process { name, sub: "serve", env, base: Some(format!("http://127.0.0.1:{port}")), child: None }
+        };
+        let mut deployment = Deployment {
+            a: serve("a", true),
+            b: serve("b", false),
+            w: Process { name: "w", sub: "worker", env: vec![], base: None, child: None },
+            control,
+        };
+        for p in [&mut deployment.a, &mut deployment.b, &mut deployment.w] {
+            p.start(&deployment.control);
+        }
+        deployment.wait_ready(60).await;
+        deployment
+    }
+
+    fn bases(&self) -> Vec<String> {
+        [&self.a, &self.b].iter().filter_map(|p| p.base.clone()).collect()
+    }
+
+    /// Until every HTTP instance answers `/readyz` with 200 (PostgreSQL, Redis and RabbitMQ all
+    /// answer it).
+    async fn wait_ready(&self, secs: u64) {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().unwrap();
+        for base in self.bases() {
+            eventually(secs, &format!("{base}/readyz answers 200"), || async {
+                let resp = http.get(format!("{base}/readyz")).send().await.ok()?;
+                (resp.status() == 200).then_some(())
+            })
+            .await;
+        }
+    }
+
+    /// Strikes once mid-sale; returns when the fault is lifted (the service or process is back).
+    async fn strike(&mut self, fault: Fault, size: &Size) {
+        match fault {
+            Fault::ServerKill => {
+                self.a.kill();
+                self.a.start(&self.control);
+            }
+            Fault::RabbitmqStop => {
+                services("rabbitmq-down").await;
+                // The outage itself: the sale goes on meanwhile.
+                tokio::time::sleep(size.rabbitmq_down).await;
+                services("rabbitmq-up").await;
+            }
+            Fault::PostgresRestart => services("postgres-restart").await,
+            Fault::PersisterKill => {
+                self.w.kill();
+                self.w.start(&self.control);
+            }
+            Fault::RedisRestart => {
+                services("redis-kill").await;
+                tokio::time::sleep(size.redis_down).await;
+                services("redis-start").await;
+            }
+        }
+    }
+}
+
+async fn services(action: &'static str) {
+    let run = move || Command::new("../scripts/services.sh").arg(action).stdout(Stdio::null()).status();
+    let status = tokio::task::spawn_blocking(run).await.expect("services.sh returns").expect("services.sh runs");
+    assert!(status.success(), "services.sh {action} failed");
+}
+
+/// One row of the table.
+struct Row {
+    fault: String,
+    requests: u64,
+    retried: u64,
+    accepted: usize,
+    persisted: i64,
+    oversold: i64,
+    lost: usize,
+    unsold: i64,
+    server_errors: u64,
+    recovered: Duration,
+    settled: Duration,
+    broken: Vec<String>,
+}
+
+async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
+    let app = &dep.control;
+    let merchant = merchant(app).await;
+    let activity = live_activity(app, &merchant, size.stock, json!({"title": format!("Chaos: {fault:?}")})).await;
+    let id = activity["id"].as_i64().unwrap();
+    let opts = CrowdOptions {
+        base_urls: dep.bases(),
+        users: size.shoppers,
+        stock: size.stock,
+        per_user_limit: 1,
+        concurrency: 256,
+        lead_secs: 0,
+        show_progress: false,
+        settle: false,
+        activity_id: Some(id),
+        rate: size.rate,
+        retry_for: Duration::from_secs(60),
+    };
+    let config = app.config.clone();
+    let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
+
+    // Strike once a tenth of the stock is persisted: mid-sale, and mid-batch for the persister.
+    eventually(60, "a tenth of the stock persisted", || async {
+        (orders_of(app, id).await >= size.stock / 10).then_some(())
+    })
+    .await;
+    dep.strike(fault, &size).await;
+    let lifted = Instant::now();
+    let app = &dep.control;
+    // Recovered: every instance ready, and every unit taken until the fault ended is an order.
+    let taken = size.stock - remaining(app, id).await;
+    dep.wait_ready(120).await;
+    eventually(120, "the units taken until the fault ended are orders", || async {
+        (orders_of(app, id).await >= taken).then_some(())
+    })
+    .await;
+    let recovered = lifted.elapsed();
+
+    let report: Report = crowd.await.expect("the crowd task").expect("the crowd runs");
+    let crowd_ended = Instant::now();
+    let lost = settle(app, &report.tokens).await;
+    let settled = crowd_ended.elapsed();
+    check(app, id, fault, &size, report, lost, recovered, settled).await
+}
+
+async fn orders_of(app: &TestApp, id: i64) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1").bind(id).fetch_one(&app.db).await.unwrap()
+}
+
+/// Waits (two minutes at most) until every accepted token has its order or ended `failed`, and
+/// the journal is empty; returns the tokens that did neither.
+async fn settle(app: &TestApp, tokens: &[String]) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut poll = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        poll.tick().await;
+        let unsettled = unsettled(app, tokens).await;
+        let journal: i64 = redis::cmd("XLEN")
+            .arg(format!("{}journal", app.config.redis_prefix))
+            .query_async(&mut app.redis.clone())
+            .await
+            .unwrap_or(-1);
+        if (unsettled.is_empty() && journal == 0) || Instant::now() > deadline {
+            return unsettled;
+        }
+    }
+}
+
+/// Accepted tokens with no order in the database whose status in Redis is not `failed`.
+async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
+    let ids: Vec<uuid::Uuid> = tokens.iter().map(|t| t.parse().expect("a token is a UUID")).collect();
+    let Ok(missing) = sqlx::query_scalar::<_, uuid::Uuid>(
+        "SELECT t FROM unnest($1::uuid[]) AS t WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.token = t)",
+    )
+    .bind(&ids)
+    .fetch_all(&app.db)
+    .await
+    else {
+        return tokens.to_vec();
+    };
+    let mut left = Vec::new();
+    for token in missing {
+        let status: redis::RedisResult<Option<String>> = redis::cmd("HGET")
+            .arg(format!("{}tok:{token}", app.config.redis_prefix))
+            .arg("status")
+            .query_async(&mut app.redis.clone())
+            .await;
+        if !matches!(status, Ok(Some(s)) if s == "failed") {
+            left.push(token.to_string());
+        }
+    }
+    left
+}
+
+/// The activity's remaining stock in Redis (asked again while the connection is re-established).
+async fn remaining(app: &TestApp, id: i64) -> i64 {
+    eventually(30, "Redis answers", || async {
+        redis::cmd("GET")
+            .arg(format!("{}a:{id}:stock", app.config.redis_prefix))
+            .query_async::<Option<i64>>(&mut app.redis.clone())
+            .await
+            .ok()
+            .flatten()
+    })
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn check(app: &TestApp, id: i64, fault: Fault, size: &Size, report: Report, lost: Vec<String>, recovered: Duration, settled: Duration) -> Row {
+    let (total, sold): (i64, i64) =
+        sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1").bind(id).fetch_one(&app.db).await.unwrap();
+    let (active, orders, distinct_tokens): (i64, i64, i64) = sqlx::query_as(
+        "SELECT COALESCE(sum(quantity) FILTER (WHERE status <> 'cancelled'), 0)::bigint, count(*), count(DISTINCT token)
+         FROM orders WHERE activity_id = $1",
+    )
+    .bind(id)
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    let over_limit: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status <> 'cancelled'
+         GROUP BY user_id HAVING sum(quantity) > 1) o",
+    )
+    .bind(id)
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
+    let remaining = remaining(app, id).await;
+    let server_errors: u64 =
+        report.outcomes.iter().filter(|(k, _)| k.ends_with("_500") || k.starts_with("internal")).map(|(_, n)| n).sum();
+
+    let mut broken = Vec::new();
+    let mut expect = |ok: bool, what: String| {
+        if !ok {
+            broken.push(what);
+        }
+    };
+    expect(active <= total, format!("oversold: {active} units active of {total}"));
+    expect(sold == active, format!("activities.sold {sold} ≠ {active} active units"));
+    expect(remaining + active == total, format!("conservation: Redis remaining {remaining} + active {active} ≠ {total}"));
+    expect(lost.is_empty(), format!("{} accepted tokens neither persisted nor failed, e.g. {:?}", lost.len(), lost.first()));
+    expect(orders == distinct_tokens, format!("{orders} orders for {distinct_tokens} tokens"));
+    expect(over_limit == 0, format!("{over_limit} shoppers over the per-user limit"));
+    expect(server_errors == 0, format!("{server_errors} answers were 500: {:?}", report.outcomes));
+    let accepted_units = report.tokens.len() as i64;
+    expect(accepted_units <= active, format!("{accepted_units} accepted but {active} active units"));
+    // The crowd asks for twice the stock and retries through the outage: nothing may stay unsold.
+    let unsold = remaining.max(0);
+    expect(unsold == 0, format!("{unsold} units unsold although {} shoppers asked for {total}", size.shoppers));
+    eprintln!("{fault:?}: {:?}, retried after {:?}", report.outcomes, report.retried);
+    Row {
+        fault: fault.describe(size),
+        requests: report.requests,
+        retried: report.retried.values().sum(),
+        accepted: report.tokens.len(),
+        persisted: orders,
+        oversold: (active - total).max(0),
+        lost: lost.len(),
+        unsold,
+        server_errors,
+        recovered,
+        settled,
+        broken,
+    }
+}
+
+fn table(rows: &[Row], size: &Size) -> String {
+    let mut out = format!(
+        "{} shoppers per fault for {} units, started at {}/s, spread over two instances; each shopper retries a \
+         transport error or a 503 for up to 60 s with the same Idempotency-Key.\n\n",
+        size.shoppers, size.stock, size.rate
+    );
+    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | time to recover | settled after the crowd |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s | {:.1} s |",
+            r.fault,
+            r.requests,
+            r.retried,
+            r.accepted,
+            r.persisted,
+            r.oversold,
+            r.lost,
+            r.unsold,
+            r.server_errors,
+            r.recovered.as_secs_f64(),
+            r.settled.as_secs_f64()
+        );
+    }
+    out.push_str("\nTime to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
+                  until then is an order in PostgreSQL. Settled: from the crowd's \
+                  last answer until every `202` token has its order (or ended `failed` with its stock returned) and the journal is empty.\n");
+    out
+}
+
+/// Puts the table between the chaos markers of RELIABILITY.md.
+fn record(table: &str) {
+    let path = "../RELIABILITY.md";
+    let text = std::fs::read_to_string(path).expect("RELIABILITY.md exists");
+    let (begin, end) = ("<!-- chaos:begin -->", "<!-- chaos:end -->");
+    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else { panic!("RELIABILITY.md lacks the chaos markers") };
+    let stamp = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
+    let updated = format!("{}{begin}\nLast full run: {stamp} (`make chaos`, debug build).\n\n{table}{}", &text[..b], &text[e..]);
+    std::fs::write(path, updated).expect("RELIABILITY.md is written");
+}
+
+fn main() {
+    let full = std::env::var("SECKILL_CHAOS").is_ok_and(|v| v == "full");
+    let size = if full { FULL } else { SHORT };
+    std::fs::create_dir_all("../target/chaos").expect("the log folder");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let rows = runtime.block_on(async {
+        let mut dep = Deployment::start().await;
+        let mut rows = Vec::new();
+        for fault in Fault::ALL {
+            eprintln!("chaos: {}", fault.describe(&size));
+            rows.push(scenario(&mut dep, fault, size).await);
+        }
+        rows
+    });
+    let table = table(&rows, &size);
+    println!("\n{table}");
+    let broken: Vec<String> = rows.iter().flat_map(|r| r.broken.iter().map(move |b| format!("{}: {b}", r.fault))).collect();
+    if full && broken.is_empty() {
+        record(&table);
+    }
+    if !broken.is_empty() {
+        eprintln!("BROKEN INVARIANTS:\n  {}\n(process logs in target/chaos/)", broken.join("\n  "));
+        std::process::exit(1);
+    }
+    println!("chaos: every invariant held ({} mode)", if full { "full" } else { "short" });
+}
