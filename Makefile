@@ -87,8 +87,10 @@ test-e2e: clean-test-dbs
 
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
 # down 10 s; prints the table and records it in RELIABILITY.md. See server/tests/chaos/main.rs.
+# Then the request-body fuzzer with 20,000 generated bodies (500 in `make test`).
 chaos: setup clean-test-dbs
 	SECKILL_CHAOS=full cargo test -p server --test chaos
+	SECKILL_FUZZ_CASES=20000 cargo test -p server --test api fuzz
 
 # Benchmarks are not tests: they measure and write BENCHMARKS.md (see README).
 bench: setup

@@ -27,8 +27,10 @@ impl Role {
     }
 }
 
-/// Body of `POST /api/auth/register` and `POST /api/auth/login`.
+/// Body of `POST /api/auth/register` and `POST /api/auth/login`. A field this API does not
+/// know (`"role"`, say) is refused, not silently ignored.
 #[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Credentials {
     pub username: String,
     pub password: String,

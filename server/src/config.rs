@@ -38,6 +38,11 @@ pub struct Config {
     /// Persister consumers per worker process, each on its own channel: while one waits for
     /// PostgreSQL to commit, another marks Redis and acknowledges.
     pub persisters: usize,
+    /// A client must send its request head within this time, or the connection is closed
+    /// (slow-header clients cannot hold connections open).
+    pub header_read_timeout: Duration,
+    /// A request, its body included, must be answered within this time, else `408`.
+    pub request_timeout: Duration,
     /// Create a demo sale at start-up (for `make run`).
     pub demo: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
@@ -144,6 +149,8 @@ impl Config {
             min_payment_window_secs: number("SECKILL_MIN_PAYMENT_WINDOW_SECS", 60)?,
             sweep_every: Duration::from_millis(number("SECKILL_SWEEP_EVERY_MS", 2_000)?),
             persisters: number("SECKILL_PERSISTERS", 2)?.max(1),
+            header_read_timeout: Duration::from_secs(number("SECKILL_HEADER_READ_TIMEOUT_SECS", 10)?.max(1)),
+            request_timeout: Duration::from_secs(number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1)),
         })
     }
 }

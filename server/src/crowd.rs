@@ -221,14 +221,11 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
     let deadline = Instant::now() + Duration::from_secs(if opts.settle { 120 } else { 0 });
     let mut persisted_after_last_buy = None;
     let mut poll = tokio::time::interval(Duration::from_millis(20));
-    let mut persisted_units: i64;
+    let mut figures: Figures;
     loop {
         poll.tick().await;
-        persisted_units = sqlx::query_scalar("SELECT COALESCE(sum(quantity), 0)::bigint FROM orders WHERE activity_id = $1")
-            .bind(id)
-            .fetch_one(&db)
-            .await?;
-        if persisted_units >= t.accepted_units {
+        figures = Figures::read(&db, id, quantity).await?;
+        if figures.persisted_units >= t.accepted_units {
             persisted_after_last_buy = Some(last_buy.elapsed());
             break;
         }
@@ -236,15 +233,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             break;
         }
     }
-    let (total_stock, sold): (i64, i64) = sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1").bind(id).fetch_one(&db).await?;
-    let users_over_limit: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')
-         GROUP BY user_id HAVING sum(quantity) > $2) over_limit",
-    )
-    .bind(id)
-    .bind(i64::from(quantity))
-    .fetch_one(&db)
-    .await?;
+    let Figures { persisted_units, total_stock, sold, users_over_limit } = figures;
     let q = |p: f64| t.latency.value_at_quantile(p);
     Ok(Report {
         activity_id: id,
@@ -263,6 +252,42 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         tokens_not_persisted: (t.accepted_units - persisted_units).max(0),
         demand_units: opts.users as i64 * i64::from(quantity),
     })
+}
+
+/// The database's side of the report.
+#[derive(sqlx::FromRow)]
+struct Figures {
+    persisted_units: i64,
+    total_stock: i64,
+    sold: i64,
+    users_over_limit: i64,
+}
+
+impl Figures {
+    /// Asked again for up to a minute while PostgreSQL does not answer (a fault test may have
+    /// just restarted it).
+    async fn read(db: &sqlx::PgPool, id: i64, per_user_limit: i32) -> anyhow::Result<Figures> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let read = sqlx::query_as(
+                "SELECT (SELECT COALESCE(sum(quantity), 0)::bigint FROM orders WHERE activity_id = $1) AS persisted_units,
+                        total_stock, sold,
+                        (SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')
+                         GROUP BY user_id HAVING sum(quantity) > $2) o) AS users_over_limit
+                 FROM activities WHERE id = $1",
+            )
+            .bind(id)
+            .bind(i64::from(per_user_limit))
+            .fetch_one(db)
+            .await;
+            match read {
+                Err(e) if crate::error::sqlx_unavailable(&e) && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                read => return Ok(read?),
+            }
+        }
+    }
 }
 
 /// Where and what the crowd buys.

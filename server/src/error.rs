@@ -22,6 +22,8 @@ pub enum ApiError {
     InvalidCredentials,
     #[error("this needs a merchant account")]
     Forbidden,
+    #[error("requests that change state must come from this site")]
+    CrossOrigin,
     #[error("not found")]
     NotFound,
     #[error("that username is taken")]
@@ -73,6 +75,7 @@ impl ApiError {
             ApiError::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             ApiError::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid_credentials"),
             ApiError::Forbidden => (StatusCode::FORBIDDEN, "forbidden"),
+            ApiError::CrossOrigin => (StatusCode::FORBIDDEN, "cross_origin"),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::UsernameTaken => (StatusCode::CONFLICT, "username_taken"),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),

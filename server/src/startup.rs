@@ -30,7 +30,7 @@ use axum::{
     Router,
 };
 use leptos::prelude::provide_context;
-use tower::ServiceBuilder;
+use tower::{Service, ServiceBuilder, ServiceExt};
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::{future::Future, net::SocketAddr, path::Path, sync::Arc, time::Duration};
@@ -193,10 +193,49 @@ impl Application {
         self.listener.local_addr().expect("a bound listener has an address")
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    /// Serves until `shutdown` completes, then finishes the requests in flight (at most 30 s).
+    /// Each connection must send its request head within `header_read_timeout`, so clients that
+    /// trickle headers cannot hold connections (axum::serve sets no such limit); the request
+    /// timeout layer bounds the rest.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(self.listener, service).with_graceful_shutdown(shutdown).await.context("serving HTTP")
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        let mut make_service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new()).header_read_timeout(self.state.config.header_read_timeout);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, remote) = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    // Out of file descriptors and the like: the listener itself is fine.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = match make_service.call(remote).await {
+                Ok(service) => service,
+                Err(never) => match never {},
+            };
+            let service = hyper_util::service::TowerToHyperService::new(
+                service.map_request(|req: axum::http::Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
+            );
+            let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+        if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await.is_err() {
+            tracing::warn!("requests still in flight 30 s after the shutdown signal; closing");
+        }
+        Ok(())
     }
 }
 
@@ -238,7 +277,7 @@ fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(site::html_cache_policy))
         .layer(middleware::from_fn(site::security_headers))
         .layer(CompressionLayer::new())
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -3,7 +3,9 @@
 mod accounts;
 mod admin;
 mod crowd;
+mod fuzz;
 mod health;
+mod hostile;
 mod helpers;
 mod input;
 mod lifecycle;

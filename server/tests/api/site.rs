@@ -35,7 +35,7 @@ async fn an_activity_page_is_rendered_with_its_data_and_without_per_user_data() 
 #[tokio::test]
 async fn every_answer_carries_the_security_headers() {
     let app = spawn_app().await;
-    for path in ["/", "/login", "/api/time", "/api/no-such-thing", "/healthz"] {
+    for path in ["/", "/login", "/register", "/admin", "/no-such-page", "/api/time", "/api/no-such-thing", "/healthz"] {
         let resp = reqwest::Client::new().get(app.url(path)).send().await.unwrap();
         let h = resp.headers();
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
