@@ -40,16 +40,16 @@ start_postgres() {
   echo "postgres: started on 127.0.0.1:$PG_PORT"
 }
 
-start_redis() {
+start_redis() { # [data folder: the one of a Redis that redis-kill ended]
   if answers "$REDIS_PORT"; then echo "redis: already answering on $REDIS_PORT"; return; fi
-  local dir="$state/redis"
+  local dir="${1:-$state/redis}"
   mkdir -p "$dir"
   # AOF with fsync every second and noeviction: see README "Redis persistence".
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" \
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
     --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
   wait_for redis "$REDIS_PORT" 30
-  echo "$dir/redis.pid" >"$state/redis.started"
+  [ "$dir" = "$state/redis" ] && echo "$dir/redis.pid" >"$state/redis.started"
   echo "redis: started on 127.0.0.1:$REDIS_PORT"
 }
 
@@ -119,23 +119,39 @@ rabbitmq_app() {
   if [ "$1" = start_app ]; then wait_for rabbitmq "$AMQP_PORT" 60; fi
 }
 
-# Fault injection: Redis killed with SIGKILL, as in a crash (`redis-start` brings it back from its AOF).
+# Fault injection. These act on whatever answers on the configured ports, also when another
+# checkout of the project started it: each service is asked for its own process and data folder.
+redis_cli() { redis-cli -h 127.0.0.1 -p "$REDIS_PORT" "$@"; }
+
+# Redis killed with SIGKILL, as in a crash; `redis-start` brings it back from the AOF in its folder.
 redis_kill() {
-  [ -f "$state/redis.started" ] || { echo "redis was not started by this script" >&2; return 1; }
-  kill -9 "$(cat "$state/redis/redis.pid")"
+  local pid dir
+  pid=$(redis_cli INFO server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
+  dir=$(redis_cli CONFIG GET dir | tail -n 1)
+  [ -n "$pid" ] && [ -n "$dir" ] || { echo "redis does not answer on $REDIS_PORT" >&2; return 1; }
+  printf '%s' "$dir" >"$state/redis.killed-dir"
+  kill -9 "$pid"
   local deadline=$((SECONDS + 30))
   while answers "$REDIS_PORT"; do
     if ((SECONDS > deadline)); then echo "redis still answers after SIGKILL" >&2; return 1; fi
     sleep 0.1
   done
-  rm -f "$state/redis.started"
 }
 
-# Fault injection: PostgreSQL stopped without a shutdown checkpoint (immediate mode: crash
-# recovery from the WAL at the next start) and started again with the same options.
+redis_restart() {
+  local dir
+  dir=$(cat "$state/redis.killed-dir" 2>/dev/null || echo "$state/redis")
+  start_redis "$dir"
+  rm -f "$state/redis.killed-dir"
+}
+
+# PostgreSQL stopped without a shutdown checkpoint (immediate mode: crash recovery from the WAL
+# at the next start) and started again with the options it ran with (postmaster.opts).
 postgres_crash_restart() {
-  [ -f "$state/postgres.started" ] || { echo "postgres was not started by this script" >&2; return 1; }
-  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$state/postgres" -l "$state/postgres/server.log" -m immediate -w -t 60 restart >/dev/null
+  local data
+  data=$("$PG_BIN/psql" -h 127.0.0.1 -p "$PG_PORT" -U seckill -d postgres -tAc "SHOW data_directory")
+  [ -n "$data" ] || { echo "postgres does not answer on $PG_PORT" >&2; return 1; }
+  runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -m immediate -w -t 60 restart >/dev/null
   wait_for postgres "$PG_PORT" 30
 }
 
@@ -147,7 +163,7 @@ case "${1:-start}" in
   rabbitmq-up) rabbitmq_app start_app ;;
   rabbitmq-drop-connections) rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q close_all_connections "fault test" >/dev/null ;;
   redis-kill) redis_kill ;;
-  redis-start) start_redis ;;
+  redis-start) redis_restart ;;
   postgres-restart) postgres_crash_restart ;;
   *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
 esac

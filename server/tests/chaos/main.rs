@@ -17,6 +17,7 @@ use helpers::*;
 use serde_json::json;
 use server::crowd::{self, CrowdOptions, Report};
 use std::{
+    collections::BTreeMap,
     fmt::Write as _,
     fs::File,
     net::TcpListener,
@@ -176,6 +177,17 @@ async fn services(action: &'static str) {
     assert!(status.success(), "services.sh {action} failed");
 }
 
+/// Should the suite fail half-way through a fault, the services come back for whatever runs next.
+struct RestoreServices;
+
+impl Drop for RestoreServices {
+    fn drop(&mut self) {
+        for action in ["rabbitmq-up", "start"] {
+            let _ = Command::new("../scripts/services.sh").arg(action).stdout(Stdio::null()).status();
+        }
+    }
+}
+
 /// One row of the table.
 struct Row {
     fault: String,
@@ -187,6 +199,8 @@ struct Row {
     lost: usize,
     unsold: i64,
     server_errors: u64,
+    probes: u64,
+    probes_unavailable: u64,
     recovered: Duration,
     settled: Duration,
     broken: Vec<String>,
@@ -212,6 +226,8 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     };
     let config = app.config.clone();
     let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
+    let (stop_probe, stopped) = tokio::sync::watch::channel(false);
+    let probe = tokio::spawn(probe(dep.bases(), merchant, id, stopped));
 
     // Strike once a tenth of the stock is persisted: mid-sale, and mid-batch for the persister.
     eventually(60, "a tenth of the stock persisted", || async {
@@ -229,12 +245,55 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     })
     .await;
     let recovered = lifted.elapsed();
+    stop_probe.send(true).expect("the probe listens");
+    let probes = probe.await.expect("the probe task");
 
     let report: Report = crowd.await.expect("the crowd task").unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
     let crowd_ended = Instant::now();
     let lost = settle(app, &report.tokens).await;
     let settled = crowd_ended.elapsed();
-    check(app, id, fault, &size, report, lost, recovered, settled).await
+    let mut row = check(app, id, fault, &size, report, lost, recovered, settled).await;
+    let failed: Vec<String> = probes.iter().filter(|(&s, _)| s >= 500 && s != 503).map(|(s, n)| format!("{n}× {s}")).collect();
+    if !failed.is_empty() {
+        row.broken.push(format!("reads during the fault answered {}: {probes:?}", failed.join(", ")));
+    }
+    row.probes = probes.values().sum();
+    row.probes_unavailable = probes.get(&503).copied().unwrap_or(0);
+    row
+}
+
+/// Until told to stop, reads what shoppers and the merchant read besides the buy — the sale
+/// list, the sale, its stock, its stats, its orders, the shopper's orders — on every instance, and
+/// counts the answers by status (0: no answer, the instance is down). During an outage these may
+/// answer `503`; never another 5xx.
+async fn probe(bases: Vec<String>, merchant: reqwest::Client, id: i64, mut stop: tokio::sync::watch::Receiver<bool>) -> BTreeMap<u16, u64> {
+    let shopper = client_for(1, app::api::Role::Shopper);
+    let reads: [(&reqwest::Client, String); 6] = [
+        (&shopper, "/api/activities".into()),
+        (&shopper, format!("/api/activities/{id}")),
+        (&shopper, format!("/api/activities/{id}/stock")),
+        (&shopper, "/api/orders".into()),
+        (&merchant, format!("/api/admin/activities/{id}/stats")),
+        (&merchant, format!("/api/admin/orders?activity_id={id}&limit=5")),
+    ];
+    let mut answers = BTreeMap::new();
+    let mut every = tokio::time::interval(Duration::from_millis(100));
+    while !*stop.borrow_and_update() {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.changed() => break,
+        }
+        for base in &bases {
+            for (client, path) in &reads {
+                let status = match client.get(format!("{base}{path}")).timeout(Duration::from_secs(10)).send().await {
+                    Ok(resp) => resp.status().as_u16(),
+                    Err(_) => 0,
+                };
+                *answers.entry(status).or_default() += 1;
+            }
+        }
+    }
+    answers
 }
 
 /// The activity's orders; `None` while PostgreSQL does not answer.
@@ -353,6 +412,8 @@ async fn check(app: &TestApp, id: i64, fault: Fault, size: &Size, report: Report
         lost: lost.len(),
         unsold,
         server_errors,
+        probes: 0,
+        probes_unavailable: 0,
         recovered,
         settled,
         broken,
@@ -365,12 +426,12 @@ fn table(rows: &[Row], size: &Size) -> String {
          transport error or a 503 for up to 60 s with the same Idempotency-Key.\n\n",
         size.shoppers, size.stock, size.rate
     );
-    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | time to recover | settled after the crowd |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | reads (503s) | time to recover | settled after the crowd |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} s | {:.1} s |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {:.1} s | {:.1} s |",
             r.fault,
             r.requests,
             r.retried,
@@ -380,11 +441,15 @@ fn table(rows: &[Row], size: &Size) -> String {
             r.lost,
             r.unsold,
             r.server_errors,
+            r.probes,
+            r.probes_unavailable,
             r.recovered.as_secs_f64(),
             r.settled.as_secs_f64()
         );
     }
-    out.push_str("\nTime to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
+    out.push_str("\nReads: GETs of the sale list, the sale, its stock, its stats, its orders and a shopper's orders on both \
+                  instances every 100 ms from the sale's start until recovery; during an outage they may answer 503, never another 5xx. ");
+    out.push_str("Time to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
                   until then is an order in PostgreSQL. Settled: from the crowd's \
                   last answer until every `202` token has its order (or ended `failed` with its stock returned) and the journal is empty.\n");
     out
@@ -405,6 +470,7 @@ fn main() {
     let full = std::env::var("SECKILL_CHAOS").is_ok_and(|v| v == "full");
     let size = if full { FULL } else { SHORT };
     std::fs::create_dir_all("../target/chaos").expect("the log folder");
+    let _restore = RestoreServices;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
     let rows = runtime.block_on(async {
         let mut dep = Deployment::start().await;
