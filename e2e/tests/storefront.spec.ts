@@ -191,3 +191,22 @@ test("hashed assets are immutable and precompressed; HTML is not immutable; brot
   const login = await request.get("/login");
   expect(login.headers()["cache-control"]).toBe("no-cache");
 });
+
+test("a title with markup is shown as text and runs nothing, rendered by the server or by the app", async ({ page }) => {
+  const errors = failOnConsoleErrors(page);
+  const title = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> ${uniqueName("Markup")}`;
+  const id = await createActivity({ title, startsInSecs: 3600 });
+  // Server-rendered, then hydrated.
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByRole("heading", { name: title })).toBeVisible();
+  // Rendered by the wasm app: from the storefront list to the sale without a page load.
+  await openHydrated(page, "/");
+  const card = page.getByTestId("activity-card").filter({ hasText: title });
+  await expect(card).toBeVisible();
+  await card.getByRole("link").first().click();
+  await expect(page).toHaveURL(new RegExp(`/activities/${id}$`));
+  await expect(page.getByRole("heading", { name: title })).toBeVisible();
+  expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+  await expect(page.locator("img[src=x]")).toHaveCount(0);
+  expect(errors).toEqual([]);
+});
