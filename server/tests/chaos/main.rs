@@ -34,7 +34,7 @@ struct Size {
     redis_down: Duration,
 }
 
-const SHORT: Size = Size { shoppers: 3_000, stock: 1_500, rate: 600, rabbitmq_down: Duration::from_secs(3), redis_down: Duration::from_secs(1) };
+const SHORT: Size = Size { shoppers: 3_000, stock: 1_500, rate: 300, rabbitmq_down: Duration::from_secs(3), redis_down: Duration::from_secs(1) };
 const FULL: Size = Size { shoppers: 20_000, stock: 10_000, rate: 1_000, rabbitmq_down: Duration::from_secs(10), redis_down: Duration::from_secs(3) };
 
 #[derive(Clone, Copy, Debug)]
@@ -201,6 +201,8 @@ struct Row {
     server_errors: u64,
     probes: u64,
     probes_unavailable: u64,
+    /// Units taken at the gate but not yet orders when the fault ended.
+    backlog: i64,
     recovered: Duration,
     settled: Duration,
     broken: Vec<String>,
@@ -239,6 +241,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     let app = &dep.control;
     // Recovered: every instance ready, and every unit taken until the fault ended is an order.
     let taken = size.stock - remaining(app, id).await;
+    let persisted_at_lift = eventually(60, "PostgreSQL answers", || orders_of(app, id)).await;
     dep.wait_ready(120).await;
     eventually(120, "the units taken until the fault ended are orders", || async {
         orders_of(app, id).await.filter(|n| *n >= taken)
@@ -257,6 +260,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     if !failed.is_empty() {
         row.broken.push(format!("reads during the fault answered {}: {probes:?}", failed.join(", ")));
     }
+    row.backlog = (taken - persisted_at_lift).max(0);
     row.probes = probes.values().sum();
     row.probes_unavailable = probes.get(&503).copied().unwrap_or(0);
     row
@@ -414,6 +418,7 @@ async fn check(app: &TestApp, id: i64, fault: Fault, size: &Size, report: Report
         server_errors,
         probes: 0,
         probes_unavailable: 0,
+        backlog: 0,
         recovered,
         settled,
         broken,
@@ -426,12 +431,12 @@ fn table(rows: &[Row], size: &Size) -> String {
          transport error or a 503 for up to 60 s with the same Idempotency-Key.\n\n",
         size.shoppers, size.stock, size.rate
     );
-    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | reads (503s) | time to recover | settled after the crowd |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | reads (503s) | backlog at the fault's end | time to recover | settled after the crowd |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {:.1} s | {:.1} s |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {:.1} s | {:.1} s |",
             r.fault,
             r.requests,
             r.retried,
@@ -443,12 +448,14 @@ fn table(rows: &[Row], size: &Size) -> String {
             r.server_errors,
             r.probes,
             r.probes_unavailable,
+            r.backlog,
             r.recovered.as_secs_f64(),
             r.settled.as_secs_f64()
         );
     }
     out.push_str("\nReads: GETs of the sale list, the sale, its stock, its stats, its orders and a shopper's orders on both \
                   instances every 100 ms from the sale's start until recovery; during an outage they may answer 503, never another 5xx. ");
+    out.push_str("Backlog: units taken at the gate that were not orders yet when the fault ended. ");
     out.push_str("Time to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
                   until then is an order in PostgreSQL. Settled: from the crowd's \
                   last answer until every `202` token has its order (or ended `failed` with its stock returned) and the journal is empty.\n");
