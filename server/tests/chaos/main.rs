@@ -71,10 +71,14 @@ struct Process {
 
 impl Process {
     fn start(&mut self, app: &TestApp) {
-        let log = File::options().create(true).append(true).open(format!("../target/chaos/{}.log", self.name)).expect("the log opens");
+        let log = File::options().create(true).append(true).open(self.log()).expect("the log opens");
         let mut cmd: Command = server_command(app, self.sub);
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v))).stdout(Stdio::null()).stderr(log);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v))).stdout(log.try_clone().expect("the log")).stderr(log);
         self.child = Some(cmd.spawn().expect("the server binary starts"));
+    }
+
+    fn log(&self) -> String {
+        format!("../target/chaos/{}.log", self.name)
     }
 
     fn kill(&mut self) {
@@ -121,6 +125,7 @@ impl Deployment {
             control,
         };
         for p in [&mut deployment.a, &mut deployment.b, &mut deployment.w] {
+            let _ = std::fs::remove_file(p.log());
             p.start(&deployment.control);
         }
         deployment.wait_ready(60).await;
@@ -488,6 +493,15 @@ fn main() {
         }
         rows
     });
+    let mut rows = rows;
+    // No process of the deployment may have panicked, whatever it met.
+    for name in ["a", "b", "w"] {
+        let log = std::fs::read_to_string(format!("../target/chaos/{name}.log")).unwrap_or_default();
+        let panics = log.lines().filter(|l| l.contains("panicked")).count();
+        if panics > 0 {
+            rows[0].broken.push(format!("{panics} panics in the log of process {name} (target/chaos/{name}.log)"));
+        }
+    }
     let table = table(&rows, &size);
     println!("\n{table}");
     let broken: Vec<String> = rows.iter().flat_map(|r| r.broken.iter().map(move |b| format!("{}: {b}", r.fault))).collect();
