@@ -110,9 +110,7 @@ impl ActivityCache {
             Ok(row) => row.map(Arc::new),
             // PostgreSQL is down or restarting: the sale goes on with what this instance last
             // read (Redis decides the buy; the row only gives its window, limit and captcha rule).
-            Err(ApiError::Unavailable { .. }) if self.stale(id).is_some() => {
-                return self.stale(id).flatten().ok_or(ApiError::NotFound);
-            }
+            Err(e @ ApiError::Unavailable { .. }) => return self.stale(id).ok_or(e)?.ok_or(ApiError::NotFound),
             Err(e) => return Err(e),
         };
         let mut entries = self.entries.write().expect("cache lock");

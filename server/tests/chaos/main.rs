@@ -169,6 +169,7 @@ impl Deployment {
             }
             Fault::RedisRestart => {
                 services("redis-kill").await;
+                // The outage itself (not a wait for async work): buys meet a Redis that is gone.
                 tokio::time::sleep(size.redis_down).await;
                 services("redis-start").await;
             }
