@@ -105,7 +105,7 @@ soldout=$(grep Requests/sec "$out/soldout.txt" | awk '{print int($2)}')
 echo "   $soldout req/s"
 
 echo "== Redis ceiling: the gate script"
-SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/lua/gate.lua)")
+SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/buy/gate.lua)")
 P="rb:$RUN:"
 redis-cli -p 56379 SET "${P}stock" 1000000000 >/dev/null
 redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 13 \

@@ -1,17 +1,19 @@
 //! The storefront and admin console UI, rendered on the server and hydrated in the browser.
 //! Server-only code stays behind the `ssr` feature; browser-only code behind `hydrate`.
+//! `pages/` holds one file per page of API.md's list (routes below), `components/` the widgets
+//! they share, `api.rs` the DTOs of the HTTP API, `client.rs` the browser's calls to it, `data.rs`
+//! the storefront's server-rendered reads, `clock.rs` the server-synced clock.
 // The admin dashboard is one deep view type.
 #![recursion_limit = "256"]
 
-mod admin;
 pub mod api;
 pub mod client;
 pub mod clock;
+mod components;
 pub mod data;
-mod orders;
+mod format;
 mod pages;
 mod session;
-mod storefront;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
@@ -112,18 +114,18 @@ pub fn App() -> impl IntoView {
     view! {
         <Title text="Seckill — flash sales"/>
         <Router>
-            <pages::Header session/>
+            <components::header::Header session/>
             <main class="page">
-                <Routes fallback=pages::NotFound>
-                    <Route path=StaticSegment("") view=storefront::Home/>
-                    <Route path=StaticSegment("login") view=pages::Login/>
-                    <Route path=StaticSegment("register") view=pages::Register/>
-                    <Route path=(StaticSegment("activities"), ParamSegment("id")) view=storefront::ActivityPage/>
-                    <Route path=StaticSegment("orders") view=orders::OrdersPage/>
-                    <Route path=(StaticSegment("orders"), ParamSegment("token")) view=orders::OrderPage/>
-                    <Route path=StaticSegment("admin") view=admin::AdminHome/>
-                    <Route path=(StaticSegment("admin"), StaticSegment("activities"), StaticSegment("new")) view=admin::NewActivityPage/>
-                    <Route path=(StaticSegment("admin"), StaticSegment("activities"), ParamSegment("id")) view=admin::DashboardPage/>
+                <Routes fallback=pages::not_found::NotFound>
+                    <Route path=StaticSegment("") view=pages::home::Home/>
+                    <Route path=StaticSegment("login") view=pages::login::Login/>
+                    <Route path=StaticSegment("register") view=pages::register::Register/>
+                    <Route path=(StaticSegment("activities"), ParamSegment("id")) view=pages::sale::ActivityPage/>
+                    <Route path=StaticSegment("orders") view=pages::orders::OrdersPage/>
+                    <Route path=(StaticSegment("orders"), ParamSegment("token")) view=pages::order::OrderPage/>
+                    <Route path=StaticSegment("admin") view=pages::console::AdminHome/>
+                    <Route path=(StaticSegment("admin"), StaticSegment("activities"), StaticSegment("new")) view=pages::new_sale::NewActivityPage/>
+                    <Route path=(StaticSegment("admin"), StaticSegment("activities"), ParamSegment("id")) view=pages::dashboard::DashboardPage/>
                 </Routes>
             </main>
         </Router>

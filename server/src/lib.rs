@@ -1,35 +1,25 @@
-//! The seckill server: HTTP API, server-side rendering, and (in later modules) the buy path.
+//! The seckill server. Its rooms, from the bottom up (a room imports only the rooms below it;
+//! `src/layers.rs`, run by `cargo test`, fails otherwise):
+//! - `infra`: configuration, PostgreSQL, RabbitMQ, Redis connection and keys, metrics registry;
+//! - `domain`: activities, accounts, passwords, payments, the error codes;
+//! - `buy`: the gate and its Lua script, sold-out flags, attempts, captcha, login throttle;
+//! - `pipeline`: journal relay, persister, payment deadlines, give-back, reconciliation;
+//! - `http`: one module per section of API.md, the extractors, the site around the API.
+//!
+//! At the root, `state.rs` and `startup.rs` wire them into one application; `crowd` is the load
+//! tool (`server crowd`), a client of the whole. ARCHITECTURE.md walks one buy through them.
 
-pub mod accounts;
-pub mod admin;
-pub mod attempts;
-pub mod broker;
-pub mod captcha;
-pub mod catalog;
-pub mod config;
+pub mod buy;
 pub mod crowd;
-pub mod db;
-pub mod deadline;
-pub mod error;
-pub mod gate;
-pub mod giveback;
-pub mod health;
-pub mod input;
-pub mod journal;
-pub mod keys;
-pub mod metrics;
-pub mod net;
-pub mod orders;
-pub mod password;
-pub mod payment;
-pub mod persister;
-pub mod reconcile;
-pub mod session;
-pub mod site;
-pub mod soldout;
+pub mod domain;
+pub mod http;
+pub mod infra;
+pub mod pipeline;
 pub mod startup;
 pub mod state;
-pub mod throttle;
 
-pub use config::Config;
+pub use infra::config::Config;
 pub use startup::Application;
+
+#[cfg(test)]
+mod layers;

@@ -1,6 +1,6 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use server::{accounts, db, startup, Application, Config};
+use server::{domain::account, infra::db, startup, Application, Config};
 use std::io::Read;
 
 #[global_allocator]
@@ -113,7 +113,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
         }
         Command::Reconcile => {
             let state = server::state::AppState::connect(config).await?;
-            let report = server::reconcile::reconcile(&state).await?;
+            let report = state.reconciler.reconcile().await?;
             println!("{:>10} {:>10} {:>10} {:>8} {:>9}", "activity", "redis", "expected", "drift", "repaired");
             for d in &report {
                 let redis = d.redis_remaining.map_or("missing".to_string(), |r| r.to_string());
@@ -140,7 +140,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             };
             let pool = db::connect(&config.database_url, 2).await?;
             db::migrate(&pool).await?;
-            match accounts::create_merchant(&pool, &username, &password).await? {
+            match account::create_merchant(&pool, &username, &password).await? {
                 Some(user) => println!("merchant {} created (id {})", user.username, user.id),
                 None => anyhow::bail!("the username {username} is taken"),
             }

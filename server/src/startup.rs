@@ -1,50 +1,46 @@
-//! Builds the application from its configuration: connections, migrations, router. Tests call
-//! `Application::build` with port 0; `main` runs it until SIGTERM or Ctrl-C.
+//! Builds the application from its configuration: connections, migrations, the parts of the
+//! state, the workers, and the router that merges every area's routes with the site around them.
+//! Tests call `Application::build` with port 0; `main` runs it until SIGTERM or Ctrl-C.
 
 use crate::{
-    accounts, admin,
-    broker::{Broker, Topology},
-    captcha, catalog, config::Config, db,
-    deadline::Deadlines,
-    error::ApiError,
-    gate::{self, Gate},
-    health, input, journal::Relay,
-    keys::Keys,
-    metrics::{self, Metrics},
-    orders,
-    password::Passwords,
-    payment::{self, SimulatedProvider},
-    persister::Persister,
-    reconcile,
-    session::SessionKeys,
-    site,
-    soldout::SoldOut,
+    buy::{
+        activities::ActivityCache,
+        attempts::Attempts,
+        gate::{Gate, GateParts},
+        soldout::SoldOut,
+        throttle::LoginThrottle,
+    },
+    domain::{account, activity, password::Passwords, payment::SimulatedProvider, ApiError},
+    http::{self, session::SessionKeys, site},
+    infra::{
+        broker::{Broker, Topology},
+        config::Config,
+        db,
+        keys::Keys,
+        metrics::Metrics,
+        redis::{self as redis_conn, Redis},
+        retry::until_available,
+    },
+    pipeline::{deadline::Deadlines, journal::Relay, persister::Persister, reconcile::Reconciler},
     state::{AppState, Shared},
-    throttle::LoginThrottle,
 };
 use anyhow::Context;
 use axum::{
     http::{header, HeaderValue, StatusCode},
-    middleware,
-    routing::get,
-    Router,
+    middleware, Router,
 };
 use leptos::prelude::provide_context;
-use tower::{Service, ServiceBuilder, ServiceExt};
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::{future::Future, net::SocketAddr, path::Path, sync::Arc, time::Duration};
 use tokio::net::TcpListener;
+use tower::{Service, ServiceBuilder, ServiceExt};
 use tower_http::{
     compression::CompressionLayer,
     services::{ServeDir, ServeFile},
-    timeout::TimeoutLayer,
     set_header::SetResponseHeaderLayer,
+    timeout::TimeoutLayer,
     trace::TraceLayer,
 };
-
-/// How long start-up waits for PostgreSQL and Redis to answer before giving up.
-const DEPENDENCY_DEADLINE: Duration = Duration::from_secs(30);
 
 pub struct Application {
     listener: TcpListener,
@@ -52,78 +48,71 @@ pub struct Application {
     pub state: AppState,
 }
 
-async fn retry<T, F, Fut>(what: &str, mut attempt: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
-{
-    let deadline = tokio::time::Instant::now() + DEPENDENCY_DEADLINE;
-    loop {
-        match attempt().await {
-            Ok(v) => return Ok(v),
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                tracing::warn!(error = %format!("{e:#}"), "{what} not available yet; retrying");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            Err(e) => return Err(e.context(format!("{what} did not become available"))),
-        }
-    }
-}
-
-pub async fn connect_redis(url: &str) -> anyhow::Result<ConnectionManager> {
-    let client = redis::Client::open(url).context("REDIS_URL")?;
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(2)))
-        .set_response_timeout(Some(Duration::from_secs(2)));
-    retry("Redis", || {
-        let client = client.clone();
-        let config = config.clone();
-        async move { Ok(ConnectionManager::new_with_config(client, config).await?) }
-    })
-    .await
-}
-
 impl AppState {
     /// Connects to everything, applies the migrations, creates the configured merchant.
     pub async fn connect(config: Config) -> anyhow::Result<AppState> {
-        let db = retry("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
+        let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
         db::migrate(&db).await?;
         let redis_client = redis::Client::open(config.redis_url.as_str()).context("REDIS_URL")?;
-        let redis = connect_redis(&config.redis_url).await?;
+        let redis = redis_conn::connect(&config.redis_url).await?;
         let broker = Broker::new(&config.amqp_url);
         if let Err(e) = broker.connection().await {
             tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
         }
 
         if let Some((user, password)) = &config.admin {
-            match accounts::create_merchant(&db, user, password).await? {
+            match account::create_merchant(&db, user, password).await? {
                 Some(m) => tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created"),
                 None => tracing::info!(merchant.username = %user, "merchant already exists"),
             }
             if config.demo {
-                if let Some(id) = catalog::create_demo(&db, user).await? {
+                if let Some(id) = activity::create_demo(&db, user).await? {
                     tracing::info!(activity.id = id, "demo sale created; it starts in 3 minutes");
                 }
             }
         }
 
-        let site = crate::site::Site::load(&config);
+        let site = site::Site::load(&config);
         let keys = Keys::new(&config.redis_prefix);
+        let handle = Redis { conn: redis.clone(), keys: keys.clone() };
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
+        let metrics = Metrics::new();
+        let activities = ActivityCache::default();
+        let attempts = Attempts::default();
         let deadlines = Deadlines::new(db.clone(), redis.clone(), keys.clone(), sold_out.clone(), broker.clone(), topology.clone());
+        let gate = Gate::new(
+            config.gate,
+            &config.secret.0,
+            GateParts {
+                db: db.clone(),
+                redis: handle.clone(),
+                activities: activities.clone(),
+                sold_out: sold_out.clone(),
+                attempts: attempts.clone(),
+                metrics: metrics.clone(),
+            },
+        );
+        let reconciler = Reconciler {
+            db: db.clone(),
+            redis: handle,
+            broker: broker.clone(),
+            topology: topology.clone(),
+            metrics: metrics.clone(),
+        };
         Ok(AppState::new(Shared {
             sessions: Arc::new(SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)),
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
-            gate: Gate::new(config.gate, &config.secret.0),
+            gate: Arc::new(gate),
             sold_out,
             topology,
             deadlines,
+            reconciler,
             payments: Arc::new(SimulatedProvider),
-            activities: Default::default(),
-            attempts: Default::default(),
-            metrics: Metrics::new(),
+            activities,
+            attempts,
+            metrics,
             keys,
             config: Arc::new(config),
             db,
@@ -142,7 +131,7 @@ impl AppState {
         tokio::spawn(
             Relay {
                 // Its own connection: a blocking stream read would hold up everything multiplexed with it.
-                redis: connect_redis(&self.config.redis_url).await?,
+                redis: redis_conn::connect(&self.config.redis_url).await?,
                 keys: self.keys.clone(),
                 broker: self.broker.clone(),
                 topology: self.topology.clone(),
@@ -168,16 +157,15 @@ impl AppState {
         tokio::spawn(persister.run_dead_letters());
         tokio::spawn(self.deadlines.clone().run_timeouts(instance));
         tokio::spawn(self.deadlines.clone().run_sweeper(self.config.sweep_every));
-        tokio::spawn(reconcile::run_periodically(self.clone(), Duration::from_secs(10)));
+        tokio::spawn(self.reconciler.clone().run_periodically(Duration::from_secs(10)));
         Ok(())
     }
-
 }
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         let state = AppState::connect(config).await?;
-        reconcile::warm(&state).await?;
+        state.reconciler.warm().await?;
         tokio::spawn(state.sold_out.clone().listen(state.redis_client.clone()));
         tokio::spawn(state.attempts.clone().run(state.redis.clone(), state.keys.clone()));
         if state.config.run_workers {
@@ -241,22 +229,20 @@ impl Application {
 
 fn router(state: AppState) -> Router {
     let api = Router::new()
-        .merge(accounts::router())
-        .merge(catalog::router())
-        .merge(captcha::router())
-        .merge(gate::router())
-        .merge(orders::router())
-        .merge(orders::admin_router())
-        .merge(admin::router())
-        .merge(payment::router())
+        .merge(http::accounts::router())
+        .merge(http::activities::router())
+        .merge(http::buy::router())
+        .merge(http::orders::router())
+        .merge(http::admin::activities::router())
+        .merge(http::admin::orders::router())
         .fallback(|| async { ApiError::NotFound })
-        .layer(middleware::from_fn(input::require_json));
+        .layer(middleware::from_fn(http::input::require_json));
 
     let site = Path::new(&state.config.site_root).to_path_buf();
     let routes = generate_route_list(app::App);
     let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
     let shell = move |options| app::shell(options, assets.clone());
-    let storefront = site::storefront(&state);
+    let storefront = site::storefront(state.db.clone());
     let pkg_cache = if state.hashed_assets { site::IMMUTABLE } else { "no-cache" };
     let pkg = ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(pkg_cache)))
@@ -264,8 +250,7 @@ fn router(state: AppState) -> Router {
 
     Router::new()
         .nest("/api", api)
-        .merge(health::router())
-        .route("/metrics", get(metrics::exposition))
+        .merge(http::ops::router())
         .leptos_routes_with_context(&state, routes, move || provide_context(storefront.clone()), {
             let shell = shell.clone();
             move || shell(leptos.clone())
@@ -273,7 +258,7 @@ fn router(state: AppState) -> Router {
         .nest_service("/pkg", pkg)
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(middleware::from_fn_with_state(state.clone(), admin::guard_pages))
+        .layer(middleware::from_fn_with_state(state.sessions.clone(), http::admin::guard_pages))
         .layer(middleware::from_fn(site::html_cache_policy))
         .layer(middleware::from_fn(site::security_headers))
         .layer(CompressionLayer::new())

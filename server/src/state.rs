@@ -1,16 +1,18 @@
-//! The state every handler shares: cheap to clone (pools and `Arc`s).
+//! The state every handler shares, and the parts (`FromRef` sub-states) each handler takes from
+//! it. Built once by `AppState::connect` (`startup.rs`); cheap to clone.
 
 use crate::{
-    broker::{Broker, Topology},
-    catalog::ActivityCache,
-    config::Config,
-    gate::Gate,
-    keys::Keys,
-    metrics::Metrics,
-    password::Passwords,
-    session::SessionKeys,
-    soldout::SoldOut,
-    throttle::LoginThrottle,
+    buy::{activities::ActivityCache, attempts::Attempts, gate::Gate, soldout::SoldOut, throttle::LoginThrottle},
+    domain::{password::Passwords, payment::PaymentProvider},
+    http::session::SessionKeys,
+    infra::{
+        broker::{Broker, Topology},
+        config::Config,
+        keys::Keys,
+        metrics::Metrics,
+        redis::Redis,
+    },
+    pipeline::{deadline::Deadlines, reconcile::Reconciler},
 };
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
@@ -42,27 +44,61 @@ pub struct Shared {
     pub config: Arc<Config>,
     pub db: PgPool,
     pub redis: ConnectionManager,
+    pub keys: Keys,
+    pub redis_client: redis::Client,
     pub broker: Broker,
+    pub topology: Topology,
     pub sessions: Arc<SessionKeys>,
     pub passwords: Passwords,
     pub login_throttle: LoginThrottle,
     pub leptos: LeptosOptions,
     pub assets: app::Assets,
     pub hashed_assets: bool,
-    pub keys: Keys,
-    pub gate: Gate,
+    pub gate: Arc<Gate>,
     pub activities: ActivityCache,
     pub sold_out: SoldOut,
+    pub attempts: Attempts,
     pub metrics: Arc<Metrics>,
-    pub topology: Topology,
-    pub redis_client: redis::Client,
-    pub payments: Arc<dyn crate::payment::PaymentProvider>,
-    pub deadlines: crate::deadline::Deadlines,
-    pub attempts: crate::attempts::Attempts,
+    pub payments: Arc<dyn PaymentProvider>,
+    pub deadlines: Deadlines,
+    pub reconciler: Reconciler,
 }
 
-impl FromRef<AppState> for LeptosOptions {
-    fn from_ref(state: &AppState) -> Self {
-        state.leptos.clone()
+impl Shared {
+    /// The Redis handle the domain, buy and pipeline rooms take.
+    pub fn redis(&self) -> Redis {
+        Redis { conn: self.redis.clone(), keys: self.keys.clone() }
     }
+}
+
+impl FromRef<AppState> for Redis {
+    fn from_ref(state: &AppState) -> Redis {
+        state.redis()
+    }
+}
+
+/// `FromRef<AppState>` for each part a handler may ask for, cloned out of the state.
+macro_rules! parts {
+    ($($field:ident: $part:ty),* $(,)?) => {
+        $(impl FromRef<AppState> for $part {
+            fn from_ref(state: &AppState) -> $part {
+                state.$field.clone()
+            }
+        })*
+    };
+}
+
+parts! {
+    config: Arc<Config>,
+    db: PgPool,
+    broker: Broker,
+    sessions: Arc<SessionKeys>,
+    passwords: Passwords,
+    login_throttle: LoginThrottle,
+    leptos: LeptosOptions,
+    gate: Arc<Gate>,
+    activities: ActivityCache,
+    sold_out: SoldOut,
+    metrics: Arc<Metrics>,
+    payments: Arc<dyn PaymentProvider>,
 }

@@ -1,6 +1,6 @@
 use crate::helpers::*;
 use serde_json::json;
-use server::session::{Claims, SessionKeys};
+use server::http::session::{Claims, SessionKeys};
 use std::time::Duration;
 
 const PASSWORD: &str = "correct-horse-battery";
@@ -180,8 +180,8 @@ async fn logout_clears_the_cookie() {
 async fn merchants_come_from_the_operator_and_shoppers_are_refused_merchant_routes() {
     let app = spawn_app().await;
     let merchant = unique_name("shop");
-    server::accounts::create_merchant(&app.db, &merchant, PASSWORD).await.unwrap().expect("created");
-    assert!(server::accounts::create_merchant(&app.db, &merchant, PASSWORD).await.unwrap().is_none(), "taken");
+    server::domain::account::create_merchant(&app.db, &merchant, PASSWORD).await.unwrap().expect("created");
+    assert!(server::domain::account::create_merchant(&app.db, &merchant, PASSWORD).await.unwrap().is_none(), "taken");
 
     // No session: 401.
     assert_error(app.get("/api/admin/merchants").await, 401, "unauthenticated").await;

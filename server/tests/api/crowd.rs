@@ -9,8 +9,8 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
     // address buckets are the production defaults.
     let app = spawn_app_with(|c| {
         c.trust_forwarded_for = true;
-        c.gate.ip_burst = server::gate::GateLimits::default().ip_burst;
-        c.gate.ip_per_sec = server::gate::GateLimits::default().ip_per_sec;
+        c.gate.ip_burst = server::infra::config::GateLimits::default().ip_burst;
+        c.gate.ip_per_sec = server::infra::config::GateLimits::default().ip_per_sec;
     })
     .await;
     let opts = CrowdOptions {

@@ -6,8 +6,8 @@ use reqwest::{header, Client, Response};
 use serde_json::Value;
 use app::api::Role;
 use server::{
-    session::{Claims, SessionKeys},
-    config::{Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL},
+    http::session::{Claims, SessionKeys},
+    infra::config::{Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL},
     Application,
 };
 use sqlx::{Connection, PgConnection, PgPool};
@@ -47,7 +47,7 @@ pub fn test_config() -> Config {
         admin: None,
         password_hash_concurrency: 2,
         // Every test client comes from 127.0.0.1: the address bucket must not be what limits them.
-        gate: server::gate::GateLimits { ip_burst: 1_000_000, ip_per_sec: 1_000_000.0, max_in_flight: 8192, ..Default::default() },
+        gate: server::infra::config::GateLimits { ip_burst: 1_000_000, ip_per_sec: 1_000_000.0, max_in_flight: 8192, ..Default::default() },
         amqp_prefix: format!("test.{}", uuid::Uuid::new_v4().simple()),
         queue_expires_ms: Some(600_000),
         run_workers: true,
@@ -167,7 +167,7 @@ pub async fn shoppers(app: &TestApp, n: usize) -> Vec<Shopper> {
 
 /// A merchant's signed-in client.
 pub async fn merchant(app: &TestApp) -> Client {
-    let user = server::accounts::create_merchant(&app.db, &unique_name("m"), "merchant-password").await.unwrap().unwrap();
+    let user = server::domain::account::create_merchant(&app.db, &unique_name("m"), "merchant-password").await.unwrap().unwrap();
     client_for(user.id, Role::Merchant)
 }
 
@@ -304,7 +304,7 @@ pub fn set_cookie(resp: &Response) -> Option<String> {
 
 /// Takes a unit the way the gate does (stock, the user's count, token `queued`) but without the
 /// journal, for tests that put the reservation on the queue themselves.
-pub async fn reserve_behind_the_gate(app: &TestApp, activity: i64, user: i64) -> server::journal::Reservation {
+pub async fn reserve_behind_the_gate(app: &TestApp, activity: i64, user: i64) -> server::pipeline::journal::Reservation {
     let token = uuid::Uuid::new_v4();
     let p = &app.config.redis_prefix;
     let _: () = redis::pipe()
@@ -315,11 +315,11 @@ pub async fn reserve_behind_the_gate(app: &TestApp, activity: i64, user: i64) ->
         .query_async(&mut app.redis.clone())
         .await
         .unwrap();
-    server::journal::Reservation { token, activity_id: activity, user_id: user, quantity: 1, reserved_ms: chrono::Utc::now().timestamp_millis() }
+    server::pipeline::journal::Reservation { token, activity_id: activity, user_id: user, quantity: 1, reserved_ms: chrono::Utc::now().timestamp_millis() }
 }
 
 /// Publishes reservations straight onto the app's queue, with confirms.
-pub async fn publish(app: &TestApp, reservations: &[&server::journal::Reservation]) {
+pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::Reservation]) {
     use lapin::{options::*, BasicProperties, Connection, ConnectionProperties};
     let conn = Connection::connect(&app.config.amqp_url, ConnectionProperties::default()).await.unwrap();
     let channel = conn.create_channel().await.unwrap();

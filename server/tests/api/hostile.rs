@@ -7,7 +7,7 @@ use crate::helpers::*;
 use app::api::Role;
 use reqwest::{header, Client, Method, Response};
 use serde_json::{json, Value};
-use server::session::{Claims, SessionKeys};
+use server::http::session::{Claims, SessionKeys};
 use std::{io::{Read, Write}, net::TcpStream, time::Duration};
 
 /// Everything a hostile request must not change.

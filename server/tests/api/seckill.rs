@@ -478,7 +478,7 @@ async fn a_reservation_delivered_twice_makes_one_order() {
 
     // The same reservation again, twice, as a relay re-sending after a crash would; then a new one
     // behind them on the same queue, whose order tells us the duplicates were consumed.
-    let duplicate = server::journal::Reservation {
+    let duplicate = server::pipeline::journal::Reservation {
         token: first_token.parse().unwrap(),
         activity_id: id,
         user_id: ann.id,

@@ -1,0 +1,146 @@
+//! The form behind `/login` and `/register`: username and password, the server's answer, and
+//! where to go after.
+
+use crate::{
+    api::{Credentials, User},
+    client, Session,
+};
+use leptos::{ev::SubmitEvent, prelude::*};
+use leptos_router::hooks::use_navigate;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    Login,
+    Register,
+}
+
+impl AuthMode {
+    fn prefix(self) -> &'static str {
+        match self {
+            AuthMode::Login => "login",
+            AuthMode::Register => "register",
+        }
+    }
+}
+
+
+/// Only a path on this site may follow a sign-in (`?next=`): never another origin.
+pub fn is_local_path(p: &str) -> bool {
+    p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') && !p.chars().any(char::is_control)
+}
+
+#[component]
+pub fn AuthForm(mode: AuthMode) -> impl IntoView {
+    let session = Session::get();
+    let navigate = use_navigate();
+    let query = leptos_router::hooks::use_query_map();
+    let username = RwSignal::new(String::new());
+    let password = RwSignal::new(String::new());
+    let show_password = RwSignal::new(false);
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let p = mode.prefix();
+
+    let submit = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        let creds = Credentials { username: username.get_untracked(), password: password.get_untracked() };
+        let navigate = navigate.clone();
+        leptos::task::spawn_local(async move {
+            let url = match mode {
+                AuthMode::Login => "/api/auth/login",
+                AuthMode::Register => "/api/auth/register",
+            };
+            match client::post::<_, User>(url, &creds).await {
+                Ok(user) => {
+                    session.user.set(Some(Some(user)));
+                    let next = query.with_untracked(|q| q.get("next")).filter(|n| is_local_path(n));
+                    navigate(next.as_deref().unwrap_or("/"), Default::default());
+                }
+                Err(failure) => error.set(Some(failure.message())),
+            }
+            busy.set(false);
+        });
+    };
+
+    let (heading, action, other) = match mode {
+        AuthMode::Login => ("Sign in", "Sign in", view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any()),
+        AuthMode::Register => ("Create an account", "Create account", view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any()),
+    };
+    let password_hint = match mode {
+        AuthMode::Login => None,
+        AuthMode::Register => Some(view! { <small id="password-hint">"8 to 128 characters."</small> }),
+    };
+
+    view! {
+        <section class="card narrow">
+            <h1>{heading}</h1>
+            <form class="stack" on:submit=submit data-testid=format!("{p}-form")>
+                <label for=format!("{p}-username")>"Username"</label>
+                <input
+                    id=format!("{p}-username")
+                    data-testid=format!("{p}-username")
+                    name="username"
+                    autocomplete="username"
+                    required
+                    minlength="3"
+                    maxlength="32"
+                    pattern="[A-Za-z0-9_.\\-]+"
+                    bind:value=username
+                />
+                <label for=format!("{p}-password")>"Password"</label>
+                <div class="password-row">
+                    <input
+                        id=format!("{p}-password")
+                        data-testid=format!("{p}-password")
+                        name="password"
+                        type=move || if show_password.get() { "text" } else { "password" }
+                        autocomplete=if mode == AuthMode::Login { "current-password" } else { "new-password" }
+                        aria-describedby=password_hint.as_ref().map(|_| "password-hint")
+                        required
+                        minlength=if mode == AuthMode::Register { "8" } else { "1" }
+                        maxlength="128"
+                        bind:value=password
+                    />
+                    <button
+                        type="button"
+                        class="secondary"
+                        data-testid="toggle-password"
+                        aria-pressed=move || show_password.get().to_string()
+                        disabled=move || !session.hydrated.get()
+                        on:click=move |_| show_password.update(|s| *s = !*s)
+                    >
+                        {move || if show_password.get() { "Hide" } else { "Show" }}
+                    </button>
+                </div>
+                {password_hint}
+                <p class="error" role="alert" data-testid="form-error">{move || error.get()}</p>
+                <button
+                    type="submit"
+                    data-testid=format!("{p}-submit")
+                    disabled=move || busy.get() || !session.hydrated.get()
+                >
+                    {action}
+                </button>
+            </form>
+            {other}
+        </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_local_paths_follow_a_sign_in() {
+        for ok in ["/", "/admin", "/admin/activities/3?x=1"] {
+            assert!(super::is_local_path(ok), "{ok}");
+        }
+        for bad in ["", "admin", "//evil.example", "/\\evil.example", "https://evil.example", "/\nx"] {
+            assert!(!super::is_local_path(bad), "{bad}");
+        }
+    }
+}

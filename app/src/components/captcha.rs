@@ -1,0 +1,28 @@
+//! The captcha of the buy panel: its image (a click shows another) and the answer field (Enter
+//! buys). Fetching it is the buy panel's: it loads one at the start instant.
+
+use crate::api::Captcha;
+use leptos::prelude::*;
+
+#[component]
+pub fn CaptchaInput(
+    captcha: RwSignal<Option<Captcha>>,
+    answer: RwSignal<String>,
+    /// Asks for another captcha.
+    refresh: Callback<()>,
+    /// Enter in the answer field.
+    enter: Callback<()>,
+) -> impl IntoView {
+    view! {
+        <div class="captcha">
+            {move || captcha.get().map(|c| view! {
+                <button type="button" class="captcha-refresh" title="Show another captcha" on:click=move |_| refresh.run(())>
+                    <img data-testid="captcha-image" src=c.image alt="Captcha: type the characters shown" width="200" height="70"/>
+                </button>
+            })}
+            <label for="captcha-input">"Type the characters in the picture"</label>
+            <input id="captcha-input" data-testid="captcha-input" autocomplete="off" maxlength="16" bind:value=answer
+                on:keydown=move |ev| if ev.key() == "Enter" { enter.run(()) }/>
+        </div>
+    }
+}

@@ -1,0 +1,81 @@
+//! The dashboard's chart: remaining stock and units sold over the last minutes, drawn with
+//! plotters on a canvas in the browser (the server renders the empty canvas).
+
+use leptos::prelude::*;
+
+/// One sample of the sale, for the chart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Milliseconds since the epoch (browser clock).
+    pub at_ms: f64,
+    pub remaining: i64,
+    /// Units taken: reservations not persisted yet, confirmed and paid orders.
+    pub sold: i64,
+}
+
+/// Samples kept for the chart: ten minutes at one a second.
+#[cfg(feature = "hydrate")]
+pub const KEEP_SAMPLES: usize = 600;
+
+
+/// Remaining stock and units sold over the last minutes, drawn with plotters on a canvas.
+#[component]
+pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
+    let canvas = NodeRef::<leptos::html::Canvas>::new();
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let data = samples.get();
+        if let Some(canvas) = canvas.get() {
+            if let Err(e) = draw_chart(canvas, &data) {
+                leptos::logging::warn!("chart: {e}");
+            }
+        }
+    });
+    view! {
+        <figure class="chart">
+            <canvas node_ref=canvas width="720" height="260" data-testid="admin-chart" data-samples=move || samples.with(Vec::len)
+                role="img" aria-label="Remaining stock and units sold over time"></canvas>
+            <figcaption class="muted small">
+                <span class="key remaining">"■ remaining"</span> " " <span class="key sold">"■ sold"</span>
+                " — one sample a second while this page is open"
+            </figcaption>
+        </figure>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result<(), String> {
+    use plotters::prelude::*;
+    use plotters_canvas::CanvasBackend;
+    let backend = CanvasBackend::with_canvas_object(canvas).ok_or("no 2d context")?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let last = data.last().map_or(0.0, |s| s.at_ms);
+    let first = data.first().map_or(0.0, |s| s.at_ms);
+    let span = ((last - first) / 1000.0).max(10.0);
+    let top = data.iter().map(|s| s.remaining.max(s.sold)).max().unwrap_or(1).max(1) as f64 * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-span..0.0, 0.0..top)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds ago")
+        .y_desc("units")
+        .x_label_formatter(&|x| format!("{:.0}", x.abs()))
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let at = |s: &Sample| (s.at_ms - last) / 1000.0;
+    let remaining_color = RGBColor(37, 99, 235);
+    let sold_color = RGBColor(22, 163, 74);
+    chart
+        .draw_series(LineSeries::new(data.iter().map(|s| (at(s), s.remaining as f64)), remaining_color.stroke_width(2)))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(LineSeries::new(data.iter().map(|s| (at(s), s.sold as f64)), sold_color.stroke_width(2)))
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
+}

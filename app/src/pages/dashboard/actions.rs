@@ -1,0 +1,139 @@
+//! What a merchant does to a live sale: add stock (after a confirmation), pause or resume it,
+//! and the audit of every stock addition.
+
+use super::{update_sale, with_sale, SaleSignal};
+use crate::{
+    api::{Activity, StockAdditions, StockLevel},
+    client,
+    clock::local_time,
+};
+use crate::pages::new_sale::parse_int;
+use leptos::{ev::SubmitEvent, prelude::*};
+
+#[component]
+pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl IntoView {
+    let amount = RwSignal::new(String::new());
+    let asking = RwSignal::new(None::<i64>);
+    let busy = RwSignal::new(false);
+    let message = RwSignal::new(None::<(bool, String)>);
+    let total = move || with_sale(activity, |a| a.activity.total_stock).unwrap_or(0);
+
+    let request = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        match parse_int(&amount.get_untracked()).filter(|n| (1..=10_000_000).contains(n)) {
+            Some(n) => {
+                message.set(None);
+                asking.set(Some(n));
+            }
+            None => message.set(Some((false, "Enter a whole number of units from 1 to 10,000,000 (stock is only ever added).".into()))),
+        }
+    };
+    let confirm = move |_| {
+        let Some(n) = asking.get_untracked() else { return };
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            match client::post::<_, StockLevel>(&format!("/api/admin/activities/{id}/stock"), &crate::api::AddStock { add: n }).await {
+                Ok(level) => {
+                    update_sale(activity, |cur| {
+                        cur.activity.total_stock = level.total_stock;
+                        cur.remaining = level.remaining;
+                    });
+                    amount.set(String::new());
+                    message.set(Some((true, format!("Added {n} units: stock is now {}, {} remaining.", level.total_stock, level.remaining))));
+                    changes.update(|c| *c += 1);
+                }
+                Err(f) => message.set(Some((false, f.message()))),
+            }
+            asking.set(None);
+            busy.set(false);
+        });
+    };
+
+    view! {
+        <form class="card add-stock" on:submit=request data-testid="admin-add-stock-form">
+            <h2>"Add stock"</h2>
+            <p class="muted small">"Stock is only ever added: every addition is recorded with who and when."</p>
+            <label for="add-stock">"Units to add"</label>
+            <div class="inline">
+                <input id="add-stock" type="number" min="1" max="10000000" required data-testid="admin-add-stock-input"
+                    prop:value=move || amount.get() on:input=move |ev| { asking.set(None); amount.set(event_target_value(&ev)) }/>
+                <button type="submit" data-testid="admin-add-stock-submit" disabled=move || busy.get() || asking.get().is_some()>"Add…"</button>
+            </div>
+            {move || asking.get().map(|n| view! {
+                <div class="confirm" role="alertdialog" aria-label="Confirm adding stock" data-testid="admin-add-stock-confirmation">
+                    <p>"Add " <strong>{n}</strong> " units? The stock goes from " {total()} " to " {total() + n} ". This cannot be undone."</p>
+                    <button type="button" data-testid="admin-add-stock-confirm" disabled=move || busy.get() on:click=confirm>"Yes, add " {n}</button>
+                    " "
+                    <button type="button" class="secondary" data-testid="admin-add-stock-cancel" on:click=move |_| asking.set(None)>"Cancel"</button>
+                </div>
+            })}
+            {move || message.get().map(|(ok, m)| view! {
+                <p class=if ok { "ok" } else { "error" } role="status" data-testid="admin-add-stock-message">{m}</p>
+            })}
+        </form>
+    }
+}
+
+#[component]
+pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
+    let paused = Memo::new(move |_| with_sale(activity, |a| a.activity.paused).unwrap_or(false));
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let toggle = move |_| {
+        let action = if paused.get_untracked() { "resume" } else { "pause" };
+        busy.set(true);
+        error.set(None);
+        leptos::task::spawn_local(async move {
+            match client::post::<_, Activity>(&format!("/api/admin/activities/{id}/{action}"), &()).await {
+                Ok(a) => update_sale(activity, |cur| cur.activity = a),
+                Err(f) => error.set(Some(f.message())),
+            }
+            busy.set(false);
+        });
+    };
+    view! {
+        <div class="card pause">
+            <h2>"Sale switch"</h2>
+            <p data-testid="admin-pause-state" role="status">
+                {move || if paused.get() { "Paused: every buy is refused with “paused”." } else { "Running: buys are accepted." }}
+            </p>
+            <button type="button" data-testid="admin-pause-toggle" aria-pressed=move || paused.get().to_string()
+                class:secondary=move || paused.get() disabled=move || busy.get() on:click=toggle>
+                {move || if paused.get() { "Resume sale" } else { "Pause sale" }}
+            </button>
+            <p class="error" role="alert">{move || error.get()}</p>
+        </div>
+    }
+}
+
+#[component]
+pub fn StockAudit(id: i64, changes: RwSignal<u32>) -> impl IntoView {
+    let additions = RwSignal::new(None::<Result<StockAdditions, String>>);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        changes.track();
+        leptos::task::spawn_local(async move {
+            let got = client::get::<StockAdditions>(&format!("/api/admin/activities/{id}/stock-additions")).await;
+            additions.try_set(Some(got.map_err(|f| f.message())));
+        });
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (id, changes);
+    view! {
+        <section class="card">
+            <h2>"Stock additions"</h2>
+            {move || match additions.get() {
+                None => view! { <p>"Loading…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
+                Some(Ok(list)) if list.additions.is_empty() => view! { <p class="muted" data-testid="admin-stock-additions">"None since the sale was created."</p> }.into_any(),
+                Some(Ok(list)) => view! {
+                    <ul class="audit" data-testid="admin-stock-additions">
+                        {list.additions.into_iter().map(|a| view! {
+                            <li data-testid="admin-stock-addition">"+" {a.added} " units by " <strong>{a.merchant}</strong> " at " {local_time(&a.at)}</li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
+        </section>
+    }
+}

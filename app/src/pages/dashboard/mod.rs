@@ -1,0 +1,188 @@
+//! `/admin/activities/{id}`: the live dashboard of one sale. Its figures are polled every second
+//! (the sale itself every five), charted, and acted on: add stock and pause / resume
+//! (`actions.rs`), the stock-addition audit (`actions.rs`) and the orders with CSV (`orders.rs`).
+
+mod actions;
+mod orders;
+
+use crate::{
+    api::{ActivityStats, AdminActivity},
+    clock::local_time,
+    components::{
+        chart::{Chart, Sample},
+        merchant_only::MerchantOnly,
+    },
+    format::{money, page_title},
+    pages::{console::status_badge, not_found::NotFound},
+};
+#[cfg(feature = "hydrate")]
+use crate::{client, components::chart::KEEP_SAMPLES};
+use actions::{AddStock, PauseSwitch, StockAudit};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use orders::OrdersTable;
+
+#[component]
+pub fn DashboardPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = params.read_untracked().get("id").and_then(|id| id.parse::<i64>().ok()).filter(|id| *id > 0);
+    view! {
+        <Title text="Sale dashboard — Seckill"/>
+        <MerchantOnly>
+            {match id {
+                Some(id) => view! { <Dashboard id/> }.into_any(),
+                None => view! { <NotFound/> }.into_any(),
+            }}
+        </MerchantOnly>
+    }
+}
+
+/// The dashboard's sale: `None` while loading, then the sale or why it could not be loaded.
+pub type SaleSignal = RwSignal<Option<Result<AdminActivity, String>>>;
+
+/// Reads the loaded sale, if there is one.
+pub fn with_sale<T>(sale: SaleSignal, f: impl FnOnce(&AdminActivity) -> T) -> Option<T> {
+    sale.with(|s| s.as_ref().and_then(|r| r.as_ref().ok()).map(f))
+}
+
+/// Changes the loaded sale, if there is one.
+pub fn update_sale(sale: SaleSignal, f: impl FnOnce(&mut AdminActivity)) {
+    sale.update(|s| {
+        if let Some(Ok(a)) = s {
+            f(a)
+        }
+    });
+}
+
+#[component]
+pub fn Dashboard(id: i64) -> impl IntoView {
+    let activity: SaleSignal = RwSignal::new(None);
+    let stats = RwSignal::new(None::<ActivityStats>);
+    let stale = RwSignal::new(None::<String>);
+    let updated = RwSignal::new(None::<String>);
+    let samples = RwSignal::new(Vec::<Sample>::new());
+    // Bumped after every merchant action, so the audit and the orders reload.
+    let changes = RwSignal::new(0u32);
+
+    #[cfg(feature = "hydrate")]
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        let alive = crate::clock::while_mounted();
+        Effect::new(move |_| {
+            let alive = alive.clone();
+            leptos::task::spawn_local(async move {
+                let mut tick = 0u64;
+                while alive.load(Relaxed) {
+                    if tick % 5 == 0 {
+                        let got = client::get::<AdminActivity>(&format!("/api/admin/activities/{id}")).await;
+                        if !alive.load(Relaxed) {
+                            break;
+                        }
+                        match got {
+                            Ok(a) => activity.set(Some(Ok(a))),
+                            Err(f) if activity.get_untracked().is_none() || f.status == 404 => {
+                                activity.set(Some(Err(if f.status == 404 { "There is no such sale.".into() } else { f.message() })))
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    let got = client::get::<ActivityStats>(&format!("/api/admin/activities/{id}/stats")).await;
+                    if !alive.load(Relaxed) {
+                        break;
+                    }
+                    match got {
+                        Ok(s) => {
+                            let now = js_sys::Date::now();
+                            samples.update(|v| {
+                                v.push(Sample { at_ms: now, remaining: s.remaining, sold: s.units_taken() });
+                                if v.len() > KEEP_SAMPLES {
+                                    v.remove(0);
+                                }
+                            });
+                            stats.set(Some(s));
+                            stale.set(None);
+                            updated.set(Some(String::from(
+                                js_sys::Date::new_0().to_locale_time_string("default"),
+                            )));
+                        }
+                        Err(f) => stale.set(Some(f.message())),
+                    }
+                    tick += 1;
+                    crate::clock::gloo_timers_sleep(1_000).await;
+                }
+            });
+        });
+    }
+
+    let loaded = Memo::new(move |_| with_sale(activity, |_| ()).is_some());
+    view! {
+        <section class="admin dashboard">
+            {move || match activity.get() {
+                None => view! { <p>"Loading the sale…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
+                Some(Ok(a)) => view! { <DashboardHead a activity/> }.into_any(),
+            }}
+            <StatsPanel stats stale updated/>
+            <Chart samples/>
+            // Mounted once the sale is known, and not again on every refresh (that would wipe
+            // what the merchant is typing).
+            {move || loaded.get().then(|| view! {
+                <div class="admin-actions">
+                    <AddStock id activity changes/>
+                    <PauseSwitch id activity/>
+                </div>
+            })}
+            <StockAudit id changes/>
+            <OrdersTable id changes/>
+        </section>
+    }
+}
+
+impl ActivityStats {
+    /// Units the sale has taken (reserved, confirmed or paid) and not given back.
+    pub fn units_taken(&self) -> i64 {
+        self.total_stock - self.remaining
+    }
+}
+
+#[component]
+pub fn DashboardHead(a: AdminActivity, activity: SaleSignal) -> impl IntoView {
+    let shop = format!("/activities/{}", a.activity.id);
+    let badge = move || with_sale(activity, status_badge).unwrap_or_default();
+    view! {
+        <Title text=page_title(&format!("{} (admin)", a.activity.title))/>
+        <p><a href="/admin">"← All sales"</a></p>
+        <div class="admin-head">
+            <h1 data-testid="admin-activity-title">{a.activity.title.clone()}</h1>
+            <span class="badge" data-testid="admin-activity-status">{badge}</span>
+        </div>
+        <p class="muted">
+            {local_time(&a.activity.starts_at)} " → " {local_time(&a.activity.ends_at)}
+            " · " {money(a.activity.seckill_price_cents)} " (was " {money(a.activity.price_cents)} ")"
+            " · " {a.activity.per_user_limit} " per shopper · "
+            <a href=shop>"Storefront page"</a>
+        </p>
+    }
+}
+
+#[component]
+pub fn StatsPanel(stats: RwSignal<Option<ActivityStats>>, stale: RwSignal<Option<String>>, updated: RwSignal<Option<String>>) -> impl IntoView {
+    let figure = move |pick: fn(&ActivityStats) -> i64| move || stats.with(|s| s.as_ref().map_or("…".to_string(), |s| pick(s).to_string()));
+    view! {
+        <dl class="stats" data-testid="admin-stats" aria-live="off">
+            <div><dt>"Stock"</dt><dd data-testid="stat-total_stock">{figure(|s| s.total_stock)}</dd></div>
+            <div><dt>"Remaining"</dt><dd data-testid="stat-remaining">{figure(|s| s.remaining)}</dd></div>
+            <div><dt>"Queued"</dt><dd data-testid="stat-queued">{figure(|s| s.queued)}</dd></div>
+            <div><dt>"Confirmed"</dt><dd data-testid="stat-confirmed">{figure(|s| s.confirmed)}</dd></div>
+            <div><dt>"Paid"</dt><dd data-testid="stat-paid">{figure(|s| s.paid)}</dd></div>
+            <div><dt>"Cancelled"</dt><dd data-testid="stat-cancelled">{figure(|s| s.cancelled)}</dd></div>
+            <div><dt>"Failed"</dt><dd data-testid="stat-failed">{figure(|s| s.failed)}</dd></div>
+            <div><dt>"Buy attempts / s"</dt><dd data-testid="stat-attempts_per_sec">{figure(|s| s.attempts_per_sec)}</dd></div>
+        </dl>
+        <p class="muted small">
+            <span data-testid="admin-updated">{move || updated.get().map(|t| format!("Updated {t}"))}</span>
+            {move || stale.get().map(|e| view! { <span class="error" role="status">" · figures are stale: " {e}</span> })}
+        </p>
+    }
+}

@@ -1,0 +1,103 @@
+//! The sale's orders on the dashboard: filtered by status, paged, exported as CSV.
+
+#[cfg(feature = "hydrate")]
+use crate::client;
+use crate::{api::AdminOrderPage, clock::local_time};
+use leptos::prelude::*;
+
+pub const ORDER_STATUSES: [&str; 5] = ["confirmed", "paid", "cancelled", "failed", "queued"];
+pub const PAGE_SIZE: i64 = 20;
+
+#[component]
+pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
+    let status = RwSignal::new(String::new());
+    let offset = RwSignal::new(0i64);
+    let reload = RwSignal::new(0u32);
+    let page = RwSignal::new(None::<Result<AdminOrderPage, String>>);
+
+    #[cfg(feature = "hydrate")]
+    {
+        Effect::new(move |_| {
+            changes.track();
+            reload.track();
+            let (status, offset) = (status.get(), offset.get());
+            let mut url = format!("/api/admin/orders?activity_id={id}&limit={PAGE_SIZE}&offset={offset}");
+            if !status.is_empty() {
+                url.push_str(&format!("&status={status}"));
+            }
+            leptos::task::spawn_local(async move {
+                let got = client::get::<AdminOrderPage>(&url).await;
+                page.try_set(Some(got.map_err(|f| f.message())));
+            });
+        });
+        // The first page follows the sale by itself.
+        let alive = crate::clock::while_mounted();
+        Effect::new(move |_| {
+            let alive = alive.clone();
+            leptos::task::spawn_local(async move {
+                loop {
+                    crate::clock::gloo_timers_sleep(5_000).await;
+                    if !alive.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    if offset.get_untracked() == 0 {
+                        reload.update(|r| *r += 1);
+                    }
+                }
+            });
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (changes, reload);
+
+    let csv = format!("/api/admin/orders.csv?activity_id={id}");
+    let total = move || page.with(|p| p.as_ref().and_then(|r| r.as_ref().ok()).map_or(0, |p| p.total));
+    view! {
+        <section class="card admin-orders">
+            <div class="admin-head">
+                <h2>"Orders"</h2>
+                <a class="button secondary" href=csv download=format!("orders-{id}.csv") data-testid="admin-csv-download">"Download CSV"</a>
+            </div>
+            <label for="orders-status">"Status"</label>
+            <select id="orders-status" data-testid="admin-orders-status"
+                on:change=move |ev| { offset.set(0); status.set(event_target_value(&ev)) }>
+                <option value="">"All"</option>
+                {ORDER_STATUSES.into_iter().map(|s| view! { <option value=s>{s}</option> }).collect_view()}
+            </select>
+            {move || match page.get() {
+                None => view! { <p>"Loading orders…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
+                Some(Ok(p)) => view! {
+                    <p class="muted small" data-testid="admin-orders-total">{p.total} " orders"</p>
+                    <div class="table-wrap">
+                        <table class="data" data-testid="admin-orders-table">
+                            <thead><tr>
+                                <th scope="col" class="num">"Order"</th><th scope="col">"Shopper"</th><th scope="col" class="num">"Qty"</th>
+                                <th scope="col">"Status"</th><th scope="col">"Reserved"</th><th scope="col">"Pay by"</th>
+                            </tr></thead>
+                            <tbody>
+                                {p.orders.into_iter().map(|o| view! {
+                                    <tr data-testid="admin-order-row">
+                                        <td class="num">{o.order_id}</td>
+                                        <td>{o.username}</td>
+                                        <td class="num">{o.quantity}</td>
+                                        <td>{o.status}{o.reason.map(|r| format!(" ({r})"))}</td>
+                                        <td>{local_time(&o.reserved_at)}</td>
+                                        <td>{o.pay_by.as_deref().map(local_time)}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any(),
+            }}
+            <nav class="pager" aria-label="Orders pages">
+                <button type="button" class="secondary" data-testid="admin-orders-prev" disabled=move || offset.get() == 0
+                    on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Newer"</button>
+                <span data-testid="admin-orders-range">{move || format!("{}–{} of {}", (offset.get() + 1).min(total()), (offset.get() + PAGE_SIZE).min(total()), total())}</span>
+                <button type="button" class="secondary" data-testid="admin-orders-next" disabled=move || { offset.get() + PAGE_SIZE >= total() }
+                    on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Older →"</button>
+            </nav>
+        </section>
+    }
+}

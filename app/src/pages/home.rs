@@ -1,0 +1,47 @@
+//! `/`: the list of sales, each a card with its price, stock and countdown. The HTML carries no
+//! per-user data (it is cacheable).
+
+use crate::{api::Activity, components::countdown::Countdown, data, format::money};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn Home() -> impl IntoView {
+    let activities = data::activities();
+    view! {
+        <Title text="Seckill — flash sales"/>
+        <section class="hero">
+            <h1>"Flash sales"</h1>
+            <p>"A few units, one instant, a fair chance for everyone who is there on time."</p>
+        </section>
+        <Suspense fallback=|| view! { <p>"Loading sales…"</p> }>
+            {move || activities.get().map(|r| match r {
+                Ok(list) if list.is_empty() => view! { <p>"No sales yet. Come back soon."</p> }.into_any(),
+                Ok(list) => view! {
+                    <ul class="cards">
+                        {list.into_iter().map(|a| view! { <ActivityCard activity=a/> }).collect_view()}
+                    </ul>
+                }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">"Could not load the sales: " {e}</p> }.into_any(),
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn ActivityCard(activity: Activity) -> impl IntoView {
+    let href = format!("/activities/{}", activity.id);
+    view! {
+        <li class="card activity-card" data-testid="activity-card">
+            <a href=href class="card-link">
+                <h2>{activity.title.clone()}</h2>
+            </a>
+            <p class="price">
+                <span class="now">{money(activity.seckill_price_cents)}</span>
+                " " <s class="was">{money(activity.price_cents)}</s>
+            </p>
+            <p class="muted">{activity.total_stock} " units"</p>
+            <Countdown activity=activity/>
+        </li>
+    }
+}

@@ -1,0 +1,239 @@
+//! The new-sale form as typed (`Draft`) and its rules: money in cents, whole numbers, local
+//! times to UTC, and which field a server message is about.
+
+use crate::api::NewActivity;
+use std::collections::BTreeMap;
+
+/// The form's fields as typed, before they become a `NewActivity`.
+#[derive(Clone, Debug, Default)]
+pub struct Draft {
+    pub title: String,
+    pub description: String,
+    pub image_url: String,
+    pub price: String,
+    pub seckill_price: String,
+    /// `datetime-local` values ("2030-01-01T12:00"), in the browser's time zone.
+    pub starts_at: String,
+    pub ends_at: String,
+    pub stock: String,
+    pub per_user_limit: String,
+    pub captcha_required: bool,
+    pub payment_window_mins: String,
+}
+
+/// Field errors, keyed by the API's field names.
+pub type FieldErrors = BTreeMap<&'static str, String>;
+
+/// "12", "12.3" or "12.34" (currency units) as cents.
+pub fn parse_money(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 2 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let cents = format!("{frac:0<2}").parse::<i64>().ok()?;
+    whole.parse::<i64>().ok()?.checked_mul(100)?.checked_add(cents)
+}
+
+pub fn parse_int(s: &str) -> Option<i64> {
+    s.trim().parse::<i64>().ok()
+}
+
+impl Draft {
+    pub fn fresh() -> Draft {
+        Draft { per_user_limit: "1".into(), captcha_required: true, payment_window_mins: "10".into(), ..Draft::default() }
+    }
+
+    /// The browser's check, the same rules as the server's (API.md), so that most mistakes are
+    /// shown before a request; `to_utc` turns a `datetime-local` value into RFC 3339 UTC.
+    pub fn validate(&self, to_utc: impl Fn(&str) -> Option<String>) -> Result<NewActivity, FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let title = self.title.trim().to_string();
+        if title.is_empty() || title.chars().count() > 120 {
+            errors.insert("title", "Give the sale a title of 1 to 120 characters.".into());
+        }
+        if self.description.chars().count() > 5000 {
+            errors.insert("description", "The description can be at most 5000 characters.".into());
+        }
+        let image = self.image_url.trim();
+        if !image.is_empty() && !(image.starts_with("https://") || image.starts_with("http://") || image.starts_with('/')) {
+            errors.insert("image_url", "Use an http(s) URL or a path on this site.".into());
+        }
+        let price = parse_money(&self.price);
+        if price.is_none() {
+            errors.insert("price_cents", "Enter the regular price, e.g. 499.00.".into());
+        }
+        let seckill = parse_money(&self.seckill_price);
+        match (seckill, price) {
+            (None, _) => {
+                errors.insert("seckill_price_cents", "Enter the sale price, e.g. 99.00.".into());
+            }
+            (Some(s), Some(p)) if s > p => {
+                errors.insert("seckill_price_cents", "The sale price cannot be above the regular price.".into());
+            }
+            _ => {}
+        }
+        let starts = to_utc(&self.starts_at);
+        if starts.is_none() {
+            errors.insert("starts_at", "Pick when the sale starts.".into());
+        }
+        let ends = to_utc(&self.ends_at);
+        match (&starts, &ends) {
+            (_, None) => {
+                errors.insert("ends_at", "Pick when the sale ends.".into());
+            }
+            (Some(s), Some(e)) if e <= s => {
+                errors.insert("ends_at", "The sale must end after it starts.".into());
+            }
+            _ => {}
+        }
+        let stock = parse_int(&self.stock).filter(|n| (1..=10_000_000).contains(n));
+        if stock.is_none() {
+            errors.insert("stock", "Stock is a whole number from 1 to 10,000,000.".into());
+        }
+        let limit = parse_int(&self.per_user_limit).filter(|n| (1..=100).contains(n));
+        if limit.is_none() {
+            errors.insert("per_user_limit", "Each shopper may buy 1 to 100 units.".into());
+        }
+        let window = parse_int(&self.payment_window_mins).filter(|n| (1..=1440).contains(n));
+        if window.is_none() {
+            errors.insert("payment_window_secs", "The payment window is 1 to 1440 minutes.".into());
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(NewActivity {
+            title,
+            description: self.description.clone(),
+            image_url: (!image.is_empty()).then(|| image.to_string()),
+            price_cents: price.unwrap_or_default(),
+            seckill_price_cents: seckill.unwrap_or_default(),
+            starts_at: starts.unwrap_or_default(),
+            ends_at: ends.unwrap_or_default(),
+            stock: stock.unwrap_or_default(),
+            per_user_limit: limit.map(|n| n as i32),
+            captcha_required: Some(self.captcha_required),
+            payment_window_secs: window.map(|m| (m * 60) as i32),
+        })
+    }
+}
+
+/// The form field a server `invalid_input` message is about: API.md's messages start with the
+/// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
+pub fn field_of_message(message: &str) -> Option<&'static str> {
+    const FIELDS: [&str; 11] = [
+        "title",
+        "description",
+        "image_url",
+        "price_cents",
+        "seckill_price_cents",
+        "starts_at",
+        "ends_at",
+        "stock",
+        "per_user_limit",
+        "captcha_required",
+        "payment_window_secs",
+    ];
+    let head = message.split([':', ' ']).next().unwrap_or_default();
+    FIELDS.into_iter().find(|f| *f == head)
+}
+
+/// A `datetime-local` value in the browser's zone as RFC 3339 UTC.
+pub fn local_to_utc(value: &str) -> Option<String> {
+    if value.trim().is_empty() {
+        return None;
+    }
+    #[cfg(feature = "hydrate")]
+    {
+        // ECMAScript reads a date-time without an offset as local time.
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(value));
+        if date.get_time().is_nan() {
+            return None;
+        }
+        Some(String::from(date.to_iso_string()))
+    }
+    #[cfg(not(feature = "hydrate"))]
+    None
+}
+
+pub fn time_zone() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let options = js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), &js_sys::Object::new()).resolved_options();
+        if let Ok(zone) = js_sys::Reflect::get(&options, &"timeZone".into()) {
+            if let Some(zone) = zone.as_string() {
+                return zone;
+            }
+        }
+    }
+    "your time zone".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utc(v: &str) -> Option<String> {
+        (!v.is_empty()).then(|| format!("{v}:00.000Z"))
+    }
+
+    fn valid() -> Draft {
+        Draft {
+            title: "Phone".into(),
+            price: "499".into(),
+            seckill_price: "99.5".into(),
+            starts_at: "2030-01-01T10:00".into(),
+            ends_at: "2030-01-01T11:00".into(),
+            stock: "100".into(),
+            ..Draft::fresh()
+        }
+    }
+
+    #[test]
+    fn money_is_read_in_cents() {
+        assert_eq!(parse_money("499"), Some(49_900));
+        assert_eq!(parse_money("99.5"), Some(9_950));
+        assert_eq!(parse_money(" 0.07 "), Some(7));
+        for bad in ["", ".5", "1.234", "-1", "1e3", "12,50", "99999999999999999999"] {
+            assert_eq!(parse_money(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_valid_draft_becomes_the_api_body() {
+        let body = valid().validate(utc).unwrap();
+        assert_eq!((body.price_cents, body.seckill_price_cents, body.stock), (49_900, 9_950, 100));
+        assert_eq!(body.starts_at, "2030-01-01T10:00:00.000Z");
+        assert_eq!((body.per_user_limit, body.captcha_required, body.payment_window_secs), (Some(1), Some(true), Some(600)));
+        assert_eq!(body.image_url, None);
+    }
+
+    #[test]
+    fn each_mistake_lands_on_its_field() {
+        let cases: [(fn(&mut Draft), &str); 9] = [
+            (|d| d.title = "  ".into(), "title"),
+            (|d| d.image_url = "javascript:alert(1)".into(), "image_url"),
+            (|d| d.price = "abc".into(), "price_cents"),
+            (|d| d.seckill_price = "500".into(), "seckill_price_cents"),
+            (|d| d.starts_at = String::new(), "starts_at"),
+            (|d| d.ends_at = "2030-01-01T09:00".into(), "ends_at"),
+            (|d| d.stock = "0".into(), "stock"),
+            (|d| d.per_user_limit = "101".into(), "per_user_limit"),
+            (|d| d.payment_window_mins = "0".into(), "payment_window_secs"),
+        ];
+        for (spoil, field) in cases {
+            let mut d = valid();
+            spoil(&mut d);
+            let errors = d.validate(utc).unwrap_err();
+            assert_eq!(errors.keys().copied().collect::<Vec<_>>(), vec![field]);
+        }
+    }
+
+    #[test]
+    fn server_messages_name_their_field() {
+        assert_eq!(field_of_message("stock: must be between 1 and 10000000"), Some("stock"));
+        assert_eq!(field_of_message("seckill_price_cents: must be between 0 and price_cents"), Some("seckill_price_cents"));
+        assert_eq!(field_of_message("body: expected value at line 1"), None);
+        assert_eq!(field_of_message(""), None);
+    }
+}

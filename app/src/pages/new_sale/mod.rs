@@ -1,0 +1,185 @@
+//! `/admin/activities/new`: the form that creates a sale, with per-field errors (checked here,
+//! then by the server) and the conversion of the browser's local times to UTC (`draft.rs`).
+
+mod draft;
+
+pub use draft::parse_int;
+use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
+
+use crate::{
+    api::Activity,
+    client,
+    components::merchant_only::MerchantOnly,
+};
+use leptos::{ev::SubmitEvent, prelude::*};
+use leptos_meta::Title;
+
+#[component]
+pub fn NewActivityPage() -> impl IntoView {
+    view! {
+        <Title text="New sale — Seckill"/>
+        <MerchantOnly>
+            <ActivityForm/>
+        </MerchantOnly>
+    }
+}
+
+#[component]
+pub fn Field(
+    id: &'static str,
+    label: &'static str,
+    errors: RwSignal<FieldErrors>,
+    #[prop(optional)] hint: Option<Signal<String>>,
+    children: Children,
+) -> impl IntoView {
+    let error_id = format!("{id}-error");
+    view! {
+        <div class="field" class:invalid=move || errors.with(|e| e.contains_key(id))>
+            <label for=format!("field-{id}")>{label}</label>
+            {children()}
+            {hint.map(|h| view! { <small class="muted">{h}</small> })}
+            <small class="field-error" id=error_id role="alert" data-testid=format!("admin-error-{id}")>
+                {move || errors.with(|e| e.get(id).cloned())}
+            </small>
+        </div>
+    }
+}
+
+#[component]
+pub fn ActivityForm() -> impl IntoView {
+    let session = crate::Session::get();
+    let navigate = leptos_router::hooks::use_navigate();
+    let draft = RwSignal::new(Draft::fresh());
+    let errors = RwSignal::new(FieldErrors::new());
+    let form_error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let zone = RwSignal::new(String::from("your time zone"));
+    Effect::new(move |_| zone.set(time_zone()));
+
+    let utc_hint = move |pick: fn(&Draft) -> String| {
+        Signal::derive(move || {
+            let value = draft.with(pick);
+            match local_to_utc(&value) {
+                Some(utc) => format!("In {} · {} UTC", zone.get(), utc.get(..16).unwrap_or(&utc).replace('T', " ")),
+                None => format!("In {}", zone.get()),
+            }
+        })
+    };
+
+    let submit = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        form_error.set(None);
+        let body = match draft.with_untracked(|d| d.validate(local_to_utc)) {
+            Ok(body) => body,
+            Err(found) => {
+                errors.set(found);
+                return;
+            }
+        };
+        errors.set(FieldErrors::new());
+        busy.set(true);
+        let navigate = navigate.clone();
+        leptos::task::spawn_local(async move {
+            match client::post::<_, Activity>("/api/admin/activities", &body).await {
+                Ok(created) => navigate(&format!("/admin/activities/{}", created.id), Default::default()),
+                Err(f) if f.body.error == "invalid_input" => match field_of_message(&f.body.message) {
+                    Some(field) => errors.set(FieldErrors::from([(field, f.body.message.clone())])),
+                    None => form_error.set(Some(f.message())),
+                },
+                Err(f) => form_error.set(Some(f.message())),
+            }
+            busy.set(false);
+        });
+    };
+
+    // Two-way binding of one text field of the draft.
+    macro_rules! bind {
+        ($field:ident) => {
+            (
+                move || draft.with(|d| d.$field.clone()),
+                move |ev: leptos::ev::Event| draft.update(|d| d.$field = event_target_value(&ev)),
+            )
+        };
+    }
+    let (title, set_title) = bind!(title);
+    let (description, set_description) = bind!(description);
+    let (image_url, set_image_url) = bind!(image_url);
+    let (price, set_price) = bind!(price);
+    let (seckill_price, set_seckill_price) = bind!(seckill_price);
+    let (starts_at, set_starts_at) = bind!(starts_at);
+    let (ends_at, set_ends_at) = bind!(ends_at);
+    let (stock, set_stock) = bind!(stock);
+    let (limit, set_limit) = bind!(per_user_limit);
+    let (window_mins, set_window_mins) = bind!(payment_window_mins);
+    let described = |id: &str| format!("{id}-error");
+
+    view! {
+        <section class="card admin-form">
+            <h1>"New sale"</h1>
+            <form class="stack" novalidate on:submit=submit data-testid="admin-activity-form">
+                <Field id="title" label="Title" errors>
+                    <input id="field-title" name="title" data-testid="admin-field-title" maxlength="120" required
+                        aria-describedby=described("title") prop:value=title on:input=set_title/>
+                </Field>
+                <Field id="description" label="Description" errors>
+                    <textarea id="field-description" name="description" data-testid="admin-field-description" rows="4" maxlength="5000"
+                        aria-describedby=described("description") prop:value=description on:input=set_description></textarea>
+                </Field>
+                <Field id="image_url" label="Image URL (optional)" errors>
+                    <input id="field-image_url" name="image_url" data-testid="admin-field-image_url" inputmode="url"
+                        aria-describedby=described("image_url") prop:value=image_url on:input=set_image_url/>
+                </Field>
+                <div class="row">
+                    <Field id="price_cents" label="Regular price" errors>
+                        <input id="field-price_cents" name="price" data-testid="admin-field-price" inputmode="decimal" placeholder="499.00" required
+                            aria-describedby=described("price_cents") prop:value=price on:input=set_price/>
+                    </Field>
+                    <Field id="seckill_price_cents" label="Sale price" errors>
+                        <input id="field-seckill_price_cents" name="seckill_price" data-testid="admin-field-seckill_price" inputmode="decimal" placeholder="99.00" required
+                            aria-describedby=described("seckill_price_cents") prop:value=seckill_price on:input=set_seckill_price/>
+                    </Field>
+                </div>
+                <div class="row">
+                    <Field id="starts_at" label="Starts" errors hint=utc_hint(|d| d.starts_at.clone())>
+                        <input id="field-starts_at" name="starts_at" type="datetime-local" step="1" data-testid="admin-field-starts_at" required
+                            aria-describedby=described("starts_at") prop:value=starts_at on:input=set_starts_at/>
+                    </Field>
+                    <Field id="ends_at" label="Ends" errors hint=utc_hint(|d| d.ends_at.clone())>
+                        <input id="field-ends_at" name="ends_at" type="datetime-local" step="1" data-testid="admin-field-ends_at" required
+                            aria-describedby=described("ends_at") prop:value=ends_at on:input=set_ends_at/>
+                    </Field>
+                </div>
+                <div class="row">
+                    <Field id="stock" label="Stock (units)" errors>
+                        <input id="field-stock" name="stock" type="number" min="1" max="10000000" data-testid="admin-field-stock" required
+                            aria-describedby=described("stock") prop:value=stock on:input=set_stock/>
+                    </Field>
+                    <Field id="per_user_limit" label="Units per shopper" errors>
+                        <input id="field-per_user_limit" name="per_user_limit" type="number" min="1" max="100" data-testid="admin-field-per_user_limit"
+                            aria-describedby=described("per_user_limit") prop:value=limit on:input=set_limit/>
+                    </Field>
+                    <Field id="payment_window_secs" label="Payment window (minutes)" errors>
+                        <input id="field-payment_window_secs" name="payment_window" type="number" min="1" max="1440" data-testid="admin-field-payment_window"
+                            aria-describedby=described("payment_window_secs") prop:value=window_mins on:input=set_window_mins/>
+                    </Field>
+                </div>
+                <label class="check">
+                    <input type="checkbox" name="captcha_required" data-testid="admin-field-captcha"
+                        prop:checked=move || draft.with(|d| d.captcha_required)
+                        on:change=move |ev| draft.update(|d| d.captcha_required = event_target_checked(&ev))/>
+                    " Shoppers must answer a captcha"
+                </label>
+                <p class="error" role="alert" data-testid="form-error">{move || form_error.get()}</p>
+                <div class="actions">
+                    <a href="/admin">"Cancel"</a>
+                    <button type="submit" data-testid="admin-activity-submit" disabled=move || busy.get() || !session.hydrated.get()>
+                        "Create sale"
+                    </button>
+                </div>
+            </form>
+        </section>
+    }
+}

@@ -1,0 +1,20 @@
+//! `/orders/{token}`: one reservation followed to its end.
+
+use crate::components::order_tracker::OrderTracker;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+#[component]
+pub fn OrderPage() -> impl IntoView {
+    let params = use_params_map();
+    let token = move || params.read().get("token").unwrap_or_default();
+    view! {
+        <Title text="Your order — Seckill"/>
+        <section class="card narrow">
+            <h1>"Your order"</h1>
+            {move || view! { <OrderTracker token=token() initial="queued".to_string()/> }}
+            <p><a href="/orders">"All your orders"</a></p>
+        </section>
+    }
+}

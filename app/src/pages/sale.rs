@@ -1,0 +1,233 @@
+//! `/activities/{id}`: one sale with its countdown, remaining stock and, while it is on, the buy
+//! panel (buy path, captcha, quantity, the buy with its `Idempotency-Key`, then the order tracker).
+//! The HTML carries no per-user data (it is cacheable); everything live comes after hydration.
+
+use crate::{
+    api::{Activity, BuyPath, Captcha, Reservation},
+    client,
+    clock::ServerClock,
+    components::{
+        captcha::CaptchaInput,
+        countdown::{phase, Countdown, Phase},
+        order_tracker::OrderTracker,
+        stock::{poll_remaining, StockLeft},
+    },
+    data,
+    format::{money, page_title},
+    Session,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+#[component]
+pub fn ActivityPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").and_then(|id| id.parse::<i64>().ok());
+    let activity = data::activity(id);
+    view! {
+        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+            {move || activity.get().map(|r| match r {
+                Ok(Some(a)) => view! { <ActivityView activity=a/> }.into_any(),
+                Ok(None) => view! { <Title text="Not found — Seckill"/><section class="card narrow"><h1>"No such sale"</h1><p><a href="/">"Back to the sales"</a></p></section> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">"Could not load the sale: " {e}</p> }.into_any(),
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn ActivityView(activity: Activity) -> impl IntoView {
+    let clock = ServerClock::get();
+    let remaining = poll_remaining(activity.id);
+    let a = activity.clone();
+    let live_phase = Memo::new(move |_| phase(&a, clock.now_ms.get()).0);
+    view! {
+        <Title text=page_title(&activity.title)/>
+        <article class="card activity">
+            <h1>{activity.title.clone()}</h1>
+            {activity.image_url.clone().map(|src| view! { <img class="hero-image" src=src alt=""/> })}
+            <p class="price">
+                <span class="now">{money(activity.seckill_price_cents)}</span>
+                " " <s class="was">{money(activity.price_cents)}</s>
+            </p>
+            <p class="description">{activity.description.clone()}</p>
+            <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
+            <Countdown activity=activity.clone()/>
+            {move || match live_phase.get() {
+                Phase::Live => view! { <BuyPanel activity=activity.clone() remaining/> }.into_any(),
+                Phase::Ended => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
+                _ => view! {
+                    <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
+                    <p class="muted">"The buy button opens when the sale starts."</p>
+                }.into_any(),
+            }}
+        </article>
+    }
+}
+
+fn new_key() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let mut bytes = [0u8; 16];
+        if let Some(crypto) = web_sys::window().and_then(|w| w.crypto().ok()) {
+            let _ = crypto.get_random_values_with_u8_array(&mut bytes);
+        }
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    String::new()
+}
+
+#[component]
+fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoView {
+    let session = Session::get();
+    let id = activity.id;
+    let needs_captcha = activity.captcha_required;
+    let path = RwSignal::new(None::<String>);
+    let captcha = RwSignal::new(None::<Captcha>);
+    let answer = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    // Closed for good on this page (sold out, limit reached, ended).
+    let closed = RwSignal::new(false);
+    let wait_until = RwSignal::new(None::<f64>);
+    let message = RwSignal::new(None::<String>);
+    let reservation = RwSignal::new(None::<Reservation>);
+    let quantity = RwSignal::new(1i64);
+
+    let load_captcha = move || {
+        if !needs_captcha {
+            return;
+        }
+        answer.set(String::new());
+        leptos::task::spawn_local(async move {
+            match client::get::<Captcha>("/api/captcha").await {
+                Ok(c) => captcha.set(Some(c)),
+                Err(f) => message.set(Some(f.message())),
+            }
+        });
+    };
+    let load_path = move || {
+        leptos::task::spawn_local(async move {
+            match client::get::<BuyPath>(&format!("/api/activities/{id}/path")).await {
+                Ok(p) => path.set(Some(p.path)),
+                Err(f) => message.set(Some(f.message())),
+            }
+        });
+    };
+    // At the start instant (this panel appears then): the path and the captcha, for signed-in shoppers.
+    Effect::new(move |_| {
+        if matches!(session.user.get(), Some(Some(_))) && path.get_untracked().is_none() {
+            load_path();
+            load_captcha();
+        }
+    });
+
+    let clock = ServerClock::get();
+    let waiting = move || wait_until.get().zip(clock.now_ms.get()).is_some_and(|(until, now)| now < until);
+    let can_buy = move || {
+        !busy.get()
+            && !closed.get()
+            && !waiting()
+            && reservation.get().is_none()
+            && path.get().is_some()
+            && (!needs_captcha || !answer.get().trim().is_empty())
+    };
+
+    let submit = move || {
+        if !can_buy() {
+            return;
+        }
+        busy.set(true);
+        message.set(None);
+        let key = new_key();
+        let body = buy_request(path.get_untracked().unwrap_or_default(), needs_captcha.then(|| captcha.get_untracked().map(|c| c.id)).flatten(), answer.get_untracked(), quantity.get_untracked());
+        leptos::task::spawn_local(async move {
+            let mut attempt = 0u32;
+            loop {
+                let result = client::post_with_key::<_, Reservation>(&format!("/api/activities/{id}/buy"), &body, &key).await;
+                match result {
+                    Ok(r) => {
+                        reservation.set(Some(r));
+                        remaining.update(|n| if let Some(n) = n { *n = (*n - 1).max(0) });
+                        break;
+                    }
+                    // Overloaded or unreachable: retry with the same key, backing off.
+                    Err(f) if (f.status == 503 || f.status == 0) && attempt < 5 => {
+                        attempt += 1;
+                        message.set(Some(format!("The sale is very busy; retrying ({attempt})…")));
+                        #[cfg(feature = "hydrate")]
+                        crate::clock::gloo_timers_sleep(f.retry_after.unwrap_or(1) as u32 * 1000 * attempt).await;
+                    }
+                    Err(f) => {
+                        let text = match f.body.error.as_str() {
+                            "sold_out" => {
+                                closed.set(true);
+                                "Sold out — every unit has found a buyer.".to_string()
+                            }
+                            "limit_reached" => {
+                                closed.set(true);
+                                "You already hold as many units as one shopper may buy.".to_string()
+                            }
+                            "ended" => {
+                                closed.set(true);
+                                "The sale has ended.".to_string()
+                            }
+                            "captcha_invalid" => {
+                                load_captcha();
+                                "That captcha answer was wrong — here is a new one.".to_string()
+                            }
+                            "rate_limited" | "blocked" | "overloaded" => {
+                                let secs = f.retry_after.unwrap_or(1);
+                                wait_until.set(clock.now_ms.get_untracked().map(|n| n + secs as f64 * 1000.0));
+                                format!("Too many attempts — you can try again in {secs} s.")
+                            }
+                            "bad_path" | "not_started" => {
+                                load_path();
+                                "Please try again.".to_string()
+                            }
+                            "paused" => "The sale is paused for a moment; try again shortly.".to_string(),
+                            "unauthenticated" => "Please sign in again.".to_string(),
+                            _ => f.message(),
+                        };
+                        message.set(Some(text));
+                        break;
+                    }
+                }
+            }
+            busy.set(false);
+        });
+    };
+
+    view! {
+        <section class="buy-panel" aria-label="Buy">
+            {move || match session.user.get() {
+                Some(None) => view! { <p><a href="/login">"Sign in"</a> " to buy."</p> }.into_any(),
+                _ => ().into_any(),
+            }}
+            {move || needs_captcha.then(|| view! {
+                <CaptchaInput captcha answer refresh=Callback::new(move |()| load_captcha()) enter=Callback::new(move |()| submit())/>
+            })}
+            {(activity.per_user_limit > 1).then(|| view! {
+                <label for="quantity">"Quantity"</label>
+                <input id="quantity" type="number" min="1" max=activity.per_user_limit
+                    prop:value=move || quantity.get().to_string()
+                    on:input=move |ev| quantity.set(event_target_value(&ev).parse().unwrap_or(1))/>
+            })}
+            <button type="button" class="buy" data-testid="buy-button" disabled=move || !can_buy() on:click=move |_| submit()>
+                {move || if busy.get() { "Buying…" } else { "Buy now" }}
+            </button>
+            <p class="error" role="alert" data-testid="buy-message">{move || message.get()}</p>
+            {move || reservation.get().map(|r| view! { <OrderTracker token=r.token initial=r.status/> })}
+        </section>
+    }
+}
+
+fn buy_request(path: String, captcha_id: Option<String>, answer: String, quantity: i64) -> crate::api::BuyRequest {
+    crate::api::BuyRequest {
+        path,
+        captcha_answer: captcha_id.as_ref().map(|_| answer.trim().to_string()),
+        captcha_id,
+        quantity: Some(quantity),
+    }
+}

@@ -1,0 +1,389 @@
+//! The flash-crowd load tool (`server crowd`): N distinct signed-in shoppers, each fetching the
+//! buy path at the start instant and buying, the way browsers do. Sessions are minted with the
+//! server's secret (an operator tool; registering a crowd through argon2 is not the point), and each
+//! shopper comes from an address of its own (`X-Forwarded-For`, for a server that trusts it).
+//! The report: requests by outcome, throughput, latency percentiles from an HDR histogram, time to
+//! sell out, time until every order is persisted, and DESIGN.md's invariants checked in the database.
+
+use crate::{
+    domain::error::sqlx_unavailable,
+    http::session::{Claims, SessionKeys},
+    infra::{config::Config, db},
+};
+use anyhow::Context;
+use app::api::{Activity, BuyPath, Role, ServerTime};
+use futures_util::{stream, StreamExt};
+use hdrhistogram::Histogram;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+#[derive(Clone, Debug)]
+pub struct CrowdOptions {
+    /// The instances (or one load balancer); shopper i starts on instance i mod n.
+    pub base_urls: Vec<String>,
+    pub users: usize,
+    pub stock: i64,
+    pub per_user_limit: i32,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Seconds between creating the sale and its start.
+    pub lead_secs: i64,
+    pub show_progress: bool,
+    /// Wait until every accepted unit is an order (off when no persister runs).
+    pub settle: bool,
+    /// Buy on this existing activity (its stock, limit and start) instead of creating one; it
+    /// must not need a captcha.
+    pub activity_id: Option<i64>,
+    /// Shoppers started per second (0: as fast as `concurrency` allows).
+    pub rate: u32,
+    /// How long a shopper keeps trying after a transport error or a `503`, each time on the next
+    /// instance and with the same `Idempotency-Key`, as a client behind a load balancer does
+    /// (zero: no second try).
+    pub retry_for: Duration,
+}
+
+#[derive(Debug)]
+pub struct Report {
+    pub activity_id: i64,
+    pub outcomes: BTreeMap<String, u64>,
+    /// Answers that were tried again (by `retry_for`), by outcome.
+    pub retried: BTreeMap<String, u64>,
+    pub accepted: u64,
+    /// The token of every `202`.
+    pub tokens: Vec<String>,
+    pub requests: u64,
+    pub elapsed: Duration,
+    /// Buy latency in microseconds: p50, p90, p99, p99.9, max.
+    pub latency_us: [u64; 5],
+    pub sold_out_after: Option<Duration>,
+    pub persisted_after_last_buy: Option<Duration>,
+    pub total_stock: i64,
+    pub sold: i64,
+    pub users_over_limit: i64,
+    pub tokens_not_persisted: i64,
+    /// Units the crowd asked for: shoppers × the activity's per-user limit.
+    pub demand_units: i64,
+}
+
+impl Report {
+    /// DESIGN.md's invariants: sold exactly what was accepted, at most the stock and exactly the
+    /// stock when demand exceeded it, nobody over the limit, nothing left queued.
+    pub fn invariants_hold(&self) -> bool {
+        let expected = self.demand_units.min(self.total_stock);
+        self.sold == self.accepted as i64 && self.sold == expected && self.users_over_limit == 0 && self.tokens_not_persisted == 0
+    }
+
+    pub fn print(&self) {
+        let secs = self.elapsed.as_secs_f64();
+        println!(
+            "activity {}: {} shoppers (each: GET path + POST buy) in {:.2} s = {:.0} shoppers/s",
+            self.activity_id,
+            self.requests,
+            secs,
+            self.requests as f64 / secs
+        );
+        for (outcome, n) in &self.outcomes {
+            println!("  {outcome:<16} {n:>9}");
+        }
+        for (outcome, n) in &self.retried {
+            println!("  retried after {outcome:<16} {n:>9}");
+        }
+        let [p50, p90, p99, p999, max] = self.latency_us.map(|us| us as f64 / 1000.0);
+        println!("buy latency ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
+        let ms = |d: Option<Duration>| d.map_or("n/a".to_string(), |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0));
+        println!("sold out after {} from the start; every order persisted {} after the last buy", ms(self.sold_out_after), ms(self.persisted_after_last_buy));
+        println!(
+            "invariants: sold {} of {} (accepted {}), users over the limit {}, tokens not persisted {} → {}",
+            self.sold,
+            self.total_stock,
+            self.accepted,
+            self.users_over_limit,
+            self.tokens_not_persisted,
+            if self.invariants_hold() { "OK" } else { "BROKEN" }
+        );
+    }
+}
+
+struct Tally {
+    outcomes: BTreeMap<String, u64>,
+    retried: BTreeMap<String, u64>,
+    latency: Histogram<u64>,
+    accepted_units: i64,
+    tokens: Vec<String>,
+    sold_out_at: Option<Instant>,
+    last_accept: Option<Instant>,
+}
+
+pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
+    let db = db::connect(&config.database_url, 4).await?;
+    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let merchant: i64 = match sqlx::query_scalar("SELECT id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1").fetch_optional(&db).await? {
+        Some(id) => id,
+        None => sqlx::query_scalar("INSERT INTO users (username, password_hash, role) VALUES ($1, '!', 'merchant') RETURNING id")
+            .bind(format!("crowd_m_{run}"))
+            .fetch_one(&db)
+            .await?,
+    };
+    let mut users = Vec::with_capacity(opts.users);
+    for chunk in (0..opts.users).collect::<Vec<_>>().chunks(10_000) {
+        let names: Vec<String> = chunk.iter().map(|i| format!("crowd_{run}_{i}")).collect();
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
+        )
+        .bind(&names)
+        .fetch_all(&db)
+        .await?;
+        users.extend(ids);
+    }
+    let keys = SessionKeys::new(&config.secret.0, Duration::from_secs(3600), false);
+    let expires_at = chrono::Utc::now().timestamp() + 3600;
+    let cookie = |user_id: i64, role: Role| format!("sid={}", keys.sign(&Claims { user_id, role, expires_at }));
+
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(opts.concurrency)
+        .timeout(Duration::from_secs(30))
+        .build()?;
+    let bases: Vec<&str> = opts.base_urls.iter().map(|b| b.trim_end_matches('/')).collect();
+    anyhow::ensure!(!bases.is_empty(), "no base URL");
+    let base = bases[0];
+    let server_now: ServerTime = http.get(format!("{base}/api/time")).send().await?.json().await?;
+    let activity: Activity = match opts.activity_id {
+        Some(id) => {
+            let resp = http.get(format!("{base}/api/activities/{id}")).send().await?;
+            anyhow::ensure!(resp.status().is_success(), "activity {id}: {}", resp.status());
+            resp.json().await?
+        }
+        None => {
+            let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms).context("server time")?
+                + chrono::Duration::seconds(opts.lead_secs);
+            let resp = http
+                .post(format!("{base}/api/admin/activities"))
+                .header("cookie", cookie(merchant, Role::Merchant))
+                .json(&serde_json::json!({
+                    "title": format!("Crowd {run}"),
+                    "price_cents": 10_000,
+                    "seckill_price_cents": 1_000,
+                    "starts_at": starts.to_rfc3339(),
+                    "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+                    "stock": opts.stock,
+                    "per_user_limit": opts.per_user_limit,
+                    "captcha_required": false,
+                }))
+                .send()
+                .await?;
+            anyhow::ensure!(resp.status().as_u16() == 201, "creating the sale: {} {}", resp.status(), resp.text().await.unwrap_or_default());
+            resp.json().await?
+        }
+    };
+    anyhow::ensure!(!activity.captcha_required, "activity {} needs a captcha; the crowd cannot answer it", activity.id);
+    let quantity = activity.per_user_limit;
+
+    // Wait for the start instant by the server's clock, as the browser's countdown does.
+    let starts = chrono::DateTime::parse_from_rfc3339(&activity.starts_at).context("starts_at")?;
+    let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
+    tokio::time::sleep(Duration::from_millis(wait)).await;
+
+    let progress = if opts.show_progress { indicatif::ProgressBar::new(opts.users as u64) } else { indicatif::ProgressBar::hidden() };
+    let tally = Arc::new(Mutex::new(Tally {
+        outcomes: BTreeMap::new(),
+        retried: BTreeMap::new(),
+        latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
+        accepted_units: 0,
+        tokens: Vec::new(),
+        sold_out_at: None,
+        last_accept: None,
+    }));
+    let started = Instant::now();
+    let id = activity.id;
+    let target = Target { http: &http, bases: &bases, id, quantity, retry_for: opts.retry_for };
+    stream::iter(users.iter().enumerate())
+        .for_each_concurrent(opts.concurrency, |(i, &user)| {
+            let (target, tally, progress) = (&target, tally.clone(), &progress);
+            let cookie = cookie(user, Role::Shopper);
+            let addr = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+            let start_at = (opts.rate > 0).then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
+            async move {
+                if let Some(at) = start_at {
+                    tokio::time::sleep_until(at.into()).await;
+                }
+                let outcome = target.shop(i, &cookie, &addr, &tally).await;
+                let mut t = tally.lock().expect("tally");
+                *t.outcomes.entry(outcome).or_default() += 1;
+                progress.inc(1);
+            }
+        })
+        .await;
+    let elapsed = started.elapsed();
+    progress.finish_and_clear();
+    let t = Arc::try_unwrap(tally).ok().context("tally still shared")?.into_inner().expect("tally");
+
+    // Until every accepted unit is an order (or two minutes).
+    let last_buy = t.last_accept.unwrap_or_else(Instant::now);
+    let deadline = Instant::now() + Duration::from_secs(if opts.settle { 120 } else { 0 });
+    let mut persisted_after_last_buy = None;
+    let mut poll = tokio::time::interval(Duration::from_millis(20));
+    let mut figures: Figures;
+    loop {
+        poll.tick().await;
+        figures = Figures::read(&db, id, quantity).await?;
+        if figures.persisted_units >= t.accepted_units {
+            persisted_after_last_buy = Some(last_buy.elapsed());
+            break;
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+    let Figures { persisted_units, total_stock, sold, users_over_limit } = figures;
+    let q = |p: f64| t.latency.value_at_quantile(p);
+    Ok(Report {
+        activity_id: id,
+        requests: t.outcomes.values().sum::<u64>(),
+        accepted: t.accepted_units as u64,
+        tokens: t.tokens,
+        outcomes: t.outcomes,
+        retried: t.retried,
+        elapsed,
+        latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
+        sold_out_after: t.sold_out_at.map(|at| at - started),
+        persisted_after_last_buy,
+        total_stock,
+        sold,
+        users_over_limit,
+        tokens_not_persisted: (t.accepted_units - persisted_units).max(0),
+        demand_units: opts.users as i64 * i64::from(quantity),
+    })
+}
+
+/// The database's side of the report.
+#[derive(sqlx::FromRow)]
+struct Figures {
+    persisted_units: i64,
+    total_stock: i64,
+    sold: i64,
+    users_over_limit: i64,
+}
+
+impl Figures {
+    /// Asked again for up to a minute while PostgreSQL does not answer (a fault test may have
+    /// just restarted it).
+    async fn read(db: &sqlx::PgPool, id: i64, per_user_limit: i32) -> anyhow::Result<Figures> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let read = sqlx::query_as(
+                "SELECT (SELECT COALESCE(sum(quantity), 0)::bigint FROM orders WHERE activity_id = $1) AS persisted_units,
+                        total_stock, sold,
+                        (SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')
+                         GROUP BY user_id HAVING sum(quantity) > $2) o) AS users_over_limit
+                 FROM activities WHERE id = $1",
+            )
+            .bind(id)
+            .bind(i64::from(per_user_limit))
+            .fetch_one(db)
+            .await;
+            match read {
+                Err(e) if sqlx_unavailable(&e) && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                read => return Ok(read?),
+            }
+        }
+    }
+}
+
+/// Where and what the crowd buys.
+struct Target<'a> {
+    http: &'a reqwest::Client,
+    bases: &'a [&'a str],
+    id: i64,
+    quantity: i32,
+    retry_for: Duration,
+}
+
+/// What one attempt came to, and whether a client would try it again.
+struct Attempt {
+    outcome: String,
+    retry: bool,
+}
+
+impl Attempt {
+    fn done(outcome: impl Into<String>) -> Attempt {
+        Attempt { outcome: outcome.into(), retry: false }
+    }
+
+    fn transport(e: &reqwest::Error, step: &str) -> Attempt {
+        let what = if e.is_timeout() { "timeout" } else { "transport_error" };
+        Attempt { outcome: format!("{step}{what}"), retry: true }
+    }
+}
+
+impl Target<'_> {
+    /// One shopper: the path, then the buy (the whole quantity the limit allows), tried again
+    /// within `retry_for` on the next instance after a transport error or a `503`. Returns the outcome.
+    async fn shop(&self, shopper: usize, cookie: &str, addr: &str, tally: &Mutex<Tally>) -> String {
+        let give_up = Instant::now() + self.retry_for;
+        let key = uuid::Uuid::new_v4().to_string();
+        let mut backoff = Duration::from_millis(50);
+        for attempt in shopper.. {
+            let base = self.bases[attempt % self.bases.len()];
+            let Attempt { outcome, retry } = self.attempt(base, cookie, addr, &key, tally).await;
+            if !retry || Instant::now() + backoff >= give_up {
+                return outcome;
+            }
+            *tally.lock().expect("tally").retried.entry(outcome).or_default() += 1;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+        unreachable!("the attempts never run out")
+    }
+
+    async fn attempt(&self, base: &str, cookie: &str, addr: &str, key: &str, tally: &Mutex<Tally>) -> Attempt {
+        let id = self.id;
+        let path = match self.http.get(format!("{base}/api/activities/{id}/path")).header("cookie", cookie).header("x-forwarded-for", addr).send().await {
+            Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
+                Ok(p) => p.path,
+                Err(_) => return Attempt::done("path_unreadable"),
+            },
+            Ok(r) => return Attempt { outcome: format!("path_{}", r.status().as_u16()), retry: r.status().as_u16() == 503 },
+            Err(e) => return Attempt::transport(&e, "path_"),
+        };
+        let sent = Instant::now();
+        let resp = self
+            .http
+            .post(format!("{base}/api/activities/{id}/buy"))
+            .header("cookie", cookie)
+            .header("x-forwarded-for", addr)
+            .header("idempotency-key", key)
+            .json(&serde_json::json!({"path": path, "quantity": self.quantity}))
+            .send()
+            .await;
+        let took = sent.elapsed().as_micros() as u64;
+        let (attempt, token) = match resp {
+            Ok(r) if r.status().as_u16() == 202 => match r.json::<app::api::Reservation>().await {
+                Ok(reservation) => (Attempt::done("accepted"), Some(reservation.token)),
+                // Taken, but the answer was lost on the way: the same key gets it again.
+                Err(e) => (Attempt::transport(&e, ""), None),
+            },
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let code = r.json::<app::api::ErrorBody>().await.map(|b| b.error).unwrap_or_else(|_| format!("http_{status}"));
+                let outcome = if status >= 500 && code != "overloaded" { format!("{code}_{status}") } else { code };
+                (Attempt { outcome, retry: status == 503 }, None)
+            }
+            Err(e) => (Attempt::transport(&e, ""), None),
+        };
+        let mut t = tally.lock().expect("tally");
+        let _ = t.latency.record(took.max(1));
+        if let Some(token) = token {
+            t.accepted_units += i64::from(self.quantity);
+            t.tokens.push(token);
+            t.last_accept = Some(Instant::now());
+        } else if attempt.outcome == "sold_out" && t.sold_out_at.is_none() {
+            t.sold_out_at = Some(Instant::now());
+        }
+        attempt
+    }
+}

@@ -1,0 +1,296 @@
+//! Sale activities: their rows, the rules a new one must follow, the reads the storefront and
+//! the console share, and their stock in Redis (warmed before a sale is announced). Stock only
+//! ever grows.
+
+use super::{rfc3339, ApiError, ApiResult};
+use crate::infra::keys::Keys;
+use app::api::{Activity, AdminActivity, NewActivity, SaleStatus};
+use chrono::{DateTime, Utc};
+use redis::aio::ConnectionManager;
+use sqlx::PgPool;
+
+#[derive(sqlx::FromRow, Clone, Debug)]
+pub struct ActivityRow {
+    pub id: i64,
+    pub title: String,
+    pub description: String,
+    pub image_url: Option<String>,
+    pub price_cents: i64,
+    pub seckill_price_cents: i64,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: DateTime<Utc>,
+    pub total_stock: i64,
+    pub sold: i64,
+    pub per_user_limit: i32,
+    pub captcha_required: bool,
+    pub payment_window_secs: i32,
+    pub paused: bool,
+}
+
+pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
+                       total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused";
+
+impl ActivityRow {
+    pub fn into_activity(self) -> Activity {
+        Activity {
+            id: self.id,
+            title: self.title,
+            description: self.description,
+            image_url: self.image_url,
+            price_cents: self.price_cents,
+            seckill_price_cents: self.seckill_price_cents,
+            starts_at: rfc3339(self.starts_at),
+            ends_at: rfc3339(self.ends_at),
+            total_stock: self.total_stock,
+            per_user_limit: self.per_user_limit,
+            captcha_required: self.captcha_required,
+            payment_window_secs: self.payment_window_secs,
+            paused: self.paused,
+        }
+    }
+}
+
+pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<ActivityRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE id = $1")).bind(id).fetch_optional(db).await?)
+}
+
+/// Activities that have not ended.
+pub async fn live(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE ends_at > now()")).fetch_all(db).await?)
+}
+
+/// Newest start first.
+pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
+    let rows: Vec<ActivityRow> =
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"))
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().map(ActivityRow::into_activity).collect())
+}
+
+/// A validated `NewActivity`.
+pub struct ActivitySpec {
+    title: String,
+    description: String,
+    image_url: Option<String>,
+    price_cents: i64,
+    seckill_price_cents: i64,
+    starts_at: DateTime<Utc>,
+    ends_at: DateTime<Utc>,
+    stock: i64,
+    per_user_limit: i32,
+    captcha_required: bool,
+    payment_window_secs: i32,
+}
+
+fn parse_time(field: &str, s: &str) -> ApiResult<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 time, e.g. 2030-01-01T12:00:00Z"))
+}
+
+impl ActivitySpec {
+    pub fn parse(n: NewActivity, min_window: i32) -> ApiResult<ActivitySpec> {
+        let title = n.title.trim().to_string();
+        if title.is_empty() || title.chars().count() > 120 {
+            return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
+        }
+        if n.description.chars().count() > 5000 {
+            return Err(ApiError::invalid("description", "must be at most 5000 characters"));
+        }
+        let image_url = match n.image_url.map(|u| u.trim().to_string()).filter(|u| !u.is_empty()) {
+            Some(u) if u.len() > 2048 || !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with('/')) => {
+                return Err(ApiError::invalid("image_url", "must be an http(s) URL or a path"));
+            }
+            other => other,
+        };
+        if n.price_cents < 0 {
+            return Err(ApiError::invalid("price_cents", "must be at least 0"));
+        }
+        if !(0..=n.price_cents).contains(&n.seckill_price_cents) {
+            return Err(ApiError::invalid("seckill_price_cents", "must be between 0 and price_cents"));
+        }
+        let starts_at = parse_time("starts_at", &n.starts_at)?;
+        let ends_at = parse_time("ends_at", &n.ends_at)?;
+        if ends_at <= starts_at {
+            return Err(ApiError::invalid("ends_at", "must be after starts_at"));
+        }
+        if !(1..=10_000_000).contains(&n.stock) {
+            return Err(ApiError::invalid("stock", "must be between 1 and 10000000"));
+        }
+        let per_user_limit = n.per_user_limit.unwrap_or(1);
+        if !(1..=100).contains(&per_user_limit) {
+            return Err(ApiError::invalid("per_user_limit", "must be between 1 and 100"));
+        }
+        let payment_window_secs = n.payment_window_secs.unwrap_or(600);
+        if !(min_window..=86_400).contains(&payment_window_secs) {
+            return Err(ApiError::invalid("payment_window_secs", format!("must be between {min_window} and 86400")));
+        }
+        Ok(ActivitySpec {
+            title,
+            description: n.description,
+            image_url,
+            price_cents: n.price_cents,
+            seckill_price_cents: n.seckill_price_cents,
+            starts_at,
+            ends_at,
+            stock: n.stock,
+            per_user_limit,
+            captcha_required: n.captcha_required.unwrap_or(true),
+            payment_window_secs,
+        })
+    }
+}
+
+/// Puts an activity's stock and switches into Redis unless they are there already.
+pub async fn warm(redis: &mut ConnectionManager, keys: &Keys, row: &ActivityRow, remaining: i64) -> ApiResult<()> {
+    let _: () = redis::pipe()
+        .atomic()
+        .cmd("SET").arg(keys.stock(row.id)).arg(remaining.max(0)).arg("NX").ignore()
+        .cmd("HSETNX").arg(keys.meta(row.id)).arg("paused").arg(if row.paused { "1" } else { "0" }).ignore()
+        .query_async(redis)
+        .await?;
+    Ok(())
+}
+
+/// Adds to Redis only if the stock is there; otherwise warms it from the database's figures.
+const ADD_STOCK: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end
+redis.call('SET', KEYS[1], ARGV[2])
+return tonumber(ARGV[2])
+";
+
+/// Puts `add` more units on sale in Redis (after the database took them); `remaining_in_db` is
+/// what the database says is left, for a sale Redis does not hold. Returns the units on sale.
+pub async fn add_to_stock(redis: &mut ConnectionManager, keys: &Keys, id: i64, add: i64, remaining_in_db: i64) -> ApiResult<i64> {
+    Ok(redis::Script::new(ADD_STOCK).key(keys.stock(id)).arg(add).arg(remaining_in_db).invoke_async(redis).await?)
+}
+
+/// Units still for sale, as Redis counts them (0 when the sale is not in Redis).
+pub async fn remaining(redis: &mut ConnectionManager, keys: &Keys, id: i64) -> ApiResult<i64> {
+    let n: Option<i64> = redis::cmd("GET").arg(keys.stock(id)).query_async(redis).await?;
+    Ok(n.unwrap_or(0).max(0))
+}
+
+pub fn sale_status(row: &ActivityRow, remaining: i64, now: DateTime<Utc>) -> SaleStatus {
+    if now < row.starts_at {
+        SaleStatus::Upcoming
+    } else if now >= row.ends_at {
+        SaleStatus::Ended
+    } else if remaining <= 0 {
+        SaleStatus::SoldOut
+    } else {
+        SaleStatus::Live
+    }
+}
+
+/// An activity with its figures for the console; one that is not in Redis (ended long ago, or
+/// not warmed yet) shows what the database says is left.
+pub fn admin_item(row: ActivityRow, in_redis: Option<i64>, now: DateTime<Utc>) -> AdminActivity {
+    let remaining = in_redis.unwrap_or(row.total_stock - row.sold).max(0);
+    AdminActivity { status: sale_status(&row, remaining, now), remaining, sold: row.sold, activity: row.into_activity() }
+}
+
+pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiResult<ActivityRow> {
+    Ok(sqlx::query_as(&format!(
+        "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
+             starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+         RETURNING {COLUMNS}"
+    ))
+    .bind(merchant_id)
+    .bind(&spec.title)
+    .bind(&spec.description)
+    .bind(&spec.image_url)
+    .bind(spec.price_cents)
+    .bind(spec.seckill_price_cents)
+    .bind(spec.starts_at)
+    .bind(spec.ends_at)
+    .bind(spec.stock)
+    .bind(spec.per_user_limit)
+    .bind(spec.captcha_required)
+    .bind(spec.payment_window_secs)
+    .fetch_one(db)
+    .await?)
+}
+
+/// For `make run`: unless a sale is live or upcoming, one that starts a few minutes from now.
+pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result<Option<i64>> {
+    let pending: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE ends_at > now())")
+        .fetch_one(db)
+        .await?;
+    let merchant: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE lower(username) = lower($1) AND role = 'merchant'")
+        .bind(merchant_username)
+        .fetch_optional(db)
+        .await?;
+    let (false, Some(merchant)) = (pending, merchant) else { return Ok(None) };
+    let now = Utc::now();
+    let spec = ActivitySpec::parse(NewActivity {
+        title: "Demo: the 100-unit phone drop".into(),
+        description: "A demo sale: 100 phones at a flash price. One per shopper.".into(),
+        image_url: None,
+        price_cents: 49_900,
+        seckill_price_cents: 9_900,
+        starts_at: rfc3339(now + chrono::Duration::minutes(3)),
+        ends_at: rfc3339(now + chrono::Duration::hours(2)),
+        stock: 100,
+        per_user_limit: Some(1),
+        captcha_required: Some(true),
+        payment_window_secs: Some(600),
+    }, 60)
+    .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
+    let row = insert(db, merchant, &spec).await.map_err(|e| anyhow::anyhow!("demo activity: {e:?}"))?;
+    Ok(Some(row.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid() -> NewActivity {
+        NewActivity {
+            title: "Phone".into(),
+            description: String::new(),
+            image_url: None,
+            price_cents: 100_00,
+            seckill_price_cents: 1_00,
+            starts_at: "2030-01-01T00:00:00Z".into(),
+            ends_at: "2030-01-01T01:00:00Z".into(),
+            stock: 100,
+            per_user_limit: None,
+            captcha_required: None,
+            payment_window_secs: None,
+        }
+    }
+
+    fn field_of(n: NewActivity) -> String {
+        match ActivitySpec::parse(n, 60) {
+            Err(ApiError::InvalidInput(m)) => m.split(':').next().unwrap().to_string(),
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => "ok".into(),
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_api() {
+        let spec = ActivitySpec::parse(valid(), 60).unwrap();
+        assert_eq!((spec.per_user_limit, spec.captcha_required, spec.payment_window_secs), (1, true, 600));
+    }
+
+    #[test]
+    fn each_rule_names_its_field() {
+        assert_eq!(field_of(NewActivity { title: " ".into(), ..valid() }), "title");
+        assert_eq!(field_of(NewActivity { title: "x".repeat(121), ..valid() }), "title");
+        assert_eq!(field_of(NewActivity { description: "x".repeat(5001), ..valid() }), "description");
+        assert_eq!(field_of(NewActivity { image_url: Some("javascript:alert(1)".into()), ..valid() }), "image_url");
+        assert_eq!(field_of(NewActivity { price_cents: -1, ..valid() }), "price_cents");
+        assert_eq!(field_of(NewActivity { seckill_price_cents: 100_01, ..valid() }), "seckill_price_cents");
+        assert_eq!(field_of(NewActivity { starts_at: "tomorrow".into(), ..valid() }), "starts_at");
+        assert_eq!(field_of(NewActivity { ends_at: "2029-12-31T23:00:00Z".into(), ..valid() }), "ends_at");
+        assert_eq!(field_of(NewActivity { stock: 0, ..valid() }), "stock");
+        assert_eq!(field_of(NewActivity { stock: 10_000_001, ..valid() }), "stock");
+        assert_eq!(field_of(NewActivity { per_user_limit: Some(101), ..valid() }), "per_user_limit");
+        assert_eq!(field_of(NewActivity { payment_window_secs: Some(59), ..valid() }), "payment_window_secs");
+        assert_eq!(field_of(valid()), "ok");
+    }
+}

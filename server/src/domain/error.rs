@@ -1,0 +1,149 @@
+//! Every refusal the product can give, one variant per error code of API.md, with its human
+//! message. The rooms below HTTP (the domain, the buy path, the pipeline) answer with it; `http`
+//! gives each code its status and JSON body (`http/error.rs`). Infrastructure failures are either
+//! `Unavailable` (a dependency is down: retry) or `Internal` (an opaque 500, logged once).
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidInput(String),
+    #[error("requests that change state must send Content-Type: application/json")]
+    UnsupportedMediaType,
+    #[error("the request body is larger than 16 KiB")]
+    PayloadTooLarge,
+    #[error("sign in first")]
+    Unauthenticated,
+    #[error("wrong username or password")]
+    InvalidCredentials,
+    #[error("this needs a merchant account")]
+    Forbidden,
+    #[error("requests that change state must come from this site")]
+    CrossOrigin,
+    #[error("not found")]
+    NotFound,
+    #[error("that username is taken")]
+    UsernameTaken,
+    #[error("the sale has not started yet")]
+    NotStarted { starts_at: String },
+    #[error("the sale has ended")]
+    Ended,
+    #[error("the sale is paused")]
+    Paused,
+    #[error("you already hold as many units as one shopper may buy")]
+    LimitReached,
+    #[error("too many requests from you; you are blocked for {retry_after} s")]
+    Blocked { retry_after: u64 },
+    #[error("sold out")]
+    SoldOut,
+    #[error("the captcha answer is wrong or was already used; get a new captcha")]
+    CaptchaInvalid,
+    #[error("this buy link is not valid for you and this sale")]
+    BadPath,
+    #[error("the order is not confirmed yet (or failed); it cannot be paid")]
+    NotConfirmed,
+    #[error("the payment window has closed")]
+    PaymentWindowClosed,
+    #[error("too many attempts; try again in {retry_after} s")]
+    RateLimited { retry_after: u64 },
+    #[error("the server is busy; try again in {retry_after} s")]
+    Overloaded { retry_after: u64 },
+    #[error("a service the server depends on is not answering; try again in {retry_after} s")]
+    Unavailable { retry_after: u64 },
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    pub fn invalid(field: &str, why: impl std::fmt::Display) -> ApiError {
+        ApiError::InvalidInput(format!("{field}: {why}"))
+    }
+
+    /// The error code of API.md.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidInput(_) => "invalid_input",
+            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::Unauthenticated => "unauthenticated",
+            ApiError::InvalidCredentials => "invalid_credentials",
+            ApiError::Forbidden => "forbidden",
+            ApiError::CrossOrigin => "cross_origin",
+            ApiError::NotFound => "not_found",
+            ApiError::UsernameTaken => "username_taken",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::NotStarted { .. } => "not_started",
+            ApiError::Ended => "ended",
+            ApiError::Paused => "paused",
+            ApiError::LimitReached => "limit_reached",
+            ApiError::Blocked { .. } => "blocked",
+            ApiError::SoldOut => "sold_out",
+            ApiError::CaptchaInvalid => "captcha_invalid",
+            ApiError::BadPath => "bad_path",
+            ApiError::NotConfirmed => "not_confirmed",
+            ApiError::PaymentWindowClosed => "payment_window_closed",
+            ApiError::Overloaded { .. } => "overloaded",
+            ApiError::Unavailable { .. } => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    /// Seconds a client should wait before trying again, for the refusals that say so.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after }
+            | ApiError::Overloaded { retry_after }
+            | ApiError::Unavailable { retry_after }
+            | ApiError::Blocked { retry_after } => Some((*retry_after).max(1)),
+            _ => None,
+        }
+    }
+}
+
+/// A dependency that is down or restarting is a `503 unavailable` the client may retry, not a
+/// bug: logged as a warning, once per request.
+fn unavailable(what: &str, e: &dyn std::fmt::Display) -> ApiError {
+    tracing::warn!(dependency = what, error = %e, "dependency unavailable");
+    ApiError::Unavailable { retry_after: 1 }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        if sqlx_unavailable(&e) {
+            return unavailable("postgres", &e);
+        }
+        ApiError::Internal(anyhow::Error::new(e).context("database"))
+    }
+}
+
+/// Connection failures, an exhausted or closed pool, and PostgreSQL's own "shutting down",
+/// "starting up" and "too many connections" (SQLSTATE classes 08, 57P and 53).
+pub fn sqlx_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")),
+        _ => false,
+    }
+}
+
+impl From<redis::RedisError> for ApiError {
+    fn from(e: redis::RedisError) -> Self {
+        if redis_unavailable(&e) {
+            return unavailable("redis", &e);
+        }
+        ApiError::Internal(anyhow::Error::new(e).context("redis"))
+    }
+}
+
+/// Connection failures, timeouts, and a Redis that is still loading its data.
+pub fn redis_unavailable(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading | redis::ServerErrorKind::TryAgain | redis::ServerErrorKind::MasterDown)
+        )
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,17 @@
+//! The product's own vocabulary, free of the web layer: activities and their rules, accounts and
+//! passwords, payments, and the error codes every room answers with. Built on `infra` only.
+
+pub mod account;
+pub mod activity;
+pub mod error;
+pub mod password;
+pub mod payment;
+
+pub use error::{ApiError, ApiResult};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// Times as the API writes them: RFC 3339, UTC, milliseconds.
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}

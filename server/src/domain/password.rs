@@ -1,0 +1,94 @@
+//! Password hashing with argon2id at OWASP's parameters (m = 19 MiB, t = 2, p = 1). Each hash takes
+//! tens of milliseconds of CPU, so it runs on the blocking pool behind a semaphore: a login flood
+//! waits its turn instead of starving the request workers.
+
+use super::ApiError;
+use crate::infra::config::generate_secret;
+use anyhow::Context;
+use argon2::{
+    password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString},
+    Algorithm, Argon2, Params, Version,
+};
+use std::{sync::Arc, time::Duration};
+use tokio::sync::Semaphore;
+
+/// How long a request waits for a hashing slot before it is shed with `503 overloaded`.
+const QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn argon2() -> Argon2<'static> {
+    let params = Params::new(19 * 1024, 2, 1, None).expect("OWASP parameters are valid");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+#[derive(Clone)]
+pub struct Passwords {
+    slots: Arc<Semaphore>,
+    /// Verified against when the user does not exist, so that the answer takes as long as for a
+    /// wrong password and does not reveal which usernames exist.
+    decoy: Arc<str>,
+}
+
+impl Passwords {
+    pub fn new(concurrency: usize) -> anyhow::Result<Passwords> {
+        let decoy = hash_now(&generate_secret())?;
+        Ok(Passwords { slots: Arc::new(Semaphore::new(concurrency.max(1))), decoy: decoy.into() })
+    }
+
+    async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+        let permit = tokio::time::timeout(QUEUE_TIMEOUT, self.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| ApiError::Overloaded { retry_after: 2 })?
+            .context("password semaphore closed")?;
+        let out = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            f()
+        })
+        .await
+        .context("password hashing task")?;
+        Ok(out)
+    }
+
+    pub async fn hash(&self, password: String) -> Result<String, ApiError> {
+        Ok(self.run(move || hash_now(&password)).await??)
+    }
+
+    /// `stored` is `None` for an unknown user: the decoy is checked and the answer is `false`.
+    pub async fn verify(&self, password: String, stored: Option<String>) -> Result<bool, ApiError> {
+        let known = stored.is_some();
+        let phc = stored.unwrap_or_else(|| self.decoy.to_string());
+        let ok = self.run(move || verify_now(&password, &phc)).await??;
+        Ok(known && ok)
+    }
+}
+
+pub fn hash_now(password: &str) -> anyhow::Result<String> {
+    let salt = SaltString::generate(&mut password_hash::rand_core::OsRng);
+    let hash = argon2()
+        .hash_password(password.as_bytes(), &salt)
+        .map_err(|e| anyhow::anyhow!("argon2: {e}"))?;
+    Ok(hash.to_string())
+}
+
+fn verify_now(password: &str, phc: &str) -> anyhow::Result<bool> {
+    let parsed = PasswordHash::new(phc).map_err(|e| anyhow::anyhow!("stored hash unreadable: {e}"))?;
+    Ok(argon2().verify_password(password.as_bytes(), &parsed).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_verifies_its_password_only() {
+        let phc = hash_now("correct horse").unwrap();
+        assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
+        assert!(verify_now("correct horse", &phc).unwrap());
+        assert!(!verify_now("wrong horse", &phc).unwrap());
+    }
+
+    #[tokio::test]
+    async fn an_unknown_user_never_verifies() {
+        let passwords = Passwords::new(1).unwrap();
+        assert!(!passwords.verify("anything".into(), None).await.unwrap());
+    }
+}

@@ -1,0 +1,80 @@
+//! API.md "Storefront", its reads: the server's clock, the activity list, one activity (cacheable,
+//! with an ETag) and its remaining stock.
+
+use super::input::parse_id;
+use crate::{
+    buy::activities::ActivityCache,
+    domain::{
+        activity::{list, load, remaining},
+        rfc3339, ApiError, ApiResult,
+    },
+    infra::redis::Redis,
+};
+use app::api::{ActivityList, Remaining, ServerTime};
+use axum::{
+    extract::{FromRef, Path, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Json, Router,
+};
+use chrono::Utc;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PgPool: FromRef<S>,
+    Redis: FromRef<S>,
+    ActivityCache: FromRef<S>,
+{
+    Router::new()
+        .route("/time", get(server_time))
+        .route("/activities", get(list_activities))
+        .route("/activities/{id}", get(get_activity))
+        .route("/activities/{id}/stock", get(get_stock))
+}
+
+async fn server_time() -> Response {
+    let now = Utc::now();
+    let body = ServerTime { now: rfc3339(now), now_ms: now.timestamp_millis() };
+    ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
+}
+
+async fn list_activities(State(db): State<PgPool>) -> ApiResult<Json<ActivityList>> {
+    Ok(Json(ActivityList { activities: list(&db).await? }))
+}
+
+async fn get_activity(State(db): State<PgPool>, Path(id): Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+    let row = load(&db, parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
+    let body = serde_json::to_vec(&row.into_activity()).map_err(anyhow::Error::from)?;
+    let etag = format!("\"{}\"", &hex(&Sha256::digest(&body))[..32]);
+    let cache = [(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=5"))];
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let etag = HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?;
+    if matches {
+        return Ok((StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
+    }
+    Ok((cache, [(header::ETAG, etag), (header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
+        .into_response())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn get_stock(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(activities): State<ActivityCache>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let id = parse_id(&id)?;
+    activities.get(&db, id).await?;
+    let remaining = remaining(&mut redis.conn(), &redis.keys, id).await?;
+    Ok(([(header::CACHE_CONTROL, "public, max-age=1")], Json(Remaining { remaining })).into_response())
+}

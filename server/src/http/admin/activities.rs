@@ -1,0 +1,198 @@
+//! API.md "Admin console", the activities: create, add stock, pause and resume, live figures,
+//! and the console's own reads (the list with sale figures, one sale, the stock-addition audit).
+
+use crate::{
+    buy::{attempts, soldout::SoldOut},
+    domain::{
+        activity::{add_to_stock, admin_item, insert, load, remaining, warm, ActivityRow, ActivitySpec, COLUMNS},
+        rfc3339, ApiError, ApiResult,
+    },
+    http::{
+        input::{parse_id, AppJson},
+        session::{Merchant, SessionKeys},
+    },
+    infra::{config::Config, redis::Redis},
+};
+use app::api::{Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAddition, StockAdditions, StockLevel};
+use axum::{
+    extract::{FromRef, Path, State},
+    http::{header, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Json, Router,
+};
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use std::sync::Arc;
+
+/// How many activities the console lists (newest start first).
+const LIST_LIMIT: i64 = 500;
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PgPool: FromRef<S>,
+    Redis: FromRef<S>,
+    SoldOut: FromRef<S>,
+    Arc<Config>: FromRef<S>,
+    Arc<SessionKeys>: FromRef<S>,
+{
+    Router::new()
+        .route("/admin/activities", post(create_activity).get(list))
+        .route("/admin/activities/{id}", get(one))
+        .route("/admin/activities/{id}/stock", post(add_stock))
+        .route("/admin/activities/{id}/pause", post(pause))
+        .route("/admin/activities/{id}/resume", post(resume))
+        .route("/admin/activities/{id}/stats", get(stats))
+        .route("/admin/activities/{id}/stock-additions", get(stock_additions))
+}
+
+async fn create_activity(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(config): State<Arc<Config>>,
+    Merchant(merchant): Merchant,
+    AppJson(body): AppJson<NewActivity>,
+) -> ApiResult<(StatusCode, Json<Activity>)> {
+    let spec = ActivitySpec::parse(body, config.min_payment_window_secs)?;
+    let row = insert(&db, merchant.user_id, &spec).await?;
+    warm(&mut redis.conn(), &redis.keys, &row, row.total_stock).await?;
+    tracing::info!(activity.id = row.id, merchant.id = merchant.user_id, stock = row.total_stock, "activity created");
+    Ok((StatusCode::CREATED, Json(row.into_activity())))
+}
+
+
+async fn add_stock(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(sold_out): State<SoldOut>,
+    Merchant(merchant): Merchant,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<AddStock>,
+) -> ApiResult<Json<StockLevel>> {
+    let id = parse_id(&id)?;
+    if !(1..=10_000_000).contains(&body.add) {
+        return Err(ApiError::invalid("add", "must be between 1 and 10000000"));
+    }
+    let mut tx = db.begin().await?;
+    let updated: Option<(i64, i64)> = sqlx::query_as(
+        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 RETURNING total_stock, sold",
+    )
+    .bind(id)
+    .bind(body.add)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (total_stock, sold) = updated.ok_or(ApiError::NotFound)?;
+    sqlx::query("INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(merchant.user_id)
+        .bind(body.add)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+
+    let mut conn = redis.conn();
+    let remaining = add_to_stock(&mut conn, &redis.keys, id, body.add, total_stock - sold).await?;
+    sold_out.announce(&mut conn, id).await?;
+    tracing::info!(activity.id = id, merchant.id = merchant.user_id, added = body.add, total_stock, "stock added");
+    Ok(Json(StockLevel { total_stock, remaining }))
+}
+
+async fn set_paused(db: &PgPool, redis: &Redis, id: &str, paused: bool) -> ApiResult<Json<Activity>> {
+    let id = parse_id(id)?;
+    let row: ActivityRow =
+        sqlx::query_as(&format!("UPDATE activities SET paused = $2 WHERE id = $1 RETURNING {COLUMNS}"))
+            .bind(id)
+            .bind(paused)
+            .fetch_optional(db)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+    let _: () = redis::cmd("HSET")
+        .arg(redis.keys.meta(id))
+        .arg("paused")
+        .arg(if paused { "1" } else { "0" })
+        .query_async(&mut redis.conn())
+        .await?;
+    tracing::info!(activity.id = id, paused, "activity switched");
+    Ok(Json(row.into_activity()))
+}
+
+async fn pause(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<Activity>> {
+    set_paused(&db, &redis, &id, true).await
+}
+
+async fn resume(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<Activity>> {
+    set_paused(&db, &redis, &id, false).await
+}
+
+async fn stats(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<ActivityStats>> {
+    let id = parse_id(&id)?;
+    let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
+    let counts: Vec<(String, i64)> =
+        sqlx::query_as("SELECT status, count(*) FROM orders WHERE activity_id = $1 GROUP BY status")
+            .bind(id)
+            .fetch_all(&db)
+            .await?;
+    let count = |s: &str| counts.iter().find(|(status, _)| status == s).map(|(_, n)| *n).unwrap_or(0);
+    let mut conn = redis.conn();
+    let remaining = remaining(&mut conn, &redis.keys, id).await?;
+    let attempts_per_sec = attempts::last_second(&mut conn, &redis.keys, id).await?;
+    Ok(Json(ActivityStats {
+        total_stock: row.total_stock,
+        remaining,
+        // Units taken at the gate whose orders are not in the database yet.
+        queued: (row.total_stock - remaining - row.sold).max(0),
+        confirmed: count("confirmed"),
+        paid: count("paid"),
+        cancelled: count("cancelled"),
+        failed: count("failed"),
+        attempts_per_sec,
+    }))
+}
+
+
+async fn list(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant) -> ApiResult<Response> {
+    let rows: Vec<ActivityRow> =
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT $1"))
+            .bind(LIST_LIMIT)
+            .fetch_all(&db)
+            .await?;
+    // One round trip for every activity's remaining stock.
+    let in_redis: Vec<Option<i64>> = if rows.is_empty() {
+        Vec::new()
+    } else {
+        let keys: Vec<String> = rows.iter().map(|r| redis.keys.stock(r.id)).collect();
+        redis::cmd("MGET").arg(keys).query_async(&mut redis.conn()).await?
+    };
+    let now = Utc::now();
+    let activities = rows.into_iter().zip(in_redis).map(|(row, in_redis)| admin_item(row, in_redis, now)).collect();
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(AdminActivityList { activities })).into_response())
+}
+
+async fn one(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Response> {
+    let id = parse_id(&id)?;
+    let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
+    let in_redis: Option<i64> = redis::cmd("GET").arg(redis.keys.stock(id)).query_async(&mut redis.conn()).await?;
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(admin_item(row, in_redis, Utc::now()))).into_response())
+}
+
+async fn stock_additions(State(db): State<PgPool>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<StockAdditions>> {
+    let id = parse_id(&id)?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1)")
+        .bind(id)
+        .fetch_one(&db)
+        .await?;
+    if !exists {
+        return Err(ApiError::NotFound);
+    }
+    let rows: Vec<(i64, String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT s.added, u.username, s.created_at FROM stock_additions s JOIN users u ON u.id = s.merchant_id
+         WHERE s.activity_id = $1 ORDER BY s.created_at DESC, s.id DESC LIMIT 1000",
+    )
+    .bind(id)
+    .fetch_all(&db)
+    .await?;
+    let additions = rows.into_iter().map(|(added, merchant, at)| StockAddition { added, merchant, at: rfc3339(at) }).collect();
+    Ok(Json(StockAdditions { additions }))
+}
+

@@ -1,0 +1,38 @@
+//! API.md "Admin console": the merchant's API (`activities.rs`, `orders.rs`) and the rule for the
+//! console's pages: a visitor is sent to sign in, a shopper gets a 403 page.
+
+pub mod activities;
+pub mod orders;
+
+use super::session::{SessionKeys, SignedIn};
+use app::api::Role;
+use axum::{
+    extract::{FromRequestParts, Request, State},
+    http::{header, HeaderValue, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+};
+use std::sync::Arc;
+
+/// In front of the `/admin` pages: a visitor is sent to sign in (and back here after), a shopper
+/// gets the page with status 403 (the page itself says "forbidden"). Admin pages are never cached.
+pub async fn guard_pages(State(sessions): State<Arc<SessionKeys>>, req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if path != "/admin" && !path.starts_with("/admin/") {
+        return next.run(req).await;
+    }
+    let (mut parts, body) = req.into_parts();
+    let role = SignedIn::from_request_parts(&mut parts, &sessions).await.ok().map(|SignedIn(c)| c.role);
+    let Some(role) = role else {
+        let target = parts.uri.path_and_query().map_or("/admin", |p| p.as_str());
+        let next_param: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
+        return Redirect::to(&format!("/login?next={next_param}")).into_response();
+    };
+    parts.extensions.insert(app::PageViewer(role));
+    let mut resp = next.run(Request::from_parts(parts, body)).await;
+    if role != Role::Merchant && resp.status().is_success() {
+        *resp.status_mut() = StatusCode::FORBIDDEN;
+    }
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    resp
+}

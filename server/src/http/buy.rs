@@ -1,0 +1,80 @@
+//! API.md "Storefront", the buy: a shopper's buy path, a captcha, and the buy itself. The session,
+//! the client address, the id and the `Idempotency-Key` are read here; `buy/gate.rs` decides.
+
+use super::{
+    client_ip::ClientIp,
+    input::{parse_id, AppJson},
+    session::{SessionKeys, SignedIn},
+};
+use crate::{
+    buy::{captcha, gate::Gate},
+    domain::{ApiError, ApiResult},
+    infra::{config::Config, redis::Redis},
+};
+use app::api::{BuyPath, BuyRequest, Reservation};
+use axum::{
+    extract::{FromRef, FromRequestParts, Path, State},
+    http::{header, request::Parts, StatusCode},
+    response::IntoResponse,
+    routing::{get, post},
+    Json, Router,
+};
+use std::sync::Arc;
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    Arc<Gate>: FromRef<S>,
+    Redis: FromRef<S>,
+    Arc<SessionKeys>: FromRef<S>,
+    Arc<Config>: FromRef<S>,
+{
+    Router::new()
+        .route("/activities/{id}/path", get(buy_path))
+        .route("/activities/{id}/buy", post(buy))
+        .route("/captcha", get(new_captcha))
+}
+
+async fn buy_path(State(gate): State<Arc<Gate>>, SignedIn(user): SignedIn, Path(id): Path<String>) -> ApiResult<Json<BuyPath>> {
+    let id = parse_id(&id)?;
+    Ok(Json(BuyPath { path: gate.path(user.user_id, id).await? }))
+}
+
+async fn new_captcha(State(redis): State<Redis>) -> ApiResult<impl IntoResponse> {
+    let captcha = captcha::issue(&redis).await?;
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(captcha)))
+}
+
+/// The optional `Idempotency-Key` header, read without copying the request's headers.
+pub struct IdempotencyKey(Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let Some(value) = parts.headers.get("idempotency-key") else { return Ok(IdempotencyKey(None)) };
+        let key = value.to_str().unwrap_or_default();
+        let valid = (1..=64).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !valid {
+            return Err(ApiError::invalid("Idempotency-Key", "must be 1 to 64 characters of [A-Za-z0-9_-]"));
+        }
+        Ok(IdempotencyKey(Some(key.to_string())))
+    }
+}
+
+async fn buy(
+    State(gate): State<Arc<Gate>>,
+    SignedIn(user): SignedIn,
+    ClientIp(ip): ClientIp,
+    Path(id): Path<String>,
+    idempotency: Result<IdempotencyKey, ApiError>,
+    AppJson(req): AppJson<BuyRequest>,
+) -> ApiResult<(StatusCode, Json<Reservation>)> {
+    let outcome = match (idempotency, parse_id(&id)) {
+        (Ok(IdempotencyKey(key)), Ok(id)) => gate.decide(user.user_id, ip, id, key, req).await,
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    gate.count(&outcome);
+    let token = outcome?;
+    Ok((StatusCode::ACCEPTED, Json(Reservation { token, status: "queued".into() })))
+}

@@ -1,0 +1,18 @@
+//! The HTTP layer: one module per section of API.md, each with its `router()` generic over the
+//! application state and asking only for the parts it uses (`FromRef` sub-states), plus what every
+//! request goes through (the error answers, JSON input and its limits, the session cookie, the
+//! client address) and the site around the API (server-rendered pages, assets, headers).
+//! `startup.rs` merges the routers. Handlers read the request and call into `buy`, `pipeline`,
+//! `domain` and `infra`; nothing below imports from here.
+
+pub mod accounts;
+pub mod activities;
+pub mod admin;
+pub mod buy;
+pub mod client_ip;
+pub mod error;
+pub mod input;
+pub mod ops;
+pub mod orders;
+pub mod session;
+pub mod site;

@@ -1,0 +1,71 @@
+//! API.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
+//! Redis and RabbitMQ, all at once, each within a deadline, and names the ones that did not answer.
+
+use crate::infra::{broker::Broker, metrics::Metrics, redis::Redis};
+use app::api::ErrorBody;
+use axum::{
+    extract::{FromRef, State},
+    http::{header, StatusCode},
+    response::IntoResponse,
+    routing::get,
+    Json, Router,
+};
+use sqlx::PgPool;
+use std::{sync::Arc, time::Duration};
+
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PgPool: FromRef<S>,
+    Redis: FromRef<S>,
+    Broker: FromRef<S>,
+    Arc<Metrics>: FromRef<S>,
+{
+    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(exposition))
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn within<F: std::future::Future<Output = anyhow::Result<()>>>(check: F) -> Result<(), String> {
+    match tokio::time::timeout(CHECK_TIMEOUT, check).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(_) => Err("no answer within 2 s".into()),
+    }
+}
+
+async fn readyz(State(db): State<PgPool>, State(redis): State<Redis>, State(broker): State<Broker>) -> impl IntoResponse {
+    let postgres = within(async {
+        sqlx::query("SELECT 1").execute(&db).await?;
+        Ok(())
+    });
+    let redis = within(async {
+        let mut conn = redis.conn();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
+    });
+    let rabbitmq = within(broker.check());
+    let (postgres, redis, rabbitmq) = tokio::join!(postgres, redis, rabbitmq);
+
+    let failed: Vec<String> = [("postgres", postgres), ("redis", redis), ("rabbitmq", rabbitmq)]
+        .into_iter()
+        .filter_map(|(name, r)| r.err().map(|e| {
+            tracing::warn!(dependency = name, error = %e, "not ready");
+            name.to_string()
+        }))
+        .collect();
+    if failed.is_empty() {
+        (StatusCode::OK, Json(serde_json::json!({"status": "ready"}))).into_response()
+    } else {
+        let body = ErrorBody { error: "not_ready".into(), message: format!("not answering: {}", failed.join(", ")) };
+        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+    }
+}
+
+async fn exposition(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.exposition())
+}

@@ -1,0 +1,188 @@
+//! API.md "Storefront", the orders: one token's status (polled by the browser), the list of a
+//! shopper's orders, and paying. A token still `queued` lives only in Redis; from `confirmed` on,
+//! the database is the truth. Paying is a conditional update (`status = 'confirmed' AND pay_by >
+//! now()`), as is the deadline's cancelling (`pipeline/deadline.rs`), so an order ends paid or
+//! cancelled, never both.
+
+use super::session::{SessionKeys, SignedIn};
+use crate::{
+    domain::{
+        payment::{Charge, PaymentProvider},
+        rfc3339, ApiError, ApiResult,
+    },
+    infra::redis::Redis,
+};
+use app::api::{OrderList, OrderStatus, PaymentResult};
+use axum::{
+    extract::{FromRef, Path, State},
+    http::header,
+    response::IntoResponse,
+    routing::{get, post},
+    Json, Router,
+};
+use sqlx::PgPool;
+use std::{collections::HashMap, sync::Arc};
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PgPool: FromRef<S>,
+    Redis: FromRef<S>,
+    Arc<dyn PaymentProvider>: FromRef<S>,
+    Arc<SessionKeys>: FromRef<S>,
+{
+    Router::new()
+        .route("/orders", get(list_orders))
+        .route("/orders/{token}", get(order_status))
+        .route("/orders/{token}/pay", post(pay))
+}
+
+#[derive(sqlx::FromRow)]
+struct OrderRow {
+    token: uuid::Uuid,
+    id: i64,
+    activity_id: i64,
+    user_id: i64,
+    quantity: i32,
+    status: String,
+    pay_by: Option<chrono::DateTime<chrono::Utc>>,
+    reason: Option<String>,
+}
+
+impl OrderRow {
+    fn into_status(self) -> OrderStatus {
+        OrderStatus {
+            token: self.token.to_string(),
+            order_id: (self.status != "failed").then_some(self.id),
+            status: self.status,
+            activity_id: self.activity_id,
+            quantity: self.quantity,
+            pay_by: self.pay_by.map(rfc3339),
+            reason: self.reason,
+        }
+    }
+}
+
+/// A reservation known only to Redis (still queued, or failed without a database record).
+fn from_cache(token: uuid::Uuid, cached: &HashMap<String, String>, status: &str) -> OrderStatus {
+    OrderStatus {
+        token: token.to_string(),
+        status: status.into(),
+        activity_id: cached.get("activity_id").and_then(|a| a.parse().ok()).unwrap_or_default(),
+        quantity: cached.get("quantity").and_then(|q| q.parse().ok()).unwrap_or_default(),
+        order_id: None,
+        pay_by: None,
+        reason: cached.get("reason").cloned(),
+    }
+}
+
+const COLUMNS: &str = "token, id, activity_id, user_id, quantity, status, pay_by, reason";
+
+async fn order_status(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    SignedIn(user): SignedIn,
+    Path(token): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let token = uuid::Uuid::parse_str(&token).map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
+    let cached: HashMap<String, String> =
+        redis::cmd("HGETALL").arg(redis.keys.token(&token.to_string())).query_async(&mut redis.conn()).await?;
+    let owner = cached.get("user_id").and_then(|u| u.parse::<i64>().ok());
+    let status = match cached.get("status").map(String::as_str) {
+        Some("queued") if owner == Some(user.user_id) => Some(from_cache(token, &cached, "queued")),
+        _ => {
+            let row: Option<OrderRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE token = $1"))
+                .bind(token)
+                .fetch_optional(&db)
+                .await?;
+            match row {
+                Some(row) if row.user_id == user.user_id => Some(row.into_status()),
+                Some(_) => None,
+                // Failed without a database record (its user or activity is gone): Redis knows.
+                None if owner == Some(user.user_id) && cached.get("status").map(String::as_str) == Some("failed") => {
+                    Some(from_cache(token, &cached, "failed"))
+                }
+                None => None,
+            }
+        }
+    };
+    // Someone else's token is indistinguishable from no token.
+    let status = status.ok_or(ApiError::NotFound)?;
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(status)))
+}
+
+async fn list_orders(State(db): State<PgPool>, SignedIn(user): SignedIn) -> ApiResult<impl IntoResponse> {
+    let rows: Vec<OrderRow> =
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 200"))
+            .bind(user.user_id)
+            .fetch_all(&db)
+            .await?;
+    let orders = rows.into_iter().map(OrderRow::into_status).collect();
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(OrderList { orders })))
+}
+
+async fn pay(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(payments): State<Arc<dyn PaymentProvider>>,
+    SignedIn(user): SignedIn,
+    Path(token): Path<String>,
+) -> ApiResult<Json<PaymentResult>> {
+    let token = uuid::Uuid::parse_str(&token).map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
+    let row: Option<(i64, String, bool, i64)> = sqlx::query_as(
+        "SELECT user_id, status, pay_by <= now(), quantity * unit_price_cents FROM orders WHERE token = $1",
+    )
+    .bind(token)
+    .fetch_optional(&db)
+    .await?;
+    let (owner, status, overdue, amount_cents) = match row {
+        Some(r) => r,
+        None => {
+            // Still queued (or unknown): only its owner learns that it is not payable yet.
+            let owner: Option<i64> = redis::cmd("HGET")
+                .arg(redis.keys.token(&token.to_string()))
+                .arg("user_id")
+                .query_async(&mut redis.conn())
+                .await?;
+            return Err(if owner == Some(user.user_id) { ApiError::NotConfirmed } else { ApiError::NotFound });
+        }
+    };
+    if owner != user.user_id {
+        return Err(ApiError::NotFound);
+    }
+    match (status.as_str(), overdue) {
+        ("paid", _) => return Ok(Json(PaymentResult { status: "paid".into() })),
+        ("cancelled", _) | ("confirmed", true) => return Err(ApiError::PaymentWindowClosed),
+        ("confirmed", false) => {}
+        _ => return Err(ApiError::NotConfirmed),
+    }
+    let charge = Charge { token, amount_cents };
+    payments.charge(&charge).await?;
+    let paid = sqlx::query(
+        "UPDATE orders SET status = 'paid', paid_at = now()
+         WHERE token = $1 AND status = 'confirmed' AND pay_by > now()",
+    )
+    .bind(token)
+    .execute(&db)
+    .await?
+    .rows_affected()
+        == 1;
+    if !paid {
+        let now: Option<String> = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1").bind(token).fetch_optional(&db).await?;
+        if now.as_deref() == Some("paid") {
+            // A concurrent request of the same shopper paid it; this charge was the same one.
+            return Ok(Json(PaymentResult { status: "paid".into() }));
+        }
+        // The deadline won the race: the money goes back.
+        payments.refund(&charge).await?;
+        return Err(ApiError::PaymentWindowClosed);
+    }
+    let _: () = redis::cmd("HSET")
+        .arg(redis.keys.token(&token.to_string()))
+        .arg("status")
+        .arg("paid")
+        .query_async(&mut redis.conn())
+        .await?;
+    tracing::info!(order.token = %token, "order paid");
+    Ok(Json(PaymentResult { status: "paid".into() }))
+}

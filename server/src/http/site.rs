@@ -1,0 +1,123 @@
+//! The site around the API: server-rendered pages and their static assets. cargo-leptos names the
+//! wasm, JS and CSS after their content (`hash-files`) and writes the hashes next to the server
+//! binary; such files never change under their name, so they are served `immutable` for a year,
+//! precompressed (brotli, gzip) when the client accepts it, from `SECKILL_ASSET_BASE_URL` (a CDN)
+//! when set. HTML is never immutable: storefront pages may be cached for a few seconds (they hold
+//! no per-user data), the rest must be revalidated.
+
+use crate::{domain::activity, infra::config::Config};
+use app::{
+    api::Activity,
+    data::{BoxFuture, Loaded, Storefront, StorefrontSource},
+    Assets,
+};
+use axum::{
+    extract::Request,
+    http::{header, HeaderValue},
+    middleware::Next,
+    response::Response,
+};
+use leptos::config::LeptosOptions;
+use sqlx::PgPool;
+use std::{collections::HashMap, sync::Arc};
+
+const HASH_FILE: &str = "hash.txt";
+pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+pub struct Site {
+    pub options: LeptosOptions,
+    pub assets: Assets,
+    /// Whether the asset names carry content hashes (and may be cached forever).
+    pub hashed: bool,
+}
+
+fn read_hashes() -> HashMap<String, String> {
+    let Some(path) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join(HASH_FILE))) else {
+        return HashMap::new();
+    };
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+impl Site {
+    pub fn load(config: &Config) -> Site {
+        let hashes = read_hashes();
+        let hashed = hashes.contains_key("js") && hashes.contains_key("wasm");
+        let options = LeptosOptions::builder()
+            .output_name("seckill")
+            .site_root(config.site_root.as_str())
+            .site_pkg_dir("pkg")
+            .site_addr(config.addr)
+            .hash_files(hashed)
+            .hash_file(Arc::<str>::from(HASH_FILE))
+            .build();
+        let css = match hashes.get("css") {
+            Some(h) => format!("/pkg/seckill.{h}.css"),
+            None => "/pkg/seckill.css".to_string(),
+        };
+        Site { options, assets: Assets { root: config.asset_base_url.clone(), css }, hashed }
+    }
+}
+
+/// Pages read activities straight from the database.
+pub struct CatalogStorefront(pub PgPool);
+
+impl StorefrontSource for CatalogStorefront {
+    fn activities(&self) -> BoxFuture<'_, Loaded<Vec<Activity>>> {
+        Box::pin(async move {
+            activity::list(&self.0).await.map_err(|e| {
+                tracing::error!(error = ?e, "rendering the activity list");
+                "The sales could not be loaded.".to_string()
+            })
+        })
+    }
+
+    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<Activity>>> {
+        Box::pin(async move {
+            activity::load(&self.0, id).await.map(|r| r.map(activity::ActivityRow::into_activity)).map_err(|e| {
+                tracing::error!(error = ?e, activity.id = id, "rendering an activity");
+                "The sale could not be loaded.".to_string()
+            })
+        })
+    }
+}
+
+pub fn storefront(db: PgPool) -> Storefront {
+    Storefront(Arc::new(CatalogStorefront(db)))
+}
+
+/// Headers every answer carries: no MIME sniffing, no referrer beyond the origin to other
+/// sites, and no framing by anyone (clickjacking). HTML pages set their own, fuller policy
+/// (`app::page_policy`, with the response's script nonce); this one is for everything else.
+pub async fn security_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let headers = resp.headers_mut();
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static("frame-ancestors 'none'; base-uri 'self'; object-src 'none'"));
+    resp
+}
+
+/// Cache policy for HTML answers that did not set their own.
+pub async fn html_cache_policy(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let storefront = path == "/" || path.starts_with("/activities/");
+    let mut resp = next.run(req).await;
+    let is_html = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/html"));
+    if is_html && !resp.headers().contains_key(header::CACHE_CONTROL) {
+        let policy = if storefront && resp.status().is_success() { "public, max-age=5" } else { "no-cache" };
+        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
+    }
+    resp
+}

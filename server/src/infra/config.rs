@@ -1,0 +1,190 @@
+//! Configuration from environment variables, with defaults that match `scripts/services.sh`.
+
+use anyhow::{bail, Context};
+use std::{net::SocketAddr, time::Duration};
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub database_url: String,
+    pub redis_url: String,
+    pub amqp_url: String,
+    /// HMAC key for cookies and buy paths. Never logged.
+    pub secret: Secret,
+    /// Prefix of every Redis key this instance touches (tests give each app its own).
+    pub redis_prefix: String,
+    pub cookie_secure: bool,
+    /// CDN prefix for static assets, e.g. `https://cdn.example.com`; empty serves them from here.
+    pub asset_base_url: String,
+    /// Where cargo-leptos put the site (`pkg/`, favicon).
+    pub site_root: String,
+    pub session_ttl: Duration,
+    pub login_throttle: LoginThrottle,
+    /// Take the client address from the last `X-Forwarded-For` hop (set when behind a load balancer).
+    pub trust_forwarded_for: bool,
+    /// Merchant to create at start-up if missing.
+    pub admin: Option<(String, String)>,
+    pub gate: GateLimits,
+    /// Prefix of the RabbitMQ exchange and queue names.
+    pub amqp_prefix: String,
+    /// Idle queues expire after this long (for tests; unset in production).
+    pub queue_expires_ms: Option<u32>,
+    /// Run the relay and the persister in this process (`serve` does unless told not to).
+    pub run_workers: bool,
+    /// The shortest payment window a merchant may set (API.md: 60 s; tests go lower).
+    pub min_payment_window_secs: i32,
+    /// How often the deadline sweeper looks for overdue orders whose message went missing.
+    pub sweep_every: Duration,
+    /// Persister consumers per worker process, each on its own channel: while one waits for
+    /// PostgreSQL to commit, another marks Redis and acknowledges.
+    pub persisters: usize,
+    /// A client must send its request head within this time, or the connection is closed
+    /// (slow-header clients cannot hold connections open).
+    pub header_read_timeout: Duration,
+    /// A request, its body included, must be answered within this time, else `408`.
+    pub request_timeout: Duration,
+    /// Create a demo sale at start-up (for `make run`).
+    pub demo: bool,
+    /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
+    pub password_hash_concurrency: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LoginThrottle {
+    pub max_failures_per_user: u32,
+    pub max_failures_per_ip: u32,
+    pub window: Duration,
+}
+
+/// The buy path's buckets and blocks (per user and per client address) and its admission limit.
+#[derive(Clone, Copy, Debug)]
+pub struct GateLimits {
+    pub user_burst: u32,
+    pub user_per_sec: f64,
+    pub ip_burst: u32,
+    pub ip_per_sec: f64,
+    /// Refusals past the bucket, within `block_ms`, before the client is blocked.
+    pub strikes_before_block: u32,
+    pub block_ms: u64,
+    /// Buy requests in the gate at once on this instance; more get `503 overloaded`.
+    pub max_in_flight: usize,
+}
+
+impl Default for GateLimits {
+    fn default() -> Self {
+        GateLimits {
+            user_burst: 5,
+            user_per_sec: 1.0,
+            ip_burst: 400,
+            ip_per_sec: 200.0,
+            strikes_before_block: 30,
+            block_ms: 60_000,
+            max_in_flight: 512,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Secret(pub Vec<u8>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn var_or(name: &str, default: &str) -> String {
+    var(name).unwrap_or_else(|| default.to_string())
+}
+
+fn flag(name: &str) -> bool {
+    matches!(var(name).as_deref(), Some("1" | "true" | "yes" | "on"))
+}
+
+fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    match var(name) {
+        Some(v) => v.parse().with_context(|| format!("{name} must be a number")),
+        None => Ok(default),
+    }
+}
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://seckill@127.0.0.1:55432/seckill";
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:56379/0";
+pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:55672/%2f";
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Config> {
+        let secret = match var("SECKILL_SECRET") {
+            Some(s) if s.len() >= 32 => Secret(s.into_bytes()),
+            Some(_) => bail!("SECKILL_SECRET must be at least 32 characters"),
+            None => {
+                let generated = generate_secret();
+                eprintln!(
+                    "SECKILL_SECRET is not set: generated one for this process only \
+                     (sessions end at restart and other instances will not accept them):\n  SECKILL_SECRET={generated}"
+                );
+                Secret(generated.into_bytes())
+            }
+        };
+        let admin = match (var("SECKILL_ADMIN_USER"), var("SECKILL_ADMIN_PASSWORD")) {
+            (Some(u), Some(p)) => Some((u, p)),
+            (None, None) => None,
+            _ => bail!("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together"),
+        };
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        Ok(Config {
+            addr: var_or("SECKILL_ADDR", "127.0.0.1:3000").parse().context("SECKILL_ADDR must be host:port")?,
+            database_url: var_or("DATABASE_URL", DEFAULT_DATABASE_URL),
+            redis_url: var_or("REDIS_URL", DEFAULT_REDIS_URL),
+            amqp_url: var_or("AMQP_URL", DEFAULT_AMQP_URL),
+            secret,
+            redis_prefix: var_or("SECKILL_REDIS_PREFIX", "sk:"),
+            cookie_secure: flag("SECKILL_COOKIE_SECURE"),
+            asset_base_url: var_or("SECKILL_ASSET_BASE_URL", "").trim_end_matches('/').to_string(),
+            site_root: var_or("LEPTOS_SITE_ROOT", "target/site"),
+            session_ttl: Duration::from_secs(number("SECKILL_SESSION_TTL_SECS", 7 * 24 * 3600)?),
+            login_throttle: LoginThrottle {
+                max_failures_per_user: number("SECKILL_LOGIN_MAX_FAILURES_PER_USER", 5)?,
+                max_failures_per_ip: number("SECKILL_LOGIN_MAX_FAILURES_PER_IP", 50)?,
+                window: Duration::from_secs(number("SECKILL_LOGIN_WINDOW_SECS", 900)?),
+            },
+            trust_forwarded_for: flag("SECKILL_TRUST_FORWARDED_FOR"),
+            admin,
+            password_hash_concurrency: number("SECKILL_PASSWORD_HASH_CONCURRENCY", cores.max(1))?,
+            gate: {
+                let d = GateLimits::default();
+                GateLimits {
+                    user_burst: number("SECKILL_USER_BURST", d.user_burst)?,
+                    user_per_sec: number("SECKILL_USER_PER_SEC", d.user_per_sec)?,
+                    ip_burst: number("SECKILL_IP_BURST", d.ip_burst)?,
+                    ip_per_sec: number("SECKILL_IP_PER_SEC", d.ip_per_sec)?,
+                    strikes_before_block: number("SECKILL_STRIKES_BEFORE_BLOCK", d.strikes_before_block)?,
+                    block_ms: number("SECKILL_BLOCK_MS", d.block_ms)?,
+                    max_in_flight: number("SECKILL_MAX_IN_FLIGHT", d.max_in_flight)?,
+                }
+            },
+            amqp_prefix: var_or("SECKILL_AMQP_PREFIX", "seckill"),
+            queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS").map(|v| v.parse()).transpose().context("SECKILL_QUEUE_EXPIRES_MS")?,
+            run_workers: !flag("SECKILL_NO_WORKERS"),
+            demo: flag("SECKILL_DEMO"),
+            min_payment_window_secs: number("SECKILL_MIN_PAYMENT_WINDOW_SECS", 60)?,
+            sweep_every: Duration::from_millis(number("SECKILL_SWEEP_EVERY_MS", 2_000)?),
+            persisters: number("SECKILL_PERSISTERS", 2)?.max(1),
+            header_read_timeout: Duration::from_secs(number("SECKILL_HEADER_READ_TIMEOUT_SECS", 10)?.max(1)),
+            request_timeout: Duration::from_secs(number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1)),
+        })
+    }
+}
+
+pub fn generate_secret() -> String {
+    use rand::Rng;
+    let bytes: [u8; 32] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

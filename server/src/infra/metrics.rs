@@ -1,0 +1,67 @@
+//! Prometheus metrics: buy outcomes, gate latency, journal lag, persisted and dead-lettered orders.
+
+use prometheus_client::{
+    encoding::{text::encode, EncodeLabelSet},
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::{exponential_buckets, Histogram}},
+    registry::Registry,
+};
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Outcome {
+    pub result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ActivityLabel {
+    pub activity: i64,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub buys: Family<Outcome, Counter>,
+    pub gate_seconds: Histogram,
+    pub journal_lag: Gauge,
+    pub relayed: Counter,
+    pub persisted: Counter,
+    pub dead_lettered: Counter,
+    pub stock_drift: Family<ActivityLabel, Gauge>,
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Metrics> {
+        let mut registry = Registry::with_prefix("seckill");
+        let buys = Family::<Outcome, Counter>::default();
+        registry.register("buy_requests", "Buy requests by result", buys.clone());
+        let gate_seconds = Histogram::new(exponential_buckets(0.000_25, 2.0, 14));
+        registry.register("gate_seconds", "Time of the gate script call", gate_seconds.clone());
+        let journal_lag = Gauge::default();
+        registry.register("journal_lag", "Reservations in the journal not yet confirmed by RabbitMQ", journal_lag.clone());
+        let relayed = Counter::default();
+        registry.register("relayed_reservations", "Reservations published to RabbitMQ and confirmed", relayed.clone());
+        let persisted = Counter::default();
+        registry.register("persisted_orders", "Orders written to PostgreSQL", persisted.clone());
+        let dead_lettered = Counter::default();
+        registry.register("dead_lettered_reservations", "Reservations that ended failed via the dead-letter queue", dead_lettered.clone());
+        let stock_drift = Family::<ActivityLabel, Gauge>::default();
+        registry.register("stock_drift", "Redis remaining minus (total_stock - sold) at the last reconciliation", stock_drift.clone());
+        Arc::new(Metrics { registry, buys, gate_seconds, journal_lag, relayed, persisted, dead_lettered, stock_drift })
+    }
+
+    pub fn drift(&self, activity: i64, drift: i64) {
+        self.stock_drift.get_or_create(&ActivityLabel { activity }).set(drift);
+    }
+
+    pub fn buy(&self, result: &'static str) {
+        self.buys.get_or_create(&Outcome { result }).inc();
+    }
+
+    /// The OpenMetrics text of every metric.
+    pub fn exposition(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

@@ -1,0 +1,12 @@
+//! The plumbing every other room stands on: configuration, the PostgreSQL pool and migrations,
+//! the RabbitMQ connection and topology, the Redis connection and key layout, the metrics
+//! registry. Nothing here knows HTTP, the buy path or the pipeline: `infra` imports no other
+//! folder of the crate (checked by `src/layers.rs`).
+
+pub mod broker;
+pub mod config;
+pub mod db;
+pub mod keys;
+pub mod metrics;
+pub mod redis;
+pub mod retry;

@@ -1,0 +1,53 @@
+//! Units going back on sale: a reservation that failed, or an order cancelled at its payment
+//! deadline, returns its units to Redis and lowers the user's count, once per token whatever is
+//! redelivered or retried, and tells every instance to clear its sold-out flag.
+
+use crate::{
+    buy::soldout::SoldOut,
+    infra::keys::{Keys, TOKEN_TTL_SECS},
+};
+use redis::aio::ConnectionManager;
+
+const GIVE_BACK: &str = r"
+local qty = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[6])
+if not qty or qty < 1 or not ttl or ARGV[2] == '' then return redis.error_reply('bad arguments') end
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ttl) then return 0 end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCRBY', KEYS[3], qty) end
+if redis.call('HINCRBY', KEYS[4], ARGV[2], -qty) <= 0 then redis.call('HDEL', KEYS[4], ARGV[2]) end
+redis.call('HSET', KEYS[2], 'status', ARGV[3], 'reason', ARGV[4], 'activity_id', ARGV[5], 'user_id', ARGV[2], 'quantity', qty)
+redis.call('EXPIRE', KEYS[2], ttl)
+return 1
+";
+
+pub struct GiveBack<'a> {
+    pub token: uuid::Uuid,
+    pub activity_id: i64,
+    pub user_id: i64,
+    pub quantity: i32,
+    /// The token's final status: `failed` or `cancelled`.
+    pub status: &'a str,
+    pub reason: &'a str,
+}
+
+/// Returns the units unless this token's were returned before; true if this call returned them.
+pub async fn give_back(redis: &mut ConnectionManager, keys: &Keys, sold_out: &SoldOut, g: GiveBack<'_>) -> redis::RedisResult<bool> {
+    let token = g.token.to_string();
+    let returned: i64 = redis::Script::new(GIVE_BACK)
+        .key(keys.returned(&token))
+        .key(keys.token(&token))
+        .key(keys.stock(g.activity_id))
+        .key(keys.holders(g.activity_id))
+        .arg(g.quantity)
+        .arg(g.user_id)
+        .arg(g.status)
+        .arg(g.reason)
+        .arg(g.activity_id)
+        .arg(TOKEN_TTL_SECS)
+        .invoke_async(redis)
+        .await?;
+    if returned == 1 {
+        sold_out.announce(redis, g.activity_id).await?;
+    }
+    Ok(returned == 1)
+}

@@ -1,0 +1,323 @@
+//! The persister: reservations from RabbitMQ become orders in PostgreSQL. A batch is inserted in
+//! one statement, idempotently (unique token), raising `activities.sold` under its CHECK; after the
+//! commit the tokens are marked `confirmed` in Redis, and only then acknowledged. While PostgreSQL
+//! or Redis is down, the batch is held (not rejected), so the delivery limit is not burnt.
+//! Messages that keep failing reach the dead-letter queue, where `settle_dead_letter` returns
+//! their stock and marks them `failed`.
+
+use super::{
+    deadline::Deadlines,
+    giveback::{give_back, GiveBack},
+    journal::Reservation,
+};
+use crate::{
+    buy::soldout::SoldOut,
+    domain::rfc3339,
+    infra::{broker::{Broker, Topology}, keys::{Keys, TOKEN_TTL_SECS}, metrics::Metrics},
+};
+use anyhow::Context;
+use futures_util::StreamExt;
+use lapin::{message::Delivery, options::*, types::FieldTable, Channel};
+use redis::aio::ConnectionManager;
+use sqlx::PgPool;
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+const PREFETCH: u16 = 2_000;
+const MAX_BATCH: usize = 1_000;
+/// How long a batch waits for more messages once it has one.
+const LINGER: Duration = Duration::from_millis(5);
+
+#[derive(Clone)]
+pub struct Persister {
+    pub db: PgPool,
+    pub redis: ConnectionManager,
+    pub keys: Keys,
+    pub broker: Broker,
+    pub topology: Topology,
+    pub metrics: Arc<Metrics>,
+    pub sold_out: SoldOut,
+    pub deadlines: Deadlines,
+    pub consumer: String,
+}
+
+/// A persisted order, as Redis and the status endpoint show it.
+#[derive(Debug, sqlx::FromRow)]
+struct Persisted {
+    token: uuid::Uuid,
+    id: i64,
+    status: String,
+    pay_by: Option<chrono::DateTime<chrono::Utc>>,
+    payment_window_secs: i32,
+}
+
+enum Failure {
+    /// PostgreSQL or Redis unreachable: hold the batch and try again.
+    Outage(anyhow::Error),
+    /// The data itself was refused (a constraint, an unknown activity or user).
+    Refused(anyhow::Error),
+}
+
+fn classify(e: sqlx::Error) -> Failure {
+    match &e {
+        sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("23") || c.starts_with("22")) => {
+            Failure::Refused(e.into())
+        }
+        _ => Failure::Outage(e.into()),
+    }
+}
+
+async fn backoff(attempt: &mut u32) {
+    *attempt = (*attempt + 1).min(6);
+    tokio::time::sleep(Duration::from_millis(100 << *attempt)).await;
+}
+
+impl Persister {
+    pub async fn run(self) {
+        loop {
+            if let Err(e) = self.consume().await {
+                tracing::warn!(error = %format!("{e:#}"), "persister lost its channel; reconnecting");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+
+    pub async fn run_dead_letters(self) {
+        loop {
+            if let Err(e) = self.consume_dead_letters().await {
+                tracing::warn!(error = %format!("{e:#}"), "dead-letter consumer lost its channel; reconnecting");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+
+    async fn open(&self, queue: &str, tag: &str) -> anyhow::Result<(Channel, lapin::Consumer)> {
+        let channel = self.broker.channel(&self.topology).await?;
+        channel.basic_qos(PREFETCH, BasicQosOptions::default()).await?;
+        let consumer = channel
+            .basic_consume(queue.into(), format!("{}-{tag}", self.consumer).as_str().into(), BasicConsumeOptions::default(), FieldTable::default())
+            .await?;
+        Ok((channel, consumer))
+    }
+
+    async fn consume(&self) -> anyhow::Result<()> {
+        let (_channel, mut consumer) = self.open(&self.topology.reservations, "persister").await?;
+        loop {
+            let first = consumer.next().await.context("consumer ended")?.context("receiving")?;
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match tokio::time::timeout(LINGER, consumer.next()).await {
+                    Ok(Some(d)) => batch.push(d.context("receiving")?),
+                    Ok(None) => break,
+                    Err(_) => break,
+                }
+            }
+            self.handle_batch(batch).await?;
+        }
+    }
+
+    async fn handle_batch(&self, batch: Vec<Delivery>) -> anyhow::Result<()> {
+        let mut good = Vec::with_capacity(batch.len());
+        let mut reservations = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            match serde_json::from_slice::<Reservation>(&delivery.data) {
+                Ok(r) => {
+                    reservations.push(r);
+                    good.push(delivery);
+                }
+                Err(e) => {
+                    // Unreadable: no retry can help; it goes to the dead letters at once.
+                    tracing::error!(error = %e, "unreadable reservation message dead-lettered");
+                    delivery.nack(BasicNackOptions { requeue: false, ..Default::default() }).await?;
+                }
+            }
+        }
+        if reservations.is_empty() {
+            return Ok(());
+        }
+        let mut attempt = 0;
+        let refused = loop {
+            match self.write(&reservations).await {
+                Ok(missing) => break missing,
+                Err(Failure::Outage(e)) => {
+                    tracing::warn!(error = %format!("{e:#}"), batch = reservations.len(), "cannot persist now; holding the batch");
+                    backoff(&mut attempt).await;
+                }
+                Err(Failure::Refused(e)) if reservations.len() > 1 => {
+                    tracing::warn!(error = %format!("{e:#}"), "batch refused; persisting one by one");
+                    let mut refused = Vec::new();
+                    for r in &reservations {
+                        let mut attempt = 0;
+                        loop {
+                            match self.write(std::slice::from_ref(r)).await {
+                                Ok(missing) => {
+                                    refused.extend(missing);
+                                    break;
+                                }
+                                Err(Failure::Refused(e)) => {
+                                    tracing::warn!(error = %format!("{e:#}"), order.token = %r.token, "reservation refused");
+                                    refused.push(r.token);
+                                    break;
+                                }
+                                Err(Failure::Outage(_)) => backoff(&mut attempt).await,
+                            }
+                        }
+                    }
+                    break refused;
+                }
+                Err(Failure::Refused(e)) => {
+                    tracing::warn!(error = %format!("{e:#}"), order.token = %reservations[0].token, "reservation refused");
+                    break vec![reservations[0].token];
+                }
+            }
+        };
+        let refused: std::collections::HashSet<uuid::Uuid> = refused.into_iter().collect();
+        let mut last_written = None;
+        for (delivery, r) in good.into_iter().zip(&reservations) {
+            if refused.contains(&r.token) {
+                // Back to the queue; after the delivery limit it is dead-lettered.
+                delivery.nack(BasicNackOptions { requeue: true, ..Default::default() }).await?;
+            } else {
+                last_written = Some(delivery);
+            }
+        }
+        // One acknowledgement for the whole batch: `multiple` covers every delivery of this
+        // channel up to the last one written (the refused ones were handed back just above, and
+        // batches are handled one after the other).
+        if let Some(delivery) = last_written {
+            delivery.ack(BasicAckOptions { multiple: true }).await?;
+        }
+        Ok(())
+    }
+
+    /// Inserts the batch and marks its tokens in Redis; returns the tokens that could not become
+    /// orders (their activity or user does not exist).
+    async fn write(&self, batch: &[Reservation]) -> Result<Vec<uuid::Uuid>, Failure> {
+        let tokens: Vec<uuid::Uuid> = batch.iter().map(|r| r.token).collect();
+        let activities: Vec<i64> = batch.iter().map(|r| r.activity_id).collect();
+        let users: Vec<i64> = batch.iter().map(|r| r.user_id).collect();
+        let quantities: Vec<i32> = batch.iter().map(|r| r.quantity).collect();
+        let reserved: Vec<i64> = batch.iter().map(|r| r.reserved_ms).collect();
+
+        let mut tx = self.db.begin().await.map_err(classify)?;
+        let inserted: i64 = sqlx::query_scalar(
+            "WITH input AS (
+                 SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[])
+                     AS t(token, activity_id, user_id, quantity, reserved_ms)
+             ), inserted AS (
+                 INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reserved_at, pay_by)
+                 SELECT i.token, i.activity_id, i.user_id, i.quantity, a.seckill_price_cents, 'confirmed',
+                        to_timestamp(i.reserved_ms / 1000.0), now() + make_interval(secs => a.payment_window_secs)
+                 FROM input i JOIN activities a ON a.id = i.activity_id
+                 ORDER BY i.token
+                 ON CONFLICT (token) DO NOTHING
+                 RETURNING activity_id, quantity
+             ), raised AS (
+                 UPDATE activities a SET sold = a.sold + s.units
+                 FROM (SELECT activity_id, sum(quantity) AS units FROM inserted GROUP BY activity_id) s
+                 WHERE a.id = s.activity_id
+                 RETURNING 1
+             )
+             SELECT count(*) FROM inserted",
+        )
+        .bind(&tokens)
+        .bind(&activities)
+        .bind(&users)
+        .bind(&quantities)
+        .bind(&reserved)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(classify)?;
+        let rows: Vec<Persisted> =
+            sqlx::query_as(
+                "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
+                 FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
+            )
+                .bind(&tokens)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(classify)?;
+        tx.commit().await.map_err(classify)?;
+        self.metrics.persisted.inc_by(inserted as u64);
+
+        let by_token: HashMap<uuid::Uuid, &Persisted> = rows.iter().map(|p| (p.token, p)).collect();
+        let mut pipe = redis::pipe();
+        for p in &rows {
+            let key = self.keys.token(&p.token.to_string());
+            let mut fields = vec![("status", p.status.clone()), ("order_id", p.id.to_string())];
+            if let Some(pay_by) = p.pay_by {
+                fields.push(("pay_by", rfc3339(pay_by)));
+            }
+            pipe.hset_multiple(&key, &fields).ignore().expire(&key, TOKEN_TTL_SECS as i64).ignore();
+        }
+        let mut redis = self.redis.clone();
+        let marked: redis::RedisResult<()> = pipe.query_async(&mut redis).await;
+        marked.map_err(|e| Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed")))?;
+        let due: Vec<(uuid::Uuid, i32)> =
+            rows.iter().filter(|p| p.status == "confirmed").map(|p| (p.token, p.payment_window_secs)).collect();
+        self.deadlines.schedule(&due).await;
+        Ok(tokens.into_iter().filter(|t| !by_token.contains_key(t)).collect())
+    }
+
+    async fn consume_dead_letters(&self) -> anyhow::Result<()> {
+        let (_channel, mut consumer) = self.open(&self.topology.dead_letters, "dead-letters").await?;
+        while let Some(delivery) = consumer.next().await {
+            let delivery = delivery.context("receiving")?;
+            match serde_json::from_slice::<Reservation>(&delivery.data) {
+                Ok(r) => {
+                    let mut attempt = 0;
+                    while let Err(e) = self.settle_dead_letter(&r).await {
+                        tracing::warn!(error = %format!("{e:#}"), order.token = %r.token, "cannot settle dead letter yet");
+                        backoff(&mut attempt).await;
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "unreadable dead letter dropped: nothing to return"),
+            }
+            delivery.ack(BasicAckOptions::default()).await?;
+        }
+        anyhow::bail!("dead-letter consumer ended")
+    }
+
+    /// A reservation that could not be persisted: unless an order exists for its token after all,
+    /// record it `failed` and return its stock and the user's count (once, whatever is redelivered).
+    pub async fn settle_dead_letter(&self, r: &Reservation) -> anyhow::Result<()> {
+        let recorded = sqlx::query_scalar::<_, String>(
+            "INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reason, reserved_at)
+             SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5 / 1000.0)
+             FROM activities a WHERE a.id = $2
+             ON CONFLICT (token) DO UPDATE SET token = EXCLUDED.token
+             RETURNING status",
+        )
+        .bind(r.token)
+        .bind(r.activity_id)
+        .bind(r.user_id)
+        .bind(r.quantity)
+        .bind(r.reserved_ms)
+        .fetch_optional(&self.db)
+        .await;
+        let status = match recorded {
+            Ok(status) => status,
+            // The user does not exist: nothing to record in the database; Redis still gets its stock.
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23503") => None,
+            Err(e) => return Err(e.into()),
+        };
+        match status.as_deref() {
+            Some("failed") | None => {
+                let g = GiveBack {
+                    token: r.token,
+                    activity_id: r.activity_id,
+                    user_id: r.user_id,
+                    quantity: r.quantity,
+                    status: "failed",
+                    reason: "could not be persisted",
+                };
+                if give_back(&mut self.redis.clone(), &self.keys, &self.sold_out, g).await? {
+                    self.metrics.dead_lettered.inc();
+                    tracing::warn!(order.token = %r.token, activity.id = r.activity_id, "reservation failed; stock returned");
+                }
+            }
+            // An order exists for this token after all (a duplicate was persisted): nothing to return.
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
