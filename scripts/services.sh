@@ -53,6 +53,61 @@ start_redis() { # [data folder: the one of a Redis that redis-kill ended]
   echo "redis: started on 127.0.0.1:$REDIS_PORT"
 }
 
+# A Redis Cluster of 3 masters + 3 replicas on loopback (for the many-box shape and its tests;
+# `start` does not need it). A node's cluster bus listens on its port + 10000, so the ports stay
+# below 55535. Nodes keep their data and nodes.conf under .local/redis-cluster/PORT: started
+# again, they form the same cluster. Ready means every slot served and every replica in sync
+# (a master killed before its replica synced is never replaced).
+CLUSTER_BASE=${SECKILL_REDIS_CLUSTER_PORT_BASE:-47001}
+cluster_ports() { for i in 0 1 2 3 4 5; do echo $((CLUSTER_BASE + i)); done; }
+
+cluster_ready() {
+  local port info
+  for port in $(cluster_ports); do
+    info=$(redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null) || return 1
+    grep -q '^cluster_state:ok' <<<"$info" || return 1
+    if redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | grep -q '^role:slave'; then
+      redis-cli -h 127.0.0.1 -p "$port" info replication | grep -q '^master_link_status:up' || return 1
+    fi
+  done
+}
+
+start_redis_cluster() {
+  local port dir nodes=() fresh=0
+  for port in $(cluster_ports); do
+    nodes+=("127.0.0.1:$port")
+    if answers "$port"; then continue; fi
+    dir="$state/redis-cluster/$port"
+    mkdir -p "$dir"
+    [ -f "$dir/nodes.conf" ] || fresh=1
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --cluster-enabled yes \
+      --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 2000 \
+      --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+      --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+    echo "$port" >>"$state/redis-cluster.started"
+  done
+  for port in $(cluster_ports); do wait_for "redis cluster node" "$port" 30; done
+  if ((fresh)) && ! redis-cli -h 127.0.0.1 -p "$CLUSTER_BASE" cluster info | grep -q '^cluster_state:ok'; then
+    redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$state/redis-cluster-create.log"
+  fi
+  local deadline=$((SECONDS + 60))
+  until cluster_ready; do
+    if ((SECONDS > deadline)); then echo "redis cluster: not ready within 60 s (see $state/redis-cluster/)" >&2; return 1; fi
+    sleep 0.5
+  done
+  echo "redis cluster: 3 masters + 3 replicas ready on 127.0.0.1:$CLUSTER_BASE-$((CLUSTER_BASE + 5))"
+}
+
+stop_redis_cluster() {
+  [ -f "$state/redis-cluster.started" ] || return 0
+  local port pid
+  for port in $(sort -u "$state/redis-cluster.started"); do
+    pid=$(cat "$state/redis-cluster/$port/redis.pid" 2>/dev/null || true)
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  done
+  rm -f "$state/redis-cluster.started"; echo "redis cluster: stopped"
+}
+
 # The node listens on loopback only (AMQP, epmd and Erlang distribution), so a fixed cookie is
 # safe, and it lets `rabbitmqctl` from any checkout of the project reach the node.
 RABBITMQ_COOKIE=seckill-local-rabbitmq-node
@@ -93,6 +148,7 @@ start_rabbitmq() {
 }
 
 stop_all() {
+  stop_redis_cluster
   if [ -f "$state/rabbitmq.started" ]; then
     ( rabbit_env
       if ! timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1; then
@@ -159,11 +215,13 @@ mkdir -p "$state"
 case "${1:-start}" in
   start) start_postgres; start_redis; start_rabbitmq ;;
   stop) stop_all ;;
+  redis-cluster) start_redis_cluster ;;
+  redis-cluster-stop) stop_redis_cluster ;;
   rabbitmq-down) rabbitmq_app stop_app ;;
   rabbitmq-up) rabbitmq_app start_app ;;
   rabbitmq-drop-connections) rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q close_all_connections "fault test" >/dev/null ;;
   redis-kill) redis_kill ;;
   redis-start) redis_restart ;;
   postgres-restart) postgres_crash_restart ;;
-  *) echo "usage: $0 start|stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
 esac
