@@ -43,12 +43,22 @@ mod imp {
             }
             return resp.json::<R>().await.map_err(network);
         }
-        let retry_after = resp.headers().get("retry-after").and_then(|v| v.parse().ok());
-        let body = resp.json::<ErrorBody>().await.unwrap_or_else(|_| ErrorBody {
-            error: "http".into(),
-            message: format!("The server answered {status}."),
-        });
-        Err(Failure { status, body, retry_after })
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.parse().ok());
+        let body = resp
+            .json::<ErrorBody>()
+            .await
+            .unwrap_or_else(|_| ErrorBody {
+                error: "http".into(),
+                message: format!("The server answered {status}."),
+            });
+        Err(Failure {
+            status,
+            body,
+            retry_after,
+        })
     }
 
     pub async fn get<R: DeserializeOwned>(url: &str) -> Result<R, Failure> {
@@ -56,14 +66,32 @@ mod imp {
         decode(resp).await
     }
 
-    pub async fn post<B: Serialize, R: DeserializeOwned>(url: &str, body: &B) -> Result<R, Failure> {
-        let resp = Request::post(url).json(body).map_err(network)?.send().await.map_err(network)?;
+    pub async fn post<B: Serialize, R: DeserializeOwned>(
+        url: &str,
+        body: &B,
+    ) -> Result<R, Failure> {
+        let resp = Request::post(url)
+            .json(body)
+            .map_err(network)?
+            .send()
+            .await
+            .map_err(network)?;
         decode(resp).await
     }
 
     /// A POST that may be retried safely: the server answers a repeated key with its first answer.
-    pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(url: &str, body: &B, key: &str) -> Result<R, Failure> {
-        let resp = Request::post(url).header("Idempotency-Key", key).json(body).map_err(network)?.send().await.map_err(network)?;
+    pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(
+        url: &str,
+        body: &B,
+        key: &str,
+    ) -> Result<R, Failure> {
+        let resp = Request::post(url)
+            .header("Idempotency-Key", key)
+            .json(body)
+            .map_err(network)?
+            .send()
+            .await
+            .map_err(network)?;
         decode(resp).await
     }
 }
@@ -78,7 +106,10 @@ mod imp {
         Failure {
             status: 0,
             retry_after: None,
-            body: ErrorBody { error: "browser_only".into(), message: "Runs in the browser only.".into() },
+            body: ErrorBody {
+                error: "browser_only".into(),
+                message: "Runs in the browser only.".into(),
+            },
         }
     }
 
@@ -86,11 +117,18 @@ mod imp {
         Err(browser_only())
     }
 
-    pub async fn post<B: Serialize, R: DeserializeOwned>(_url: &str, _body: &B) -> Result<R, Failure> {
+    pub async fn post<B: Serialize, R: DeserializeOwned>(
+        _url: &str,
+        _body: &B,
+    ) -> Result<R, Failure> {
         Err(browser_only())
     }
 
-    pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(_url: &str, _body: &B, _key: &str) -> Result<R, Failure> {
+    pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(
+        _url: &str,
+        _body: &B,
+        _key: &str,
+    ) -> Result<R, Failure> {
         Err(browser_only())
     }
 }

@@ -14,7 +14,10 @@ pub struct ServerClock {
 
 impl ServerClock {
     pub(crate) fn provide() -> ServerClock {
-        let clock = ServerClock { offset_ms: RwSignal::new(0.0), now_ms: RwSignal::new(None) };
+        let clock = ServerClock {
+            offset_ms: RwSignal::new(0.0),
+            now_ms: RwSignal::new(None),
+        };
         provide_context(clock);
         #[cfg(feature = "hydrate")]
         Effect::new(move |_| clock.start());
@@ -36,13 +39,15 @@ impl ServerClock {
                 gloo_timers_sleep(60_000).await;
             }
         });
-        let _ = set_interval_with_handle(move || self.tick(), std::time::Duration::from_millis(250));
+        let _ =
+            set_interval_with_handle(move || self.tick(), std::time::Duration::from_millis(250));
     }
 
     #[cfg(feature = "hydrate")]
     fn tick(self) {
         if self.offset_ms.get_untracked() != 0.0 || self.now_ms.get_untracked().is_some() {
-            self.now_ms.set(Some(js_sys::Date::now() + self.offset_ms.get_untracked()));
+            self.now_ms
+                .set(Some(js_sys::Date::now() + self.offset_ms.get_untracked()));
         }
     }
 }
@@ -52,7 +57,9 @@ async fn sample() -> Option<f64> {
     let mut best: Option<(f64, f64)> = None; // (rtt, offset)
     for _ in 0..5 {
         let sent = js_sys::Date::now();
-        let Ok(t) = crate::client::get::<crate::api::ServerTime>("/api/time").await else { continue };
+        let Ok(t) = crate::client::get::<crate::api::ServerTime>("/api/time").await else {
+            continue;
+        };
         let received = js_sys::Date::now();
         let rtt = (received - sent).max(0.0);
         let offset = t.now_ms as f64 + rtt / 2.0 - received;
@@ -78,7 +85,10 @@ pub(crate) async fn gloo_timers_sleep(ms: u32) {
 /// browser (polling) check it and end when the page is left.
 #[cfg(feature = "hydrate")]
 pub(crate) fn while_mounted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
+    use std::sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    };
     let alive = Arc::new(AtomicBool::new(true));
     let flag = alive.clone();
     leptos::prelude::on_cleanup(move || flag.store(false, Ordering::Relaxed));
@@ -92,16 +102,30 @@ pub fn local_time(rfc3339: &str) -> String {
     {
         let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
         if !date.get_time().is_nan() {
-            return String::from(date.to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED));
+            return String::from(
+                date.to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED),
+            );
         }
     }
-    rfc3339.replace('T', " ").trim_end_matches('Z').split('.').next().unwrap_or(rfc3339).to_string() + " UTC"
+    rfc3339
+        .replace('T', " ")
+        .trim_end_matches('Z')
+        .split('.')
+        .next()
+        .unwrap_or(rfc3339)
+        .to_string()
+        + " UTC"
 }
 
 /// "2 d 03:04:05", "03:04:05" or "04:05".
 pub fn countdown_text(ms: f64) -> String {
     let total = (ms.max(0.0) / 1000.0).ceil() as i64;
-    let (d, h, m, s) = (total / 86_400, total % 86_400 / 3600, total % 3600 / 60, total % 60);
+    let (d, h, m, s) = (
+        total / 86_400,
+        total % 86_400 / 3600,
+        total % 3600 / 60,
+        total % 60,
+    );
     if d > 0 {
         format!("{d} d {h:02}:{m:02}:{s:02}")
     } else if h > 0 {

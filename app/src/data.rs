@@ -54,7 +54,9 @@ pub fn activities() -> Resource<Loaded<Vec<Activity>>> {
     )
 }
 
-pub fn activity(id: impl Fn() -> Option<i64> + Send + Sync + 'static) -> Resource<Loaded<Option<Activity>>> {
+pub fn activity(
+    id: impl Fn() -> Option<i64> + Send + Sync + 'static,
+) -> Resource<Loaded<Option<Activity>>> {
     Resource::new(id, move |id| {
         #[cfg(feature = "ssr")]
         {

@@ -43,7 +43,9 @@ pub struct Assets {
 /// captcha) and any http(s) origin (merchants' product images), no plugins, no framing, forms and
 /// `<base>` only to this site.
 pub fn page_policy(nonce: &str, asset_root: &str) -> String {
-    let cdn = asset_origin(asset_root).map(|o| format!(" {o}")).unwrap_or_default();
+    let cdn = asset_origin(asset_root)
+        .map(|o| format!(" {o}"))
+        .unwrap_or_default();
     format!(
         "default-src 'self'; script-src 'self'{cdn} 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'{cdn}; \
          img-src 'self' data: https: http:; connect-src 'self'{cdn}; font-src 'self'{cdn}; object-src 'none'; \
@@ -53,18 +55,25 @@ pub fn page_policy(nonce: &str, asset_root: &str) -> String {
 
 /// `https://cdn.example.com` of `https://cdn.example.com/site/v1`; none for a relative root.
 fn asset_origin(root: &str) -> Option<&str> {
-    let rest = root.strip_prefix("https://").or_else(|| root.strip_prefix("http://"))?;
+    let rest = root
+        .strip_prefix("https://")
+        .or_else(|| root.strip_prefix("http://"))?;
     let host_len = rest.find('/').unwrap_or(rest.len());
     let origin = &root[..root.len() - rest.len() + host_len];
     // Only characters of a host and port: nothing that could end the directive.
-    let clean = rest[..host_len].bytes().all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+    let clean = rest[..host_len]
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
     (clean && host_len > 0).then_some(origin)
 }
 
 /// The HTML document around the app; the server renders it for every page.
 pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
     #[cfg(feature = "ssr")]
-    if let (Some(nonce), Some(resp)) = (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>()) {
+    if let (Some(nonce), Some(resp)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) {
         if let Ok(value) = http::HeaderValue::from_str(&page_policy(&nonce, &assets.root)) {
             resp.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
         }
@@ -93,12 +102,26 @@ mod tests {
     #[test]
     fn the_page_policy_allows_the_nonce_wasm_and_the_asset_origin_only() {
         let csp = super::page_policy("abc123", "");
-        assert!(csp.contains("script-src 'self' 'nonce-abc123' 'wasm-unsafe-eval';"), "{csp}");
+        assert!(
+            csp.contains("script-src 'self' 'nonce-abc123' 'wasm-unsafe-eval';"),
+            "{csp}"
+        );
         assert!(!csp.contains("'unsafe-inline'"), "{csp}");
         let cdn = super::page_policy("n", "https://cdn.example.com/site/v1");
-        assert!(cdn.contains("script-src 'self' https://cdn.example.com 'nonce-n'"), "{cdn}");
-        assert!(cdn.contains("connect-src 'self' https://cdn.example.com;"), "{cdn}");
-        for odd in ["/static", "ftp://x", "https://", "https://evil.example; script-src *"] {
+        assert!(
+            cdn.contains("script-src 'self' https://cdn.example.com 'nonce-n'"),
+            "{cdn}"
+        );
+        assert!(
+            cdn.contains("connect-src 'self' https://cdn.example.com;"),
+            "{cdn}"
+        );
+        for odd in [
+            "/static",
+            "ftp://x",
+            "https://",
+            "https://evil.example; script-src *",
+        ] {
             let csp = super::page_policy("n", odd);
             assert!(csp.contains("script-src 'self' 'nonce-n'"), "{odd}: {csp}");
         }

@@ -14,7 +14,10 @@ pub struct Session {
 
 impl Session {
     pub(crate) fn provide() -> Session {
-        let session = Session { user: RwSignal::new(None), hydrated: RwSignal::new(false) };
+        let session = Session {
+            user: RwSignal::new(None),
+            hydrated: RwSignal::new(false),
+        };
         provide_context(session);
         // Effects run in the browser only, after hydration.
         Effect::new(move |_| {

@@ -16,8 +16,17 @@ fn rank(room: &str) -> usize {
 /// The first segment after each `crate::` of a source file (comments skipped): `crate::buy::x`
 /// names `buy`; `crate::{buy::x, infra::{y, z}}` names `buy` and `infra`.
 fn imported_rooms(source: &str) -> Vec<String> {
-    let code: String = source.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-    let ident = |s: &str| -> String { s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let code: String = source
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
     let mut rooms = Vec::new();
     let mut rest = code.as_str();
     while let Some(at) = rest.find("crate::") {
@@ -52,9 +61,11 @@ fn violations(room: &str, is_mod: bool, source: &str) -> Vec<String> {
         .filter(|other| other != room && rank(other) > rank(room))
         .map(|other| format!("imports `crate::{other}`, which is above `{room}`"))
         .collect();
-    let escapes = source.lines().map(str::trim_start).filter(|l| !l.starts_with("//")).any(|l| {
-        l.contains("super::super") || (is_mod && l.contains("super::"))
-    });
+    let escapes = source
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| !l.starts_with("//"))
+        .any(|l| l.contains("super::super") || (is_mod && l.contains("super::")));
     if escapes {
         found.push("climbs out of its folder with `super::`; name the room with `crate::`".into());
     }
@@ -83,47 +94,92 @@ fn no_room_imports_a_room_above_it() {
         assert!(!files.is_empty(), "src/{room} has no files");
         for file in files {
             let source = std::fs::read_to_string(&file).expect("a source file reads");
-            let is_mod = file.file_name().is_some_and(|n| n == "mod.rs") && file.parent() == Some(&src.join(room));
+            let is_mod = file.file_name().is_some_and(|n| n == "mod.rs")
+                && file.parent() == Some(&src.join(room));
             for v in violations(room, is_mod, &source) {
-                problems.push(format!("{}: {v}", file.strip_prefix(&src).unwrap_or(&file).display()));
+                problems.push(format!(
+                    "{}: {v}",
+                    file.strip_prefix(&src).unwrap_or(&file).display()
+                ));
             }
             checked += 1;
         }
     }
     assert!(checked > 20, "only {checked} files checked");
-    assert!(problems.is_empty(), "imports against the direction of the house:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "imports against the direction of the house:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn the_check_catches_each_kind_of_wrong_import() {
     assert!(violations("infra", false, "use crate::http::error::status;").len() == 1);
     assert!(violations("infra", false, "let x = crate::buy::gate::Gate::new();").len() == 1);
-    assert!(violations("domain", false, "use crate::{\n    infra::keys::Keys,\n    state::AppState,\n};").len() == 1);
-    assert!(violations("buy", false, "use crate::{domain::{ApiError, x}, pipeline::journal::Reservation};").len() == 1);
+    assert!(
+        violations(
+            "domain",
+            false,
+            "use crate::{\n    infra::keys::Keys,\n    state::AppState,\n};"
+        )
+        .len()
+            == 1
+    );
+    assert!(
+        violations(
+            "buy",
+            false,
+            "use crate::{domain::{ApiError, x}, pipeline::journal::Reservation};"
+        )
+        .len()
+            == 1
+    );
     assert!(violations("http", false, "use crate::{http::x, state::AppState};").len() == 1);
     assert!(!violations("pipeline", false, "use super::super::http::session;").is_empty());
     assert!(!violations("infra", true, "use super::Config;").is_empty());
     assert!(violations("http", false, "use crate::{\n    buy::gate::Gate,\n    domain::{activity::{a, b}, rfc3339, ApiError},\n};\nuse super::input::AppJson;").is_empty());
-    assert!(violations("infra", false, "//! Unlike `crate::http`, this knows no requests.").is_empty());
+    assert!(violations(
+        "infra",
+        false,
+        "//! Unlike `crate::http`, this knows no requests."
+    )
+    .is_empty());
 }
 
 /// ARCHITECTURE.md walks one buy file by file: every path it names must exist, so the map
 /// breaks loudly when a file moves.
 #[test]
 fn the_architecture_map_names_real_files() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace");
     let map = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md reads");
     let named: Vec<&str> = map
         .split('`')
         .skip(1)
         .step_by(2)
-        .filter(|p| ["server/", "app/", "migrations/", "frontend/"].iter().any(|top| p.starts_with(top)))
+        .filter(|p| {
+            ["server/", "app/", "migrations/", "frontend/"]
+                .iter()
+                .any(|top| p.starts_with(top))
+        })
         .collect();
-    assert!(named.len() >= 20, "the map names only {} files", named.len());
+    assert!(
+        named.len() >= 20,
+        "the map names only {} files",
+        named.len()
+    );
     let missing: Vec<&&str> = named.iter().filter(|p| !root.join(p).exists()).collect();
-    assert!(missing.is_empty(), "ARCHITECTURE.md names files that do not exist: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names files that do not exist: {missing:?}"
+    );
     // Every step of the buy (a numbered item and its continuation lines) names at least one file.
-    let walk = map.split("## One buy, step by step").nth(1).expect("the walk through one buy");
+    let walk = map
+        .split("## One buy, step by step")
+        .nth(1)
+        .expect("the walk through one buy");
     let mut steps: Vec<String> = Vec::new();
     for line in walk.lines() {
         if line.chars().next().is_some_and(|c| c.is_ascii_digit()) {
@@ -134,6 +190,9 @@ fn the_architecture_map_names_real_files() {
     }
     assert!(steps.len() >= 8, "the walk has {} steps", steps.len());
     for step in &steps {
-        assert!(step.contains("`server/") || step.contains("`app/"), "a step names no file: {step}");
+        assert!(
+            step.contains("`server/") || step.contains("`app/"),
+            "a step names no file: {step}"
+        );
     }
 }

@@ -91,7 +91,18 @@ async fn run(command: Command) -> anyhow::Result<()> {
             startup::shutdown_signal().await;
             Ok(())
         }
-        Command::Crowd { base_url, users, stock, per_user_limit, concurrency, lead_secs, no_settle, activity_id, rate, retry_secs } => {
+        Command::Crowd {
+            base_url,
+            users,
+            stock,
+            per_user_limit,
+            concurrency,
+            lead_secs,
+            no_settle,
+            activity_id,
+            rate,
+            retry_secs,
+        } => {
             let settle = !no_settle;
             let opts = server::crowd::CrowdOptions {
                 base_urls: base_url,
@@ -108,16 +119,27 @@ async fn run(command: Command) -> anyhow::Result<()> {
             };
             let report = server::crowd::run(&config, &opts).await?;
             report.print();
-            anyhow::ensure!(!settle || report.invariants_hold(), "the invariants did not hold");
+            anyhow::ensure!(
+                !settle || report.invariants_hold(),
+                "the invariants did not hold"
+            );
             Ok(())
         }
         Command::Reconcile => {
             let state = server::state::AppState::connect(config).await?;
             let report = state.reconciler.reconcile().await?;
-            println!("{:>10} {:>10} {:>10} {:>8} {:>9}", "activity", "redis", "expected", "drift", "repaired");
+            println!(
+                "{:>10} {:>10} {:>10} {:>8} {:>9}",
+                "activity", "redis", "expected", "drift", "repaired"
+            );
             for d in &report {
-                let redis = d.redis_remaining.map_or("missing".to_string(), |r| r.to_string());
-                println!("{:>10} {:>10} {:>10} {:>8} {:>9}", d.activity_id, redis, d.expected, d.drift, d.repaired);
+                let redis = d
+                    .redis_remaining
+                    .map_or("missing".to_string(), |r| r.to_string());
+                println!(
+                    "{:>10} {:>10} {:>10} {:>8} {:>9}",
+                    d.activity_id, redis, d.expected, d.drift, d.repaired
+                );
             }
             let drifting = report.iter().filter(|d| d.drift != 0).count();
             println!("{} live activities, {drifting} drifting", report.len());
@@ -134,7 +156,9 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 Ok(p) => p,
                 Err(_) => {
                     let mut p = String::new();
-                    std::io::stdin().read_to_string(&mut p).context("reading the password from stdin")?;
+                    std::io::stdin()
+                        .read_to_string(&mut p)
+                        .context("reading the password from stdin")?;
                     p.trim_end_matches(['\r', '\n']).to_string()
                 }
             };

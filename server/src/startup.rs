@@ -62,25 +62,40 @@ impl AppState {
 
         if let Some((user, password)) = &config.admin {
             match account::create_merchant(&db, user, password).await? {
-                Some(m) => tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created"),
+                Some(m) => {
+                    tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created")
+                }
                 None => tracing::info!(merchant.username = %user, "merchant already exists"),
             }
             if config.demo {
                 if let Some(id) = activity::create_demo(&db, user).await? {
-                    tracing::info!(activity.id = id, "demo sale created; it starts in 3 minutes");
+                    tracing::info!(
+                        activity.id = id,
+                        "demo sale created; it starts in 3 minutes"
+                    );
                 }
             }
         }
 
         let site = site::Site::load(&config);
         let keys = Keys::new(&config.redis_prefix);
-        let handle = Redis { conn: redis.clone(), keys: keys.clone() };
+        let handle = Redis {
+            conn: redis.clone(),
+            keys: keys.clone(),
+        };
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
         let metrics = Metrics::new();
         let activities = ActivityCache::default();
         let attempts = Attempts::default();
-        let deadlines = Deadlines::new(db.clone(), redis.clone(), keys.clone(), sold_out.clone(), broker.clone(), topology.clone());
+        let deadlines = Deadlines::new(
+            db.clone(),
+            redis.clone(),
+            keys.clone(),
+            sold_out.clone(),
+            broker.clone(),
+            topology.clone(),
+        );
         let gate = Gate::new(
             config.gate,
             &config.secret.0,
@@ -101,7 +116,11 @@ impl AppState {
             metrics: metrics.clone(),
         };
         Ok(AppState::new(Shared {
-            sessions: Arc::new(SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)),
+            sessions: Arc::new(SessionKeys::new(
+                &config.secret.0,
+                config.session_ttl,
+                config.cookie_secure,
+            )),
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
             gate: Arc::new(gate),
@@ -157,7 +176,11 @@ impl AppState {
         tokio::spawn(persister.run_dead_letters());
         tokio::spawn(self.deadlines.clone().run_timeouts(instance));
         tokio::spawn(self.deadlines.clone().run_sweeper(self.config.sweep_every));
-        tokio::spawn(self.reconciler.clone().run_periodically(Duration::from_secs(10)));
+        tokio::spawn(
+            self.reconciler
+                .clone()
+                .run_periodically(Duration::from_secs(10)),
+        );
         Ok(())
     }
 }
@@ -167,29 +190,46 @@ impl Application {
         let state = AppState::connect(config).await?;
         state.reconciler.warm().await?;
         tokio::spawn(state.sold_out.clone().listen(state.redis_client.clone()));
-        tokio::spawn(state.attempts.clone().run(state.redis.clone(), state.keys.clone()));
+        tokio::spawn(
+            state
+                .attempts
+                .clone()
+                .run(state.redis.clone(), state.keys.clone()),
+        );
         if state.config.run_workers {
             state.spawn_workers().await?;
         }
         let listener = TcpListener::bind(state.config.addr)
             .await
             .with_context(|| format!("binding {}", state.config.addr))?;
-        Ok(Application { router: router(state.clone()), listener, state })
+        Ok(Application {
+            router: router(state.clone()),
+            listener,
+            state,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in flight (at most 30 s).
     /// Each connection must send its request head within `header_read_timeout`, so clients that
     /// trickle headers cannot hold connections (axum::serve sets no such limit); the request
     /// timeout layer bounds the rest.
-    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
         use hyper_util::rt::{TokioIo, TokioTimer};
-        let mut make_service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let mut make_service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
         let mut http = hyper::server::conn::http1::Builder::new();
-        http.timer(TokioTimer::new()).header_read_timeout(self.state.config.header_read_timeout);
+        http.timer(TokioTimer::new())
+            .header_read_timeout(self.state.config.header_read_timeout);
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -210,9 +250,9 @@ impl Application {
                 Ok(service) => service,
                 Err(never) => match never {},
             };
-            let service = hyper_util::service::TowerToHyperService::new(
-                service.map_request(|req: axum::http::Request<hyper::body::Incoming>| req.map(axum::body::Body::new)),
-            );
+            let service = hyper_util::service::TowerToHyperService::new(service.map_request(
+                |req: axum::http::Request<hyper::body::Incoming>| req.map(axum::body::Body::new),
+            ));
             let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
@@ -220,7 +260,10 @@ impl Application {
                 }
             });
         }
-        if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown()).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown())
+            .await
+            .is_err()
+        {
             tracing::warn!("requests still in flight 30 s after the shutdown signal; closing");
         }
         Ok(())
@@ -243,26 +286,48 @@ fn router(state: AppState) -> Router {
     let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
     let shell = move |options| app::shell(options, assets.clone());
     let storefront = site::storefront(state.db.clone());
-    let pkg_cache = if state.hashed_assets { site::IMMUTABLE } else { "no-cache" };
+    let pkg_cache = if state.hashed_assets {
+        site::IMMUTABLE
+    } else {
+        "no-cache"
+    };
     let pkg = ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(pkg_cache)))
-        .service(ServeDir::new(site.join("pkg")).precompressed_br().precompressed_gzip());
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(pkg_cache),
+        ))
+        .service(
+            ServeDir::new(site.join("pkg"))
+                .precompressed_br()
+                .precompressed_gzip(),
+        );
 
     Router::new()
         .nest("/api", api)
         .merge(http::ops::router())
-        .leptos_routes_with_context(&state, routes, move || provide_context(storefront.clone()), {
-            let shell = shell.clone();
-            move || shell(leptos.clone())
-        })
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(storefront.clone()),
+            {
+                let shell = shell.clone();
+                move || shell(leptos.clone())
+            },
+        )
         .nest_service("/pkg", pkg)
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(middleware::from_fn_with_state(state.sessions.clone(), http::admin::guard_pages))
+        .layer(middleware::from_fn_with_state(
+            state.sessions.clone(),
+            http::admin::guard_pages,
+        ))
         .layer(middleware::from_fn(site::html_cache_policy))
         .layer(middleware::from_fn(site::security_headers))
         .layer(CompressionLayer::new())
-        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            state.config.request_timeout,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -2,7 +2,10 @@
 //! it. Built once by `AppState::connect` (`startup.rs`); cheap to clone.
 
 use crate::{
-    buy::{activities::ActivityCache, attempts::Attempts, gate::Gate, soldout::SoldOut, throttle::LoginThrottle},
+    buy::{
+        activities::ActivityCache, attempts::Attempts, gate::Gate, soldout::SoldOut,
+        throttle::LoginThrottle,
+    },
     domain::{password::Passwords, payment::PaymentProvider},
     http::session::SessionKeys,
     infra::{
@@ -67,7 +70,10 @@ pub struct Shared {
 impl Shared {
     /// The Redis handle the domain, buy and pipeline rooms take.
     pub fn redis(&self) -> Redis {
-        Redis { conn: self.redis.clone(), keys: self.keys.clone() }
+        Redis {
+            conn: self.redis.clone(),
+            keys: self.keys.clone(),
+        }
     }
 }
 

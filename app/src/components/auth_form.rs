@@ -23,10 +23,12 @@ impl AuthMode {
     }
 }
 
-
 /// Only a path on this site may follow a sign-in (`?next=`): never another origin.
 pub fn is_local_path(p: &str) -> bool {
-    p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') && !p.chars().any(char::is_control)
+    p.starts_with('/')
+        && !p.starts_with("//")
+        && !p.contains('\\')
+        && !p.chars().any(char::is_control)
 }
 
 #[component]
@@ -48,7 +50,10 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
         }
         busy.set(true);
         error.set(None);
-        let creds = Credentials { username: username.get_untracked(), password: password.get_untracked() };
+        let creds = Credentials {
+            username: username.get_untracked(),
+            password: password.get_untracked(),
+        };
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
             let url = match mode {
@@ -58,7 +63,9 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
             match client::post::<_, User>(url, &creds).await {
                 Ok(user) => {
                     session.user.set(Some(Some(user)));
-                    let next = query.with_untracked(|q| q.get("next")).filter(|n| is_local_path(n));
+                    let next = query
+                        .with_untracked(|q| q.get("next"))
+                        .filter(|n| is_local_path(n));
                     navigate(next.as_deref().unwrap_or("/"), Default::default());
                 }
                 Err(failure) => error.set(Some(failure.message())),
@@ -68,12 +75,22 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     };
 
     let (heading, action, other) = match mode {
-        AuthMode::Login => ("Sign in", "Sign in", view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any()),
-        AuthMode::Register => ("Create an account", "Create account", view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any()),
+        AuthMode::Login => (
+            "Sign in",
+            "Sign in",
+            view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any(),
+        ),
+        AuthMode::Register => (
+            "Create an account",
+            "Create account",
+            view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any(),
+        ),
     };
     let password_hint = match mode {
         AuthMode::Login => None,
-        AuthMode::Register => Some(view! { <small id="password-hint">"8 to 128 characters."</small> }),
+        AuthMode::Register => {
+            Some(view! { <small id="password-hint">"8 to 128 characters."</small> })
+        }
     };
 
     view! {
@@ -139,7 +156,14 @@ mod tests {
         for ok in ["/", "/admin", "/admin/activities/3?x=1"] {
             assert!(super::is_local_path(ok), "{ok}");
         }
-        for bad in ["", "admin", "//evil.example", "/\\evil.example", "https://evil.example", "/\nx"] {
+        for bad in [
+            "",
+            "admin",
+            "//evil.example",
+            "/\\evil.example",
+            "https://evil.example",
+            "/\nx",
+        ] {
             assert!(!super::is_local_path(bad), "{bad}");
         }
     }

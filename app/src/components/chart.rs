@@ -17,7 +17,6 @@ pub struct Sample {
 #[cfg(feature = "hydrate")]
 pub const KEEP_SAMPLES: usize = 600;
 
-
 /// Remaining stock and units sold over the last minutes, drawn with plotters on a canvas.
 #[component]
 pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
@@ -53,7 +52,13 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
     let last = data.last().map_or(0.0, |s| s.at_ms);
     let first = data.first().map_or(0.0, |s| s.at_ms);
     let span = ((last - first) / 1000.0).max(10.0);
-    let top = data.iter().map(|s| s.remaining.max(s.sold)).max().unwrap_or(1).max(1) as f64 * 1.1;
+    let top = data
+        .iter()
+        .map(|s| s.remaining.max(s.sold))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64
+        * 1.1;
     let mut chart = ChartBuilder::on(&root)
         .margin(10)
         .x_label_area_size(30)
@@ -72,10 +77,16 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
     let remaining_color = RGBColor(37, 99, 235);
     let sold_color = RGBColor(22, 163, 74);
     chart
-        .draw_series(LineSeries::new(data.iter().map(|s| (at(s), s.remaining as f64)), remaining_color.stroke_width(2)))
+        .draw_series(LineSeries::new(
+            data.iter().map(|s| (at(s), s.remaining as f64)),
+            remaining_color.stroke_width(2),
+        ))
         .map_err(|e| e.to_string())?;
     chart
-        .draw_series(LineSeries::new(data.iter().map(|s| (at(s), s.sold as f64)), sold_color.stroke_width(2)))
+        .draw_series(LineSeries::new(
+            data.iter().map(|s| (at(s), s.sold as f64)),
+            sold_color.stroke_width(2),
+        ))
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
 }

@@ -17,7 +17,8 @@ pub enum Phase {
 }
 
 pub fn phase(a: &Activity, now: Option<f64>) -> (Phase, f64) {
-    let (Some(now), Some(starts), Some(ends)) = (now, parse_ms(&a.starts_at), parse_ms(&a.ends_at)) else {
+    let (Some(now), Some(starts), Some(ends)) = (now, parse_ms(&a.starts_at), parse_ms(&a.ends_at))
+    else {
         return (Phase::Unknown, 0.0);
     };
     if now < starts {

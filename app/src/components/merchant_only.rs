@@ -20,7 +20,12 @@ fn viewer() -> Resource<Option<Role>> {
                 async move { role }
             }
             #[cfg(not(feature = "ssr"))]
-            crate::data::browser(async move { crate::client::get::<crate::api::User>("/api/me").await.ok().map(|u| u.role) })
+            crate::data::browser(async move {
+                crate::client::get::<crate::api::User>("/api/me")
+                    .await
+                    .ok()
+                    .map(|u| u.role)
+            })
         },
     )
 }
@@ -63,7 +68,10 @@ fn SignInFirst() -> impl IntoView {
     {
         let navigate = leptos_router::hooks::use_navigate();
         Effect::new(move |_| {
-            let here = window().location().pathname().unwrap_or_else(|_| "/admin".into());
+            let here = window()
+                .location()
+                .pathname()
+                .unwrap_or_else(|_| "/admin".into());
             let next = String::from(js_sys::encode_uri_component(&here));
             navigate(&format!("/login?next={next}"), Default::default());
         });

@@ -89,13 +89,15 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
         leptos::task::spawn_local(async move {
             match client::post::<_, PaymentResult>(&format!("/api/orders/{token}/pay"), &()).await {
                 Ok(_) => {
-                    if let Ok(s) = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await {
+                    if let Ok(s) = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await
+                    {
                         record(s);
                     }
                 }
                 Err(f) => {
                     error.set(Some(f.message()));
-                    if let Ok(s) = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await {
+                    if let Ok(s) = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await
+                    {
                         record(s);
                     }
                 }
@@ -110,7 +112,11 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
             return None;
         }
         let left = parse_ms(s.pay_by.as_deref()?)? - clock.now_ms.get()?;
-        Some(if left > 0.0 { format!("Pay within {}", countdown_text(left)) } else { "The payment window has closed".into() })
+        Some(if left > 0.0 {
+            format!("Pay within {}", countdown_text(left))
+        } else {
+            "The payment window has closed".into()
+        })
     };
 
     view! {

@@ -14,7 +14,11 @@ pub fn poll_remaining(id: i64) -> RwSignal<Option<i64>> {
             let alive = alive.clone();
             leptos::task::spawn_local(async move {
                 while alive.load(std::sync::atomic::Ordering::Relaxed) {
-                    if let Ok(r) = crate::client::get::<crate::api::Remaining>(&format!("/api/activities/{id}/stock")).await {
+                    if let Ok(r) = crate::client::get::<crate::api::Remaining>(&format!(
+                        "/api/activities/{id}/stock"
+                    ))
+                    .await
+                    {
                         remaining.try_set(Some(r.remaining));
                     }
                     crate::clock::gloo_timers_sleep(2_000).await;
@@ -28,7 +32,11 @@ pub fn poll_remaining(id: i64) -> RwSignal<Option<i64>> {
 }
 
 #[component]
-pub fn StockLeft(remaining: RwSignal<Option<i64>>, total: i64, per_user_limit: i32) -> impl IntoView {
+pub fn StockLeft(
+    remaining: RwSignal<Option<i64>>,
+    total: i64,
+    per_user_limit: i32,
+) -> impl IntoView {
     view! {
         <p class="muted">
             "Stock left: "

@@ -38,7 +38,8 @@ pub fn ActivityTable() -> impl IntoView {
             let alive = alive.clone();
             leptos::task::spawn_local(async move {
                 while alive.load(std::sync::atomic::Ordering::Relaxed) {
-                    let got = client::get::<crate::api::AdminActivityList>("/api/admin/activities").await;
+                    let got =
+                        client::get::<crate::api::AdminActivityList>("/api/admin/activities").await;
                     if !alive.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }

@@ -1,8 +1,8 @@
 //! `/orders`: the shopper's orders, newest first.
 
+use crate::api::OrderStatus;
 #[cfg(feature = "hydrate")]
 use crate::client;
-use crate::api::OrderStatus;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -12,9 +12,16 @@ pub fn OrdersPage() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            let r = client::get::<crate::api::OrderList>("/api/orders").await.map(|l| l.orders).map_err(|f| {
-                if f.status == 401 { "Sign in to see your orders.".to_string() } else { f.message() }
-            });
+            let r = client::get::<crate::api::OrderList>("/api/orders")
+                .await
+                .map(|l| l.orders)
+                .map_err(|f| {
+                    if f.status == 401 {
+                        "Sign in to see your orders.".to_string()
+                    } else {
+                        f.message()
+                    }
+                });
             orders.set(Some(r));
         });
     });

@@ -23,7 +23,12 @@ use leptos_router::hooks::use_params_map;
 #[component]
 pub fn ActivityPage() -> impl IntoView {
     let params = use_params_map();
-    let id = move || params.read().get("id").and_then(|id| id.parse::<i64>().ok());
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|id| id.parse::<i64>().ok())
+    };
     let activity = data::activity(id);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
@@ -124,7 +129,12 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
     });
 
     let clock = ServerClock::get();
-    let waiting = move || wait_until.get().zip(clock.now_ms.get()).is_some_and(|(until, now)| now < until);
+    let waiting = move || {
+        wait_until
+            .get()
+            .zip(clock.now_ms.get())
+            .is_some_and(|(until, now)| now < until)
+    };
     let can_buy = move || {
         !busy.get()
             && !closed.get()
@@ -141,23 +151,44 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
         busy.set(true);
         message.set(None);
         let key = new_key();
-        let body = buy_request(path.get_untracked().unwrap_or_default(), needs_captcha.then(|| captcha.get_untracked().map(|c| c.id)).flatten(), answer.get_untracked(), quantity.get_untracked());
+        let body = buy_request(
+            path.get_untracked().unwrap_or_default(),
+            needs_captcha
+                .then(|| captcha.get_untracked().map(|c| c.id))
+                .flatten(),
+            answer.get_untracked(),
+            quantity.get_untracked(),
+        );
         leptos::task::spawn_local(async move {
             let mut attempt = 0u32;
             loop {
-                let result = client::post_with_key::<_, Reservation>(&format!("/api/activities/{id}/buy"), &body, &key).await;
+                let result = client::post_with_key::<_, Reservation>(
+                    &format!("/api/activities/{id}/buy"),
+                    &body,
+                    &key,
+                )
+                .await;
                 match result {
                     Ok(r) => {
                         reservation.set(Some(r));
-                        remaining.update(|n| if let Some(n) = n { *n = (*n - 1).max(0) });
+                        remaining.update(|n| {
+                            if let Some(n) = n {
+                                *n = (*n - 1).max(0)
+                            }
+                        });
                         break;
                     }
                     // Overloaded or unreachable: retry with the same key, backing off.
                     Err(f) if (f.status == 503 || f.status == 0) && attempt < 5 => {
                         attempt += 1;
-                        message.set(Some(format!("The sale is very busy; retrying ({attempt})…")));
+                        message.set(Some(format!(
+                            "The sale is very busy; retrying ({attempt})…"
+                        )));
                         #[cfg(feature = "hydrate")]
-                        crate::clock::gloo_timers_sleep(f.retry_after.unwrap_or(1) as u32 * 1000 * attempt).await;
+                        crate::clock::gloo_timers_sleep(
+                            f.retry_after.unwrap_or(1) as u32 * 1000 * attempt,
+                        )
+                        .await;
                     }
                     Err(f) => {
                         let text = match f.body.error.as_str() {
@@ -179,14 +210,21 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
                             }
                             "rate_limited" | "blocked" | "overloaded" => {
                                 let secs = f.retry_after.unwrap_or(1);
-                                wait_until.set(clock.now_ms.get_untracked().map(|n| n + secs as f64 * 1000.0));
+                                wait_until.set(
+                                    clock
+                                        .now_ms
+                                        .get_untracked()
+                                        .map(|n| n + secs as f64 * 1000.0),
+                                );
                                 format!("Too many attempts — you can try again in {secs} s.")
                             }
                             "bad_path" | "not_started" => {
                                 load_path();
                                 "Please try again.".to_string()
                             }
-                            "paused" => "The sale is paused for a moment; try again shortly.".to_string(),
+                            "paused" => {
+                                "The sale is paused for a moment; try again shortly.".to_string()
+                            }
                             "unauthenticated" => "Please sign in again.".to_string(),
                             _ => f.message(),
                         };
@@ -223,7 +261,12 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
     }
 }
 
-fn buy_request(path: String, captcha_id: Option<String>, answer: String, quantity: i64) -> crate::api::BuyRequest {
+fn buy_request(
+    path: String,
+    captcha_id: Option<String>,
+    answer: String,
+    quantity: i64,
+) -> crate::api::BuyRequest {
     crate::api::BuyRequest {
         path,
         captcha_answer: captcha_id.as_ref().map(|_| answer.trim().to_string()),

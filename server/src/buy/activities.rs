@@ -32,7 +32,9 @@ impl ActivityCache {
             Ok(row) => row.map(Arc::new),
             // PostgreSQL is down or restarting: the sale goes on with what this instance last
             // read (Redis decides the buy; the row only gives its window, limit and captcha rule).
-            Err(e @ ApiError::Unavailable { .. }) => return self.stale(id).ok_or(e)?.ok_or(ApiError::NotFound),
+            Err(e @ ApiError::Unavailable { .. }) => {
+                return self.stale(id).ok_or(e)?.ok_or(ApiError::NotFound)
+            }
             Err(e) => return Err(e),
         };
         let mut entries = self.entries.write().expect("cache lock");
@@ -45,7 +47,10 @@ impl ActivityCache {
 
     /// The last row read, however old (`Some(None)`: it was known not to exist).
     fn stale(&self, id: i64) -> Option<Option<Arc<ActivityRow>>> {
-        self.entries.read().expect("cache lock").get(&id).map(|(_, row)| row.clone())
+        self.entries
+            .read()
+            .expect("cache lock")
+            .get(&id)
+            .map(|(_, row)| row.clone())
     }
 }
-

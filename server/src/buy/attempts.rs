@@ -25,7 +25,12 @@ impl Attempts {
     /// Counts one buy attempt on `activity` now.
     pub fn record(&self, activity: i64) {
         let second = chrono::Utc::now().timestamp();
-        *self.counts.lock().expect("attempts lock").entry((activity, second)).or_default() += 1;
+        *self
+            .counts
+            .lock()
+            .expect("attempts lock")
+            .entry((activity, second))
+            .or_default() += 1;
     }
 
     fn take(&self) -> HashMap<(i64, i64), u64> {
@@ -33,7 +38,11 @@ impl Attempts {
     }
 
     /// Writes this instance's counts to Redis; on failure they are kept for the next flush.
-    pub async fn flush(&self, redis: &mut ConnectionManager, keys: &Keys) -> redis::RedisResult<()> {
+    pub async fn flush(
+        &self,
+        redis: &mut ConnectionManager,
+        keys: &Keys,
+    ) -> redis::RedisResult<()> {
         let counts = self.take();
         if counts.is_empty() {
             return Ok(());
@@ -41,7 +50,14 @@ impl Attempts {
         let mut pipe = redis::pipe();
         for (&(activity, second), &n) in &counts {
             let key = keys.attempts(activity, second);
-            pipe.cmd("INCRBY").arg(&key).arg(n).ignore().cmd("EXPIRE").arg(&key).arg(KEEP_SECS).ignore();
+            pipe.cmd("INCRBY")
+                .arg(&key)
+                .arg(n)
+                .ignore()
+                .cmd("EXPIRE")
+                .arg(&key)
+                .arg(KEEP_SECS)
+                .ignore();
         }
         if let Err(e) = pipe.query_async::<()>(redis).await {
             let oldest = chrono::Utc::now().timestamp() - KEEP_SECS;
@@ -68,8 +84,15 @@ impl Attempts {
 }
 
 /// Buy attempts on `activity` during the last complete second, over all instances.
-pub async fn last_second(redis: &mut ConnectionManager, keys: &Keys, activity: i64) -> redis::RedisResult<i64> {
+pub async fn last_second(
+    redis: &mut ConnectionManager,
+    keys: &Keys,
+    activity: i64,
+) -> redis::RedisResult<i64> {
     let second = chrono::Utc::now().timestamp() - 1;
-    let n: Option<i64> = redis::cmd("GET").arg(keys.attempts(activity, second)).query_async(redis).await?;
+    let n: Option<i64> = redis::cmd("GET")
+        .arg(keys.attempts(activity, second))
+        .query_async(redis)
+        .await?;
     Ok(n.unwrap_or(0))
 }

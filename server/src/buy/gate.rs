@@ -44,7 +44,10 @@ impl BuyPaths {
 
     pub fn is_valid(&self, path: &str, user: i64, activity: i64) -> bool {
         match B64.decode(path) {
-            Ok(bytes) if bytes.len() == 18 => self.mac(user, activity).verify_truncated_left(&bytes).is_ok(),
+            Ok(bytes) if bytes.len() == 18 => self
+                .mac(user, activity)
+                .verify_truncated_left(&bytes)
+                .is_ok(),
             _ => false,
         }
     }
@@ -95,7 +98,14 @@ impl Gate {
     }
 
     /// Decides one buy: the reservation token, or why not.
-    pub async fn decide(&self, user: i64, ip: IpAddr, id: i64, idempotency: Option<String>, req: BuyRequest) -> ApiResult<String> {
+    pub async fn decide(
+        &self,
+        user: i64,
+        ip: IpAddr,
+        id: i64,
+        idempotency: Option<String>,
+        req: BuyRequest,
+    ) -> ApiResult<String> {
         let state = &self.parts;
         let activity = state.activities.get(&state.db, id).await?;
         // Counted once the activity is known to exist: made-up ids must not grow the counters.
@@ -106,11 +116,16 @@ impl Gate {
         }
         let quantity = req.quantity.unwrap_or(1);
         if !(1..=i64::from(activity.per_user_limit)).contains(&quantity) {
-            return Err(ApiError::invalid("quantity", format!("must be between 1 and {}", activity.per_user_limit)));
+            return Err(ApiError::invalid(
+                "quantity",
+                format!("must be between 1 and {}", activity.per_user_limit),
+            ));
         }
         let (captcha_id, captcha_answer) = if activity.captcha_required {
             match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
-                (Some(id), Some(answer)) if uuid::Uuid::parse_str(id).is_ok() && (1..=16).contains(&answer.len()) => {
+                (Some(id), Some(answer))
+                    if uuid::Uuid::parse_str(id).is_ok() && (1..=16).contains(&answer.len()) =>
+                {
                     (id.to_string(), answer.to_string())
                 }
                 _ => return Err(ApiError::CaptchaInvalid),
@@ -122,7 +137,10 @@ impl Gate {
         if idempotency.is_none() && state.sold_out.is_set(id) {
             return Err(ApiError::SoldOut);
         }
-        let _permit = self.admission.try_acquire().map_err(|_| ApiError::Overloaded { retry_after: 1 })?;
+        let _permit = self
+            .admission
+            .try_acquire()
+            .map_err(|_| ApiError::Overloaded { retry_after: 1 })?;
 
         let keys = &state.redis.keys;
         let limits = &self.limits;
@@ -136,7 +154,11 @@ impl Gate {
             .key(keys.holders(id))
             .key(keys.journal())
             .key(keys.token(&token))
-            .key(if activity.captcha_required { keys.captcha(&captcha_id) } else { keys.unused() })
+            .key(if activity.captcha_required {
+                keys.captcha(&captcha_id)
+            } else {
+                keys.unused()
+            })
             .key(match &idempotency {
                 Some(k) => keys.idempotency(user, k),
                 None => keys.unused(),
@@ -166,8 +188,12 @@ impl Gate {
             .arg(activity.per_user_limit);
 
         let started = Instant::now();
-        let answer: Result<(String, String), _> = invocation.invoke_async(&mut state.redis.conn()).await;
-        state.metrics.gate_seconds.observe(started.elapsed().as_secs_f64());
+        let answer: Result<(String, String), _> =
+            invocation.invoke_async(&mut state.redis.conn()).await;
+        state
+            .metrics
+            .gate_seconds
+            .observe(started.elapsed().as_secs_f64());
         let (code, detail) = answer.map_err(|e| {
             // A timeout does not prove the script did not run: the client retries with its
             // Idempotency-Key and gets the first answer.
@@ -184,22 +210,36 @@ impl Gate {
             "limit_reached" => Err(ApiError::LimitReached),
             "captcha_invalid" => Err(ApiError::CaptchaInvalid),
             "paused" => Err(ApiError::Paused),
-            "rate_limited" => Err(ApiError::RateLimited { retry_after: millis_to_secs(&detail) }),
-            "blocked" => Err(ApiError::Blocked { retry_after: millis_to_secs(&detail) }),
+            "rate_limited" => Err(ApiError::RateLimited {
+                retry_after: millis_to_secs(&detail),
+            }),
+            "blocked" => Err(ApiError::Blocked {
+                retry_after: millis_to_secs(&detail),
+            }),
             "not_warm" => {
-                tracing::warn!(activity.id = id, "stock is not in Redis; buys wait for the warm-up");
+                tracing::warn!(
+                    activity.id = id,
+                    "stock is not in Redis; buys wait for the warm-up"
+                );
                 Err(ApiError::Overloaded { retry_after: 1 })
             }
-            other => Err(ApiError::Internal(anyhow::anyhow!("gate script answered {other:?} {detail:?}"))),
+            other => Err(ApiError::Internal(anyhow::anyhow!(
+                "gate script answered {other:?} {detail:?}"
+            ))),
         }
     }
 }
 
 /// Buys and buy paths only between the start and the end of the sale.
-fn check_window(starts_at: chrono::DateTime<chrono::Utc>, ends_at: chrono::DateTime<chrono::Utc>) -> ApiResult<()> {
+fn check_window(
+    starts_at: chrono::DateTime<chrono::Utc>,
+    ends_at: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<()> {
     let now = chrono::Utc::now();
     if now < starts_at {
-        return Err(ApiError::NotStarted { starts_at: rfc3339(starts_at) });
+        return Err(ApiError::NotStarted {
+            starts_at: rfc3339(starts_at),
+        });
     }
     if now >= ends_at {
         return Err(ApiError::Ended);

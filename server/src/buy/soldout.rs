@@ -21,15 +21,25 @@ pub struct SoldOut {
 
 impl SoldOut {
     pub fn new(channel: String) -> SoldOut {
-        SoldOut { flags: Arc::default(), channel: channel.into() }
+        SoldOut {
+            flags: Arc::default(),
+            channel: channel.into(),
+        }
     }
 
     pub fn is_set(&self, activity: i64) -> bool {
-        self.flags.read().expect("flags lock").get(&activity).is_some_and(|at| at.elapsed() < FLAG_LIFETIME)
+        self.flags
+            .read()
+            .expect("flags lock")
+            .get(&activity)
+            .is_some_and(|at| at.elapsed() < FLAG_LIFETIME)
     }
 
     pub fn set(&self, activity: i64) {
-        self.flags.write().expect("flags lock").insert(activity, Instant::now());
+        self.flags
+            .write()
+            .expect("flags lock")
+            .insert(activity, Instant::now());
     }
 
     pub fn clear(&self, activity: i64) {
@@ -37,9 +47,17 @@ impl SoldOut {
     }
 
     /// Tells every instance (this one included) that `activity` has stock again.
-    pub async fn announce(&self, redis: &mut ConnectionManager, activity: i64) -> redis::RedisResult<()> {
+    pub async fn announce(
+        &self,
+        redis: &mut ConnectionManager,
+        activity: i64,
+    ) -> redis::RedisResult<()> {
         self.clear(activity);
-        let _: i64 = redis::cmd("PUBLISH").arg(&*self.channel).arg(activity).query_async(redis).await?;
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(&*self.channel)
+            .arg(activity)
+            .query_async(redis)
+            .await?;
         Ok(())
     }
 

@@ -45,11 +45,19 @@ impl LoginThrottle {
     }
 
     fn keys(&self, username: &str, ip: IpAddr) -> [String; 2] {
-        [format!("{}u:{}", self.prefix, username.to_lowercase()), format!("{}ip:{ip}", self.prefix)]
+        [
+            format!("{}u:{}", self.prefix, username.to_lowercase()),
+            format!("{}ip:{ip}", self.prefix),
+        ]
     }
 
     /// `Err(RateLimited)` while either counter is at its limit.
-    pub async fn check(&self, redis: &mut ConnectionManager, username: &str, ip: IpAddr) -> Result<(), ApiError> {
+    pub async fn check(
+        &self,
+        redis: &mut ConnectionManager,
+        username: &str,
+        ip: IpAddr,
+    ) -> Result<(), ApiError> {
         let [user, addr] = self.keys(username, ip);
         let wait_ms: i64 = self
             .check
@@ -60,12 +68,19 @@ impl LoginThrottle {
             .invoke_async(redis)
             .await?;
         if wait_ms > 0 {
-            return Err(ApiError::RateLimited { retry_after: (wait_ms as u64).div_ceil(1000) });
+            return Err(ApiError::RateLimited {
+                retry_after: (wait_ms as u64).div_ceil(1000),
+            });
         }
         Ok(())
     }
 
-    pub async fn record_failure(&self, redis: &mut ConnectionManager, username: &str, ip: IpAddr) -> Result<(), ApiError> {
+    pub async fn record_failure(
+        &self,
+        redis: &mut ConnectionManager,
+        username: &str,
+        ip: IpAddr,
+    ) -> Result<(), ApiError> {
         let [user, addr] = self.keys(username, ip);
         let _: i64 = self
             .fail
@@ -78,7 +93,12 @@ impl LoginThrottle {
     }
 
     /// A successful sign-in forgives the username's failures (not the address's).
-    pub async fn record_success(&self, redis: &mut ConnectionManager, username: &str, ip: IpAddr) -> Result<(), ApiError> {
+    pub async fn record_success(
+        &self,
+        redis: &mut ConnectionManager,
+        username: &str,
+        ip: IpAddr,
+    ) -> Result<(), ApiError> {
         let [user, _] = self.keys(username, ip);
         let _: i64 = redis::cmd("DEL").arg(user).query_async(redis).await?;
         Ok(())

@@ -73,7 +73,10 @@ impl Report {
     /// stock when demand exceeded it, nobody over the limit, nothing left queued.
     pub fn invariants_hold(&self) -> bool {
         let expected = self.demand_units.min(self.total_stock);
-        self.sold == self.accepted as i64 && self.sold == expected && self.users_over_limit == 0 && self.tokens_not_persisted == 0
+        self.sold == self.accepted as i64
+            && self.sold == expected
+            && self.users_over_limit == 0
+            && self.tokens_not_persisted == 0
     }
 
     pub fn print(&self) {
@@ -93,8 +96,16 @@ impl Report {
         }
         let [p50, p90, p99, p999, max] = self.latency_us.map(|us| us as f64 / 1000.0);
         println!("buy latency ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
-        let ms = |d: Option<Duration>| d.map_or("n/a".to_string(), |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0));
-        println!("sold out after {} from the start; every order persisted {} after the last buy", ms(self.sold_out_after), ms(self.persisted_after_last_buy));
+        let ms = |d: Option<Duration>| {
+            d.map_or("n/a".to_string(), |d| {
+                format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+            })
+        };
+        println!(
+            "sold out after {} from the start; every order persisted {} after the last buy",
+            ms(self.sold_out_after),
+            ms(self.persisted_after_last_buy)
+        );
         println!(
             "invariants: sold {} of {} (accepted {}), users over the limit {}, tokens not persisted {} → {}",
             self.sold,
@@ -140,24 +151,50 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
     }
     let keys = SessionKeys::new(&config.secret.0, Duration::from_secs(3600), false);
     let expires_at = chrono::Utc::now().timestamp() + 3600;
-    let cookie = |user_id: i64, role: Role| format!("sid={}", keys.sign(&Claims { user_id, role, expires_at }));
+    let cookie = |user_id: i64, role: Role| {
+        format!(
+            "sid={}",
+            keys.sign(&Claims {
+                user_id,
+                role,
+                expires_at
+            })
+        )
+    };
 
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(opts.concurrency)
         .timeout(Duration::from_secs(30))
         .build()?;
-    let bases: Vec<&str> = opts.base_urls.iter().map(|b| b.trim_end_matches('/')).collect();
+    let bases: Vec<&str> = opts
+        .base_urls
+        .iter()
+        .map(|b| b.trim_end_matches('/'))
+        .collect();
     anyhow::ensure!(!bases.is_empty(), "no base URL");
     let base = bases[0];
-    let server_now: ServerTime = http.get(format!("{base}/api/time")).send().await?.json().await?;
+    let server_now: ServerTime = http
+        .get(format!("{base}/api/time"))
+        .send()
+        .await?
+        .json()
+        .await?;
     let activity: Activity = match opts.activity_id {
         Some(id) => {
-            let resp = http.get(format!("{base}/api/activities/{id}")).send().await?;
-            anyhow::ensure!(resp.status().is_success(), "activity {id}: {}", resp.status());
+            let resp = http
+                .get(format!("{base}/api/activities/{id}"))
+                .send()
+                .await?;
+            anyhow::ensure!(
+                resp.status().is_success(),
+                "activity {id}: {}",
+                resp.status()
+            );
             resp.json().await?
         }
         None => {
-            let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms).context("server time")?
+            let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms)
+                .context("server time")?
                 + chrono::Duration::seconds(opts.lead_secs);
             let resp = http
                 .post(format!("{base}/api/admin/activities"))
@@ -174,11 +211,20 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
                 }))
                 .send()
                 .await?;
-            anyhow::ensure!(resp.status().as_u16() == 201, "creating the sale: {} {}", resp.status(), resp.text().await.unwrap_or_default());
+            anyhow::ensure!(
+                resp.status().as_u16() == 201,
+                "creating the sale: {} {}",
+                resp.status(),
+                resp.text().await.unwrap_or_default()
+            );
             resp.json().await?
         }
     };
-    anyhow::ensure!(!activity.captcha_required, "activity {} needs a captcha; the crowd cannot answer it", activity.id);
+    anyhow::ensure!(
+        !activity.captcha_required,
+        "activity {} needs a captcha; the crowd cannot answer it",
+        activity.id
+    );
     let quantity = activity.per_user_limit;
 
     // Wait for the start instant by the server's clock, as the browser's countdown does.
@@ -186,7 +232,11 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
     let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
     tokio::time::sleep(Duration::from_millis(wait)).await;
 
-    let progress = if opts.show_progress { indicatif::ProgressBar::new(opts.users as u64) } else { indicatif::ProgressBar::hidden() };
+    let progress = if opts.show_progress {
+        indicatif::ProgressBar::new(opts.users as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let tally = Arc::new(Mutex::new(Tally {
         outcomes: BTreeMap::new(),
         retried: BTreeMap::new(),
@@ -198,13 +248,20 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
     }));
     let started = Instant::now();
     let id = activity.id;
-    let target = Target { http: &http, bases: &bases, id, quantity, retry_for: opts.retry_for };
+    let target = Target {
+        http: &http,
+        bases: &bases,
+        id,
+        quantity,
+        retry_for: opts.retry_for,
+    };
     stream::iter(users.iter().enumerate())
         .for_each_concurrent(opts.concurrency, |(i, &user)| {
             let (target, tally, progress) = (&target, tally.clone(), &progress);
             let cookie = cookie(user, Role::Shopper);
             let addr = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
-            let start_at = (opts.rate > 0).then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
+            let start_at = (opts.rate > 0)
+                .then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
             async move {
                 if let Some(at) = start_at {
                     tokio::time::sleep_until(at.into()).await;
@@ -218,7 +275,11 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         .await;
     let elapsed = started.elapsed();
     progress.finish_and_clear();
-    let t = Arc::try_unwrap(tally).ok().context("tally still shared")?.into_inner().expect("tally");
+    let t = Arc::try_unwrap(tally)
+        .ok()
+        .context("tally still shared")?
+        .into_inner()
+        .expect("tally");
 
     // Until every accepted unit is an order (or two minutes).
     let last_buy = t.last_accept.unwrap_or_else(Instant::now);
@@ -237,7 +298,12 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             break;
         }
     }
-    let Figures { persisted_units, total_stock, sold, users_over_limit } = figures;
+    let Figures {
+        persisted_units,
+        total_stock,
+        sold,
+        users_over_limit,
+    } = figures;
     let q = |p: f64| t.latency.value_at_quantile(p);
     Ok(Report {
         activity_id: id,
@@ -311,12 +377,22 @@ struct Attempt {
 
 impl Attempt {
     fn done(outcome: impl Into<String>) -> Attempt {
-        Attempt { outcome: outcome.into(), retry: false }
+        Attempt {
+            outcome: outcome.into(),
+            retry: false,
+        }
     }
 
     fn transport(e: &reqwest::Error, step: &str) -> Attempt {
-        let what = if e.is_timeout() { "timeout" } else { "transport_error" };
-        Attempt { outcome: format!("{step}{what}"), retry: true }
+        let what = if e.is_timeout() {
+            "timeout"
+        } else {
+            "transport_error"
+        };
+        Attempt {
+            outcome: format!("{step}{what}"),
+            retry: true,
+        }
     }
 }
 
@@ -333,21 +409,45 @@ impl Target<'_> {
             if !retry || Instant::now() + backoff >= give_up {
                 return outcome;
             }
-            *tally.lock().expect("tally").retried.entry(outcome).or_default() += 1;
+            *tally
+                .lock()
+                .expect("tally")
+                .retried
+                .entry(outcome)
+                .or_default() += 1;
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
         }
         unreachable!("the attempts never run out")
     }
 
-    async fn attempt(&self, base: &str, cookie: &str, addr: &str, key: &str, tally: &Mutex<Tally>) -> Attempt {
+    async fn attempt(
+        &self,
+        base: &str,
+        cookie: &str,
+        addr: &str,
+        key: &str,
+        tally: &Mutex<Tally>,
+    ) -> Attempt {
         let id = self.id;
-        let path = match self.http.get(format!("{base}/api/activities/{id}/path")).header("cookie", cookie).header("x-forwarded-for", addr).send().await {
+        let path = match self
+            .http
+            .get(format!("{base}/api/activities/{id}/path"))
+            .header("cookie", cookie)
+            .header("x-forwarded-for", addr)
+            .send()
+            .await
+        {
             Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
                 Ok(p) => p.path,
                 Err(_) => return Attempt::done("path_unreadable"),
             },
-            Ok(r) => return Attempt { outcome: format!("path_{}", r.status().as_u16()), retry: r.status().as_u16() == 503 },
+            Ok(r) => {
+                return Attempt {
+                    outcome: format!("path_{}", r.status().as_u16()),
+                    retry: r.status().as_u16() == 503,
+                }
+            }
             Err(e) => return Attempt::transport(&e, "path_"),
         };
         let sent = Instant::now();
@@ -369,9 +469,23 @@ impl Target<'_> {
             },
             Ok(r) => {
                 let status = r.status().as_u16();
-                let code = r.json::<app::api::ErrorBody>().await.map(|b| b.error).unwrap_or_else(|_| format!("http_{status}"));
-                let outcome = if status >= 500 && code != "overloaded" { format!("{code}_{status}") } else { code };
-                (Attempt { outcome, retry: status == 503 }, None)
+                let code = r
+                    .json::<app::api::ErrorBody>()
+                    .await
+                    .map(|b| b.error)
+                    .unwrap_or_else(|_| format!("http_{status}"));
+                let outcome = if status >= 500 && code != "overloaded" {
+                    format!("{code}_{status}")
+                } else {
+                    code
+                };
+                (
+                    Attempt {
+                        outcome,
+                        retry: status == 503,
+                    },
+                    None,
+                )
             }
             Err(e) => (Attempt::transport(&e, ""), None),
         };

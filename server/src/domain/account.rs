@@ -15,8 +15,14 @@ impl Username {
         if !(3..=32).contains(&len) {
             return Err(ApiError::invalid("username", "must be 3 to 32 characters"));
         }
-        if !s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
-            return Err(ApiError::invalid("username", "may hold only letters, digits, '_', '.' and '-'"));
+        if !s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        {
+            return Err(ApiError::invalid(
+                "username",
+                "may hold only letters, digits, '_', '.' and '-'",
+            ));
         }
         Ok(Username(s.to_string()))
     }
@@ -54,11 +60,20 @@ impl UserRow {
     pub fn into_user(self) -> ApiResult<User> {
         let role = Role::parse(&self.role)
             .ok_or_else(|| anyhow::anyhow!("user {} has unknown role {:?}", self.id, self.role))?;
-        Ok(User { id: self.id, username: self.username, role })
+        Ok(User {
+            id: self.id,
+            username: self.username,
+            role,
+        })
     }
 }
 
-pub async fn insert_user(db: &PgPool, username: &Username, password_hash: &str, role: Role) -> ApiResult<User> {
+pub async fn insert_user(
+    db: &PgPool,
+    username: &Username,
+    password_hash: &str,
+    role: Role,
+) -> ApiResult<User> {
     let row: Option<UserRow> = sqlx::query_as(
         "INSERT INTO users (username, password_hash, role) VALUES ($1, $2, $3)
          ON CONFLICT DO NOTHING
@@ -73,7 +88,11 @@ pub async fn insert_user(db: &PgPool, username: &Username, password_hash: &str, 
 }
 
 /// Creates a merchant account. `Ok(None)` when the username is taken.
-pub async fn create_merchant(db: &PgPool, username: &str, password: &str) -> anyhow::Result<Option<User>> {
+pub async fn create_merchant(
+    db: &PgPool,
+    username: &str,
+    password: &str,
+) -> anyhow::Result<Option<User>> {
     let username = Username::parse(username).map_err(|e| anyhow::anyhow!("{e}"))?;
     let password = Password::parse(password).map_err(|e| anyhow::anyhow!("{e}"))?;
     let hash = tokio::task::spawn_blocking(move || password::hash_now(&password.0)).await??;
@@ -93,7 +112,15 @@ mod tests {
         for ok in ["ann", "a.b-c_d", "x".repeat(32).as_str(), "Ann99"] {
             assert!(Username::parse(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "ab", "x".repeat(33).as_str(), "ann smith", "ann<script>", "änn", "ann;--"] {
+        for bad in [
+            "",
+            "ab",
+            "x".repeat(33).as_str(),
+            "ann smith",
+            "ann<script>",
+            "änn",
+            "ann;--",
+        ] {
             assert!(Username::parse(bad).is_err(), "{bad}");
         }
     }

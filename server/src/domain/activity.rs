@@ -51,20 +51,30 @@ impl ActivityRow {
 }
 
 pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<ActivityRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE id = $1")).bind(id).fetch_optional(db).await?)
+    Ok(
+        sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(db)
+            .await?,
+    )
 }
 
 /// Activities that have not ended.
 pub async fn live(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE ends_at > now()")).fetch_all(db).await?)
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM activities WHERE ends_at > now()"
+    ))
+    .fetch_all(db)
+    .await?)
 }
 
 /// Newest start first.
 pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
-    let rows: Vec<ActivityRow> =
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"))
-            .fetch_all(db)
-            .await?;
+    let rows: Vec<ActivityRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"
+    ))
+    .fetch_all(db)
+    .await?;
     Ok(rows.into_iter().map(ActivityRow::into_activity).collect())
 }
 
@@ -86,7 +96,9 @@ pub struct ActivitySpec {
 fn parse_time(field: &str, s: &str) -> ApiResult<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 time, e.g. 2030-01-01T12:00:00Z"))
+        .map_err(|_| {
+            ApiError::invalid(field, "must be an RFC 3339 time, e.g. 2030-01-01T12:00:00Z")
+        })
 }
 
 impl ActivitySpec {
@@ -96,11 +108,26 @@ impl ActivitySpec {
             return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
         }
         if n.description.chars().count() > 5000 {
-            return Err(ApiError::invalid("description", "must be at most 5000 characters"));
+            return Err(ApiError::invalid(
+                "description",
+                "must be at most 5000 characters",
+            ));
         }
-        let image_url = match n.image_url.map(|u| u.trim().to_string()).filter(|u| !u.is_empty()) {
-            Some(u) if u.len() > 2048 || !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with('/')) => {
-                return Err(ApiError::invalid("image_url", "must be an http(s) URL or a path"));
+        let image_url = match n
+            .image_url
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())
+        {
+            Some(u)
+                if u.len() > 2048
+                    || !(u.starts_with("https://")
+                        || u.starts_with("http://")
+                        || u.starts_with('/')) =>
+            {
+                return Err(ApiError::invalid(
+                    "image_url",
+                    "must be an http(s) URL or a path",
+                ));
             }
             other => other,
         };
@@ -108,7 +135,10 @@ impl ActivitySpec {
             return Err(ApiError::invalid("price_cents", "must be at least 0"));
         }
         if !(0..=n.price_cents).contains(&n.seckill_price_cents) {
-            return Err(ApiError::invalid("seckill_price_cents", "must be between 0 and price_cents"));
+            return Err(ApiError::invalid(
+                "seckill_price_cents",
+                "must be between 0 and price_cents",
+            ));
         }
         let starts_at = parse_time("starts_at", &n.starts_at)?;
         let ends_at = parse_time("ends_at", &n.ends_at)?;
@@ -120,11 +150,17 @@ impl ActivitySpec {
         }
         let per_user_limit = n.per_user_limit.unwrap_or(1);
         if !(1..=100).contains(&per_user_limit) {
-            return Err(ApiError::invalid("per_user_limit", "must be between 1 and 100"));
+            return Err(ApiError::invalid(
+                "per_user_limit",
+                "must be between 1 and 100",
+            ));
         }
         let payment_window_secs = n.payment_window_secs.unwrap_or(600);
         if !(min_window..=86_400).contains(&payment_window_secs) {
-            return Err(ApiError::invalid("payment_window_secs", format!("must be between {min_window} and 86400")));
+            return Err(ApiError::invalid(
+                "payment_window_secs",
+                format!("must be between {min_window} and 86400"),
+            ));
         }
         Ok(ActivitySpec {
             title,
@@ -143,11 +179,24 @@ impl ActivitySpec {
 }
 
 /// Puts an activity's stock and switches into Redis unless they are there already.
-pub async fn warm(redis: &mut ConnectionManager, keys: &Keys, row: &ActivityRow, remaining: i64) -> ApiResult<()> {
+pub async fn warm(
+    redis: &mut ConnectionManager,
+    keys: &Keys,
+    row: &ActivityRow,
+    remaining: i64,
+) -> ApiResult<()> {
     let _: () = redis::pipe()
         .atomic()
-        .cmd("SET").arg(keys.stock(row.id)).arg(remaining.max(0)).arg("NX").ignore()
-        .cmd("HSETNX").arg(keys.meta(row.id)).arg("paused").arg(if row.paused { "1" } else { "0" }).ignore()
+        .cmd("SET")
+        .arg(keys.stock(row.id))
+        .arg(remaining.max(0))
+        .arg("NX")
+        .ignore()
+        .cmd("HSETNX")
+        .arg(keys.meta(row.id))
+        .arg("paused")
+        .arg(if row.paused { "1" } else { "0" })
+        .ignore()
         .query_async(redis)
         .await?;
     Ok(())
@@ -162,13 +211,27 @@ return tonumber(ARGV[2])
 
 /// Puts `add` more units on sale in Redis (after the database took them); `remaining_in_db` is
 /// what the database says is left, for a sale Redis does not hold. Returns the units on sale.
-pub async fn add_to_stock(redis: &mut ConnectionManager, keys: &Keys, id: i64, add: i64, remaining_in_db: i64) -> ApiResult<i64> {
-    Ok(redis::Script::new(ADD_STOCK).key(keys.stock(id)).arg(add).arg(remaining_in_db).invoke_async(redis).await?)
+pub async fn add_to_stock(
+    redis: &mut ConnectionManager,
+    keys: &Keys,
+    id: i64,
+    add: i64,
+    remaining_in_db: i64,
+) -> ApiResult<i64> {
+    Ok(redis::Script::new(ADD_STOCK)
+        .key(keys.stock(id))
+        .arg(add)
+        .arg(remaining_in_db)
+        .invoke_async(redis)
+        .await?)
 }
 
 /// Units still for sale, as Redis counts them (0 when the sale is not in Redis).
 pub async fn remaining(redis: &mut ConnectionManager, keys: &Keys, id: i64) -> ApiResult<i64> {
-    let n: Option<i64> = redis::cmd("GET").arg(keys.stock(id)).query_async(redis).await?;
+    let n: Option<i64> = redis::cmd("GET")
+        .arg(keys.stock(id))
+        .query_async(redis)
+        .await?;
     Ok(n.unwrap_or(0).max(0))
 }
 
@@ -188,7 +251,12 @@ pub fn sale_status(row: &ActivityRow, remaining: i64, now: DateTime<Utc>) -> Sal
 /// not warmed yet) shows what the database says is left.
 pub fn admin_item(row: ActivityRow, in_redis: Option<i64>, now: DateTime<Utc>) -> AdminActivity {
     let remaining = in_redis.unwrap_or(row.total_stock - row.sold).max(0);
-    AdminActivity { status: sale_status(&row, remaining, now), remaining, sold: row.sold, activity: row.into_activity() }
+    AdminActivity {
+        status: sale_status(&row, remaining, now),
+        remaining,
+        sold: row.sold,
+        activity: row.into_activity(),
+    }
 }
 
 pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiResult<ActivityRow> {
@@ -216,30 +284,40 @@ pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiRe
 
 /// For `make run`: unless a sale is live or upcoming, one that starts a few minutes from now.
 pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result<Option<i64>> {
-    let pending: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE ends_at > now())")
-        .fetch_one(db)
-        .await?;
-    let merchant: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE lower(username) = lower($1) AND role = 'merchant'")
-        .bind(merchant_username)
-        .fetch_optional(db)
-        .await?;
-    let (false, Some(merchant)) = (pending, merchant) else { return Ok(None) };
+    let pending: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE ends_at > now())")
+            .fetch_one(db)
+            .await?;
+    let merchant: Option<i64> = sqlx::query_scalar(
+        "SELECT id FROM users WHERE lower(username) = lower($1) AND role = 'merchant'",
+    )
+    .bind(merchant_username)
+    .fetch_optional(db)
+    .await?;
+    let (false, Some(merchant)) = (pending, merchant) else {
+        return Ok(None);
+    };
     let now = Utc::now();
-    let spec = ActivitySpec::parse(NewActivity {
-        title: "Demo: the 100-unit phone drop".into(),
-        description: "A demo sale: 100 phones at a flash price. One per shopper.".into(),
-        image_url: None,
-        price_cents: 49_900,
-        seckill_price_cents: 9_900,
-        starts_at: rfc3339(now + chrono::Duration::minutes(3)),
-        ends_at: rfc3339(now + chrono::Duration::hours(2)),
-        stock: 100,
-        per_user_limit: Some(1),
-        captcha_required: Some(true),
-        payment_window_secs: Some(600),
-    }, 60)
+    let spec = ActivitySpec::parse(
+        NewActivity {
+            title: "Demo: the 100-unit phone drop".into(),
+            description: "A demo sale: 100 phones at a flash price. One per shopper.".into(),
+            image_url: None,
+            price_cents: 49_900,
+            seckill_price_cents: 9_900,
+            starts_at: rfc3339(now + chrono::Duration::minutes(3)),
+            ends_at: rfc3339(now + chrono::Duration::hours(2)),
+            stock: 100,
+            per_user_limit: Some(1),
+            captcha_required: Some(true),
+            payment_window_secs: Some(600),
+        },
+        60,
+    )
     .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
-    let row = insert(db, merchant, &spec).await.map_err(|e| anyhow::anyhow!("demo activity: {e:?}"))?;
+    let row = insert(db, merchant, &spec)
+        .await
+        .map_err(|e| anyhow::anyhow!("demo activity: {e:?}"))?;
     Ok(Some(row.id))
 }
 
@@ -274,23 +352,102 @@ mod tests {
     #[test]
     fn defaults_follow_the_api() {
         let spec = ActivitySpec::parse(valid(), 60).unwrap();
-        assert_eq!((spec.per_user_limit, spec.captcha_required, spec.payment_window_secs), (1, true, 600));
+        assert_eq!(
+            (
+                spec.per_user_limit,
+                spec.captcha_required,
+                spec.payment_window_secs
+            ),
+            (1, true, 600)
+        );
     }
 
     #[test]
     fn each_rule_names_its_field() {
-        assert_eq!(field_of(NewActivity { title: " ".into(), ..valid() }), "title");
-        assert_eq!(field_of(NewActivity { title: "x".repeat(121), ..valid() }), "title");
-        assert_eq!(field_of(NewActivity { description: "x".repeat(5001), ..valid() }), "description");
-        assert_eq!(field_of(NewActivity { image_url: Some("javascript:alert(1)".into()), ..valid() }), "image_url");
-        assert_eq!(field_of(NewActivity { price_cents: -1, ..valid() }), "price_cents");
-        assert_eq!(field_of(NewActivity { seckill_price_cents: 100_01, ..valid() }), "seckill_price_cents");
-        assert_eq!(field_of(NewActivity { starts_at: "tomorrow".into(), ..valid() }), "starts_at");
-        assert_eq!(field_of(NewActivity { ends_at: "2029-12-31T23:00:00Z".into(), ..valid() }), "ends_at");
-        assert_eq!(field_of(NewActivity { stock: 0, ..valid() }), "stock");
-        assert_eq!(field_of(NewActivity { stock: 10_000_001, ..valid() }), "stock");
-        assert_eq!(field_of(NewActivity { per_user_limit: Some(101), ..valid() }), "per_user_limit");
-        assert_eq!(field_of(NewActivity { payment_window_secs: Some(59), ..valid() }), "payment_window_secs");
+        assert_eq!(
+            field_of(NewActivity {
+                title: " ".into(),
+                ..valid()
+            }),
+            "title"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                title: "x".repeat(121),
+                ..valid()
+            }),
+            "title"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                description: "x".repeat(5001),
+                ..valid()
+            }),
+            "description"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                image_url: Some("javascript:alert(1)".into()),
+                ..valid()
+            }),
+            "image_url"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                price_cents: -1,
+                ..valid()
+            }),
+            "price_cents"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                seckill_price_cents: 100_01,
+                ..valid()
+            }),
+            "seckill_price_cents"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                starts_at: "tomorrow".into(),
+                ..valid()
+            }),
+            "starts_at"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                ends_at: "2029-12-31T23:00:00Z".into(),
+                ..valid()
+            }),
+            "ends_at"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                stock: 0,
+                ..valid()
+            }),
+            "stock"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                stock: 10_000_001,
+                ..valid()
+            }),
+            "stock"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                per_user_limit: Some(101),
+                ..valid()
+            }),
+            "per_user_limit"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                payment_window_secs: Some(59),
+                ..valid()
+            }),
+            "payment_window_secs"
+        );
         assert_eq!(field_of(valid()), "ok");
     }
 }

@@ -119,8 +119,14 @@ impl From<sqlx::Error> for ApiError {
 /// "starting up" and "too many connections" (SQLSTATE classes 08, 57P and 53).
 pub fn sqlx_unavailable(e: &sqlx::Error) -> bool {
     match e {
-        sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")),
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")),
         _ => false,
     }
 }
@@ -142,7 +148,11 @@ pub fn redis_unavailable(e: &redis::RedisError) -> bool {
         || e.is_timeout()
         || matches!(
             e.kind(),
-            redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading | redis::ServerErrorKind::TryAgain | redis::ServerErrorKind::MasterDown)
+            redis::ErrorKind::Server(
+                redis::ServerErrorKind::BusyLoading
+                    | redis::ServerErrorKind::TryAgain
+                    | redis::ServerErrorKind::MasterDown
+            )
         )
 }
 

@@ -31,10 +31,16 @@ pub struct Passwords {
 impl Passwords {
     pub fn new(concurrency: usize) -> anyhow::Result<Passwords> {
         let decoy = hash_now(&generate_secret())?;
-        Ok(Passwords { slots: Arc::new(Semaphore::new(concurrency.max(1))), decoy: decoy.into() })
+        Ok(Passwords {
+            slots: Arc::new(Semaphore::new(concurrency.max(1))),
+            decoy: decoy.into(),
+        })
     }
 
-    async fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
         let permit = tokio::time::timeout(QUEUE_TIMEOUT, self.slots.clone().acquire_owned())
             .await
             .map_err(|_| ApiError::Overloaded { retry_after: 2 })?
@@ -70,8 +76,11 @@ pub fn hash_now(password: &str) -> anyhow::Result<String> {
 }
 
 fn verify_now(password: &str, phc: &str) -> anyhow::Result<bool> {
-    let parsed = PasswordHash::new(phc).map_err(|e| anyhow::anyhow!("stored hash unreadable: {e}"))?;
-    Ok(argon2().verify_password(password.as_bytes(), &parsed).is_ok())
+    let parsed =
+        PasswordHash::new(phc).map_err(|e| anyhow::anyhow!("stored hash unreadable: {e}"))?;
+    Ok(argon2()
+        .verify_password(password.as_bytes(), &parsed)
+        .is_ok())
 }
 
 #[cfg(test)]

@@ -89,19 +89,26 @@ async fn login(
     let ok = passwords.verify(password.into_inner(), stored).await?;
     match found {
         Some(row) if ok => {
-            throttle.record_success(&mut redis, username.as_str(), ip).await?;
+            throttle
+                .record_success(&mut redis, username.as_str(), ip)
+                .await?;
             let user = row.into_user()?;
             let jar = jar.add(sessions.issue(user.id, user.role));
             Ok((jar, Json(user)))
         }
         _ => {
-            throttle.record_failure(&mut redis, username.as_str(), ip).await?;
+            throttle
+                .record_failure(&mut redis, username.as_str(), ip)
+                .await?;
             Err(ApiError::InvalidCredentials)
         }
     }
 }
 
-async fn logout(State(sessions): State<Arc<SessionKeys>>, jar: CookieJar) -> (StatusCode, CookieJar) {
+async fn logout(
+    State(sessions): State<Arc<SessionKeys>>,
+    jar: CookieJar,
+) -> (StatusCode, CookieJar) {
     (StatusCode::NO_CONTENT, jar.add(sessions.clear()))
 }
 
@@ -121,9 +128,13 @@ struct Merchants {
 
 /// The merchant accounts (an addition to API.md, for the admin console).
 async fn list_merchants(State(db): State<PgPool>, _: Merchant) -> ApiResult<Json<Merchants>> {
-    let rows: Vec<UserRow> = sqlx::query_as("SELECT id, username, role FROM users WHERE role = 'merchant' ORDER BY id")
-        .fetch_all(&db)
-        .await?;
-    let merchants = rows.into_iter().map(UserRow::into_user).collect::<ApiResult<_>>()?;
+    let rows: Vec<UserRow> =
+        sqlx::query_as("SELECT id, username, role FROM users WHERE role = 'merchant' ORDER BY id")
+            .fetch_all(&db)
+            .await?;
+    let merchants = rows
+        .into_iter()
+        .map(UserRow::into_user)
+        .collect::<ApiResult<_>>()?;
     Ok(Json(Merchants { merchants }))
 }

@@ -38,19 +38,31 @@ where
 
 async fn server_time() -> Response {
     let now = Utc::now();
-    let body = ServerTime { now: rfc3339(now), now_ms: now.timestamp_millis() };
+    let body = ServerTime {
+        now: rfc3339(now),
+        now_ms: now.timestamp_millis(),
+    };
     ([(header::CACHE_CONTROL, "no-store")], Json(body)).into_response()
 }
 
 async fn list_activities(State(db): State<PgPool>) -> ApiResult<Json<ActivityList>> {
-    Ok(Json(ActivityList { activities: list(&db).await? }))
+    Ok(Json(ActivityList {
+        activities: list(&db).await?,
+    }))
 }
 
-async fn get_activity(State(db): State<PgPool>, Path(id): Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+async fn get_activity(
+    State(db): State<PgPool>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
     let row = load(&db, parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
     let body = serde_json::to_vec(&row.into_activity()).map_err(anyhow::Error::from)?;
     let etag = format!("\"{}\"", &hex(&Sha256::digest(&body))[..32]);
-    let cache = [(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=5"))];
+    let cache = [(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=5"),
+    )];
     let matches = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -59,7 +71,17 @@ async fn get_activity(State(db): State<PgPool>, Path(id): Path<String>, headers:
     if matches {
         return Ok((StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
     }
-    Ok((cache, [(header::ETAG, etag), (header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
+    Ok((
+        cache,
+        [
+            (header::ETAG, etag),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+        ],
+        body,
+    )
         .into_response())
 }
 
@@ -76,5 +98,9 @@ async fn get_stock(
     let id = parse_id(&id)?;
     activities.get(&db, id).await?;
     let remaining = remaining(&mut redis.conn(), &redis.keys, id).await?;
-    Ok(([(header::CACHE_CONTROL, "public, max-age=1")], Json(Remaining { remaining })).into_response())
+    Ok((
+        [(header::CACHE_CONTROL, "public, max-age=1")],
+        Json(Remaining { remaining }),
+    )
+        .into_response())
 }

@@ -35,9 +35,15 @@ where
         .route("/captcha", get(new_captcha))
 }
 
-async fn buy_path(State(gate): State<Arc<Gate>>, SignedIn(user): SignedIn, Path(id): Path<String>) -> ApiResult<Json<BuyPath>> {
+async fn buy_path(
+    State(gate): State<Arc<Gate>>,
+    SignedIn(user): SignedIn,
+    Path(id): Path<String>,
+) -> ApiResult<Json<BuyPath>> {
     let id = parse_id(&id)?;
-    Ok(Json(BuyPath { path: gate.path(user.user_id, id).await? }))
+    Ok(Json(BuyPath {
+        path: gate.path(user.user_id, id).await?,
+    }))
 }
 
 async fn new_captcha(State(redis): State<Redis>) -> ApiResult<impl IntoResponse> {
@@ -52,11 +58,19 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let Some(value) = parts.headers.get("idempotency-key") else { return Ok(IdempotencyKey(None)) };
+        let Some(value) = parts.headers.get("idempotency-key") else {
+            return Ok(IdempotencyKey(None));
+        };
         let key = value.to_str().unwrap_or_default();
-        let valid = (1..=64).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let valid = (1..=64).contains(&key.len())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !valid {
-            return Err(ApiError::invalid("Idempotency-Key", "must be 1 to 64 characters of [A-Za-z0-9_-]"));
+            return Err(ApiError::invalid(
+                "Idempotency-Key",
+                "must be 1 to 64 characters of [A-Za-z0-9_-]",
+            ));
         }
         Ok(IdempotencyKey(Some(key.to_string())))
     }
@@ -76,5 +90,11 @@ async fn buy(
     };
     gate.count(&outcome);
     let token = outcome?;
-    Ok((StatusCode::ACCEPTED, Json(Reservation { token, status: "queued".into() })))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Reservation {
+            token,
+            status: "queued".into(),
+        }),
+    ))
 }

@@ -23,11 +23,16 @@ pub fn status(e: &ApiError) -> StatusCode {
         | ApiError::LimitReached
         | ApiError::Blocked { .. } => StatusCode::FORBIDDEN,
         ApiError::NotFound => StatusCode::NOT_FOUND,
-        ApiError::UsernameTaken | ApiError::SoldOut | ApiError::NotConfirmed | ApiError::PaymentWindowClosed => StatusCode::CONFLICT,
+        ApiError::UsernameTaken
+        | ApiError::SoldOut
+        | ApiError::NotConfirmed
+        | ApiError::PaymentWindowClosed => StatusCode::CONFLICT,
         ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         ApiError::Ended => StatusCode::GONE,
         ApiError::CaptchaInvalid | ApiError::BadPath => StatusCode::BAD_REQUEST,
-        ApiError::Overloaded { .. } | ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        ApiError::Overloaded { .. } | ApiError::Unavailable { .. } => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -37,14 +42,18 @@ impl IntoResponse for ApiError {
         if let ApiError::Internal(e) = &self {
             tracing::error!(error = ?e, "request failed");
         }
-        let mut body = serde_json::to_value(ErrorBody { error: self.code().to_string(), message: self.to_string() })
-            .expect("an error body serializes");
+        let mut body = serde_json::to_value(ErrorBody {
+            error: self.code().to_string(),
+            message: self.to_string(),
+        })
+        .expect("an error body serializes");
         if let ApiError::NotStarted { starts_at } = &self {
             body["starts_at"] = starts_at.clone().into();
         }
         let mut resp = (status(&self), Json(body)).into_response();
         if let Some(retry_after) = self.retry_after() {
-            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
         resp
     }

@@ -28,19 +28,30 @@ fn is_json(req: &Request) -> bool {
 fn cross_origin(req: &Request) -> bool {
     let headers = req.headers();
     let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
-    if fetch_site.is_some_and(|site| site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site")) {
+    if fetch_site.is_some_and(|site| {
+        site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site")
+    }) {
         return true;
     }
-    let Some(origin) = headers.get(header::ORIGIN) else { return false };
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return false;
+    };
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    let origin_host = origin.to_str().ok().and_then(|o| o.split_once("://")).map(|(_, authority)| authority);
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, authority)| authority);
     !matches!((origin_host, host), (Some(o), Some(h)) if o.eq_ignore_ascii_case(h))
 }
 
 /// Every mutating API request must come from this site, say it is JSON (which also keeps
 /// cross-site HTML forms out) and announce no more than 16 KiB.
 pub async fn require_json(req: Request, next: Next) -> Response {
-    let mutating = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+    let mutating = matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
     if mutating && cross_origin(&req) {
         return ApiError::CrossOrigin.into_response();
     }
@@ -81,7 +92,10 @@ where
 
 /// Path ids: a non-number is bad input, not a missing page.
 pub fn parse_id(raw: &str) -> ApiResult<i64> {
-    raw.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| ApiError::invalid("id", "must be a positive integer"))
+    raw.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::invalid("id", "must be a positive integer"))
 }
 
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
@@ -90,7 +104,10 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let why = describe(&inner);
-        if let Some(field) = why.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
+        if let Some(field) = why
+            .strip_prefix("missing field `")
+            .and_then(|r| r.strip_suffix('`'))
+        {
             ApiError::invalid(field, "is required")
         } else if inner.is_syntax() || inner.is_eof() {
             ApiError::InvalidInput(format!("body: malformed JSON ({why})"))

@@ -23,14 +23,19 @@ where
     Broker: FromRef<S>,
     Arc<Metrics>: FromRef<S>,
 {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(exposition))
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(exposition))
 }
 
 async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn within<F: std::future::Future<Output = anyhow::Result<()>>>(check: F) -> Result<(), String> {
+async fn within<F: std::future::Future<Output = anyhow::Result<()>>>(
+    check: F,
+) -> Result<(), String> {
     match tokio::time::timeout(CHECK_TIMEOUT, check).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(format!("{e:#}")),
@@ -38,7 +43,11 @@ async fn within<F: std::future::Future<Output = anyhow::Result<()>>>(check: F) -
     }
 }
 
-async fn readyz(State(db): State<PgPool>, State(redis): State<Redis>, State(broker): State<Broker>) -> impl IntoResponse {
+async fn readyz(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(broker): State<Broker>,
+) -> impl IntoResponse {
     let postgres = within(async {
         sqlx::query("SELECT 1").execute(&db).await?;
         Ok(())
@@ -51,21 +60,36 @@ async fn readyz(State(db): State<PgPool>, State(redis): State<Redis>, State(brok
     let rabbitmq = within(broker.check());
     let (postgres, redis, rabbitmq) = tokio::join!(postgres, redis, rabbitmq);
 
-    let failed: Vec<String> = [("postgres", postgres), ("redis", redis), ("rabbitmq", rabbitmq)]
-        .into_iter()
-        .filter_map(|(name, r)| r.err().map(|e| {
+    let failed: Vec<String> = [
+        ("postgres", postgres),
+        ("redis", redis),
+        ("rabbitmq", rabbitmq),
+    ]
+    .into_iter()
+    .filter_map(|(name, r)| {
+        r.err().map(|e| {
             tracing::warn!(dependency = name, error = %e, "not ready");
             name.to_string()
-        }))
-        .collect();
+        })
+    })
+    .collect();
     if failed.is_empty() {
         (StatusCode::OK, Json(serde_json::json!({"status": "ready"}))).into_response()
     } else {
-        let body = ErrorBody { error: "not_ready".into(), message: format!("not answering: {}", failed.join(", ")) };
+        let body = ErrorBody {
+            error: "not_ready".into(),
+            message: format!("not answering: {}", failed.join(", ")),
+        };
         (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
     }
 }
 
 async fn exposition(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], metrics.exposition())
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics.exposition(),
+    )
 }

@@ -68,8 +68,14 @@ fn from_cache(token: uuid::Uuid, cached: &HashMap<String, String>, status: &str)
     OrderStatus {
         token: token.to_string(),
         status: status.into(),
-        activity_id: cached.get("activity_id").and_then(|a| a.parse().ok()).unwrap_or_default(),
-        quantity: cached.get("quantity").and_then(|q| q.parse().ok()).unwrap_or_default(),
+        activity_id: cached
+            .get("activity_id")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_default(),
+        quantity: cached
+            .get("quantity")
+            .and_then(|q| q.parse().ok())
+            .unwrap_or_default(),
         order_id: None,
         pay_by: None,
         reason: cached.get("reason").cloned(),
@@ -84,22 +90,28 @@ async fn order_status(
     SignedIn(user): SignedIn,
     Path(token): Path<String>,
 ) -> ApiResult<impl IntoResponse> {
-    let token = uuid::Uuid::parse_str(&token).map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
-    let cached: HashMap<String, String> =
-        redis::cmd("HGETALL").arg(redis.keys.token(&token.to_string())).query_async(&mut redis.conn()).await?;
+    let token = uuid::Uuid::parse_str(&token)
+        .map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
+    let cached: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(redis.keys.token(&token.to_string()))
+        .query_async(&mut redis.conn())
+        .await?;
     let owner = cached.get("user_id").and_then(|u| u.parse::<i64>().ok());
     let status = match cached.get("status").map(String::as_str) {
         Some("queued") if owner == Some(user.user_id) => Some(from_cache(token, &cached, "queued")),
         _ => {
-            let row: Option<OrderRow> = sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE token = $1"))
-                .bind(token)
-                .fetch_optional(&db)
-                .await?;
+            let row: Option<OrderRow> =
+                sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE token = $1"))
+                    .bind(token)
+                    .fetch_optional(&db)
+                    .await?;
             match row {
                 Some(row) if row.user_id == user.user_id => Some(row.into_status()),
                 Some(_) => None,
                 // Failed without a database record (its user or activity is gone): Redis knows.
-                None if owner == Some(user.user_id) && cached.get("status").map(String::as_str) == Some("failed") => {
+                None if owner == Some(user.user_id)
+                    && cached.get("status").map(String::as_str) == Some("failed") =>
+                {
                     Some(from_cache(token, &cached, "failed"))
                 }
                 None => None,
@@ -111,14 +123,20 @@ async fn order_status(
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(status)))
 }
 
-async fn list_orders(State(db): State<PgPool>, SignedIn(user): SignedIn) -> ApiResult<impl IntoResponse> {
+async fn list_orders(
+    State(db): State<PgPool>,
+    SignedIn(user): SignedIn,
+) -> ApiResult<impl IntoResponse> {
     let rows: Vec<OrderRow> =
         sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 200"))
             .bind(user.user_id)
             .fetch_all(&db)
             .await?;
     let orders = rows.into_iter().map(OrderRow::into_status).collect();
-    Ok(([(header::CACHE_CONTROL, "no-store")], Json(OrderList { orders })))
+    Ok((
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(OrderList { orders }),
+    ))
 }
 
 async fn pay(
@@ -128,7 +146,8 @@ async fn pay(
     SignedIn(user): SignedIn,
     Path(token): Path<String>,
 ) -> ApiResult<Json<PaymentResult>> {
-    let token = uuid::Uuid::parse_str(&token).map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
+    let token = uuid::Uuid::parse_str(&token)
+        .map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
     let row: Option<(i64, String, bool, i64)> = sqlx::query_as(
         "SELECT user_id, status, pay_by <= now(), quantity * unit_price_cents FROM orders WHERE token = $1",
     )
@@ -144,19 +163,30 @@ async fn pay(
                 .arg("user_id")
                 .query_async(&mut redis.conn())
                 .await?;
-            return Err(if owner == Some(user.user_id) { ApiError::NotConfirmed } else { ApiError::NotFound });
+            return Err(if owner == Some(user.user_id) {
+                ApiError::NotConfirmed
+            } else {
+                ApiError::NotFound
+            });
         }
     };
     if owner != user.user_id {
         return Err(ApiError::NotFound);
     }
     match (status.as_str(), overdue) {
-        ("paid", _) => return Ok(Json(PaymentResult { status: "paid".into() })),
+        ("paid", _) => {
+            return Ok(Json(PaymentResult {
+                status: "paid".into(),
+            }))
+        }
         ("cancelled", _) | ("confirmed", true) => return Err(ApiError::PaymentWindowClosed),
         ("confirmed", false) => {}
         _ => return Err(ApiError::NotConfirmed),
     }
-    let charge = Charge { token, amount_cents };
+    let charge = Charge {
+        token,
+        amount_cents,
+    };
     payments.charge(&charge).await?;
     let paid = sqlx::query(
         "UPDATE orders SET status = 'paid', paid_at = now()
@@ -168,10 +198,15 @@ async fn pay(
     .rows_affected()
         == 1;
     if !paid {
-        let now: Option<String> = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1").bind(token).fetch_optional(&db).await?;
+        let now: Option<String> = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1")
+            .bind(token)
+            .fetch_optional(&db)
+            .await?;
         if now.as_deref() == Some("paid") {
             // A concurrent request of the same shopper paid it; this charge was the same one.
-            return Ok(Json(PaymentResult { status: "paid".into() }));
+            return Ok(Json(PaymentResult {
+                status: "paid".into(),
+            }));
         }
         // The deadline won the race: the money goes back.
         payments.refund(&charge).await?;
@@ -184,5 +219,7 @@ async fn pay(
         .query_async(&mut redis.conn())
         .await?;
     tracing::info!(order.token = %token, "order paid");
-    Ok(Json(PaymentResult { status: "paid".into() }))
+    Ok(Json(PaymentResult {
+        status: "paid".into(),
+    }))
 }

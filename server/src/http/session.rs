@@ -32,7 +32,11 @@ pub struct SessionKeys {
 
 impl SessionKeys {
     pub fn new(secret: &[u8], ttl: Duration, secure: bool) -> SessionKeys {
-        SessionKeys { key: secret.to_vec(), ttl, secure }
+        SessionKeys {
+            key: secret.to_vec(),
+            ttl,
+            secure,
+        }
     }
 
     fn mac(&self) -> Hmac<Sha256> {
@@ -42,7 +46,12 @@ impl SessionKeys {
     }
 
     pub fn sign(&self, claims: &Claims) -> String {
-        let payload = format!("{}.{}.{}", claims.user_id, claims.role.as_str(), claims.expires_at);
+        let payload = format!(
+            "{}.{}.{}",
+            claims.user_id,
+            claims.role.as_str(),
+            claims.expires_at
+        );
         let mut mac = self.mac();
         mac.update(payload.as_bytes());
         format!("{payload}.{}", B64.encode(mac.finalize().into_bytes()))
@@ -65,7 +74,11 @@ impl SessionKeys {
 
     pub fn issue(&self, user_id: i64, role: Role) -> Cookie<'static> {
         let expires_at = chrono::Utc::now().timestamp() + self.ttl.as_secs() as i64;
-        let value = self.sign(&Claims { user_id, role, expires_at });
+        let value = self.sign(&Claims {
+            user_id,
+            role,
+            expires_at,
+        });
         Cookie::build((COOKIE_NAME, value))
             .path("/")
             .http_only(true)
@@ -136,11 +149,19 @@ mod tests {
     use super::*;
 
     fn keys() -> SessionKeys {
-        SessionKeys::new(b"0123456789abcdef0123456789abcdef", Duration::from_secs(60), false)
+        SessionKeys::new(
+            b"0123456789abcdef0123456789abcdef",
+            Duration::from_secs(60),
+            false,
+        )
     }
 
     fn claims() -> Claims {
-        Claims { user_id: 42, role: Role::Shopper, expires_at: 2_000 }
+        Claims {
+            user_id: 42,
+            role: Role::Shopper,
+            expires_at: 2_000,
+        }
     }
 
     #[test]
@@ -164,7 +185,11 @@ mod tests {
     #[test]
     fn another_key_does_not_verify() {
         let value = keys().sign(&claims());
-        let other = SessionKeys::new(b"another-secret-another-secret-xx", Duration::from_secs(60), false);
+        let other = SessionKeys::new(
+            b"another-secret-another-secret-xx",
+            Duration::from_secs(60),
+            false,
+        );
         assert_eq!(other.verify(&value, 1_000), None);
     }
 

@@ -32,7 +32,10 @@ pub struct Site {
 }
 
 fn read_hashes() -> HashMap<String, String> {
-    let Some(path) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|d| d.join(HASH_FILE))) else {
+    let Some(path) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(HASH_FILE)))
+    else {
         return HashMap::new();
     };
     std::fs::read_to_string(path)
@@ -59,7 +62,14 @@ impl Site {
             Some(h) => format!("/pkg/seckill.{h}.css"),
             None => "/pkg/seckill.css".to_string(),
         };
-        Site { options, assets: Assets { root: config.asset_base_url.clone(), css }, hashed }
+        Site {
+            options,
+            assets: Assets {
+                root: config.asset_base_url.clone(),
+                css,
+            },
+            hashed,
+        }
     }
 }
 
@@ -78,10 +88,13 @@ impl StorefrontSource for CatalogStorefront {
 
     fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<Activity>>> {
         Box::pin(async move {
-            activity::load(&self.0, id).await.map(|r| r.map(activity::ActivityRow::into_activity)).map_err(|e| {
-                tracing::error!(error = ?e, activity.id = id, "rendering an activity");
-                "The sale could not be loaded.".to_string()
-            })
+            activity::load(&self.0, id)
+                .await
+                .map(|r| r.map(activity::ActivityRow::into_activity))
+                .map_err(|e| {
+                    tracing::error!(error = ?e, activity.id = id, "rendering an activity");
+                    "The sale could not be loaded.".to_string()
+                })
         })
     }
 }
@@ -96,12 +109,20 @@ pub fn storefront(db: PgPool) -> Storefront {
 pub async fn security_headers(req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
     let headers = resp.headers_mut();
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("strict-origin-when-cross-origin"),
+    );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers
         .entry(header::CONTENT_SECURITY_POLICY)
-        .or_insert(HeaderValue::from_static("frame-ancestors 'none'; base-uri 'self'; object-src 'none'"));
+        .or_insert(HeaderValue::from_static(
+            "frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
+        ));
     resp
 }
 
@@ -116,8 +137,13 @@ pub async fn html_cache_policy(req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/html"));
     if is_html && !resp.headers().contains_key(header::CACHE_CONTROL) {
-        let policy = if storefront && resp.status().is_success() { "public, max-age=5" } else { "no-cache" };
-        resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
+        let policy = if storefront && resp.status().is_success() {
+            "public, max-age=5"
+        } else {
+            "no-cache"
+        };
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
     }
     resp
 }

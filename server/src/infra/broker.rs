@@ -19,7 +19,10 @@ pub struct Broker {
 
 impl Broker {
     pub fn new(url: &str) -> Broker {
-        Broker { url: url.into(), conn: Arc::new(Mutex::new(None)) }
+        Broker {
+            url: url.into(),
+            conn: Arc::new(Mutex::new(None)),
+        }
     }
 
     /// The live connection, opening one if there is none or the last one is not connected.
@@ -42,8 +45,16 @@ impl Broker {
 
     /// A fresh channel on the live connection, with this deployment's queues declared.
     pub async fn channel(&self, topology: &Topology) -> anyhow::Result<lapin::Channel> {
-        let channel = self.connection().await?.create_channel().await.context("opening a channel")?;
-        topology.declare(&channel).await.context("declaring the topology")?;
+        let channel = self
+            .connection()
+            .await?
+            .create_channel()
+            .await
+            .context("opening a channel")?;
+        topology
+            .declare(&channel)
+            .await
+            .context("declaring the topology")?;
         Ok(channel)
     }
 
@@ -94,7 +105,10 @@ impl Topology {
     fn quorum(&self) -> lapin::types::FieldTable {
         use lapin::types::{AMQPValue, FieldTable};
         let mut args = FieldTable::default();
-        args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+        args.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString("quorum".into()),
+        );
         if let Some(ms) = self.expires_ms {
             args.insert("x-expires".into(), AMQPValue::LongUInt(ms));
         }
@@ -102,16 +116,44 @@ impl Topology {
     }
 
     /// Declares the delay queue of one window length (idempotent).
-    pub async fn declare_deadline_queue(&self, channel: &lapin::Channel, window_secs: i32) -> lapin::Result<String> {
+    pub async fn declare_deadline_queue(
+        &self,
+        channel: &lapin::Channel,
+        window_secs: i32,
+    ) -> lapin::Result<String> {
         use lapin::{options::*, types::AMQPValue};
         let name = self.deadline_queue(window_secs);
         let mut args = self.quorum();
-        args.insert("x-message-ttl".into(), AMQPValue::LongLongInt(i64::from(window_secs) * 1000));
-        args.insert("x-dead-letter-exchange".into(), AMQPValue::LongString(self.deadline_exchange.as_str().into()));
-        args.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(self.timeouts.as_str().into()));
-        args.insert("x-dead-letter-strategy".into(), AMQPValue::LongString("at-least-once".into()));
-        args.insert("x-overflow".into(), AMQPValue::LongString("reject-publish".into()));
-        channel.queue_declare(name.as_str().into(), QueueDeclareOptions { durable: true, ..Default::default() }, args).await?;
+        args.insert(
+            "x-message-ttl".into(),
+            AMQPValue::LongLongInt(i64::from(window_secs) * 1000),
+        );
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            AMQPValue::LongString(self.deadline_exchange.as_str().into()),
+        );
+        args.insert(
+            "x-dead-letter-routing-key".into(),
+            AMQPValue::LongString(self.timeouts.as_str().into()),
+        );
+        args.insert(
+            "x-dead-letter-strategy".into(),
+            AMQPValue::LongString("at-least-once".into()),
+        );
+        args.insert(
+            "x-overflow".into(),
+            AMQPValue::LongString("reject-publish".into()),
+        );
+        channel
+            .queue_declare(
+                name.as_str().into(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
+                args,
+            )
+            .await?;
         Ok(name)
     }
 
@@ -119,25 +161,54 @@ impl Topology {
     /// after the delivery limit (RabbitMQ 3.10 has no default limit: a poison message would loop),
     /// and a durable quorum queue for the dead letters.
     pub async fn declare(&self, channel: &lapin::Channel) -> lapin::Result<()> {
-        use lapin::{options::*, types::{AMQPValue, FieldTable}, ExchangeKind};
+        use lapin::{
+            options::*,
+            types::{AMQPValue, FieldTable},
+            ExchangeKind,
+        };
         channel
             .exchange_declare(
                 self.dead_letter_exchange.as_str().into(),
                 ExchangeKind::Direct,
-                ExchangeDeclareOptions { durable: true, ..Default::default() },
+                ExchangeDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
                 FieldTable::default(),
             )
             .await?;
         let common = self.quorum();
         let mut main = common.clone();
-        main.insert("x-delivery-limit".into(), AMQPValue::LongUInt(self.delivery_limit));
-        main.insert("x-dead-letter-exchange".into(), AMQPValue::LongString(self.dead_letter_exchange.as_str().into()));
-        main.insert("x-dead-letter-routing-key".into(), AMQPValue::LongString(self.dead_letters.as_str().into()));
-        main.insert("x-dead-letter-strategy".into(), AMQPValue::LongString("at-least-once".into()));
-        main.insert("x-overflow".into(), AMQPValue::LongString("reject-publish".into()));
-        let durable = QueueDeclareOptions { durable: true, ..Default::default() };
-        channel.queue_declare(self.reservations.as_str().into(), durable, main).await?;
-        channel.queue_declare(self.dead_letters.as_str().into(), durable, common).await?;
+        main.insert(
+            "x-delivery-limit".into(),
+            AMQPValue::LongUInt(self.delivery_limit),
+        );
+        main.insert(
+            "x-dead-letter-exchange".into(),
+            AMQPValue::LongString(self.dead_letter_exchange.as_str().into()),
+        );
+        main.insert(
+            "x-dead-letter-routing-key".into(),
+            AMQPValue::LongString(self.dead_letters.as_str().into()),
+        );
+        main.insert(
+            "x-dead-letter-strategy".into(),
+            AMQPValue::LongString("at-least-once".into()),
+        );
+        main.insert(
+            "x-overflow".into(),
+            AMQPValue::LongString("reject-publish".into()),
+        );
+        let durable = QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        channel
+            .queue_declare(self.reservations.as_str().into(), durable, main)
+            .await?;
+        channel
+            .queue_declare(self.dead_letters.as_str().into(), durable, common)
+            .await?;
         channel
             .queue_bind(
                 self.dead_letters.as_str().into(),
@@ -151,11 +222,16 @@ impl Topology {
             .exchange_declare(
                 self.deadline_exchange.as_str().into(),
                 ExchangeKind::Direct,
-                ExchangeDeclareOptions { durable: true, ..Default::default() },
+                ExchangeDeclareOptions {
+                    durable: true,
+                    ..Default::default()
+                },
                 FieldTable::default(),
             )
             .await?;
-        channel.queue_declare(self.timeouts.as_str().into(), durable, self.quorum()).await?;
+        channel
+            .queue_declare(self.timeouts.as_str().into(), durable, self.quorum())
+            .await?;
         channel
             .queue_bind(
                 self.timeouts.as_str().into(),

@@ -110,7 +110,9 @@ where
     T::Err: std::error::Error + Send + Sync + 'static,
 {
     match var(name) {
-        Some(v) => v.parse().with_context(|| format!("{name} must be a number")),
+        Some(v) => v
+            .parse()
+            .with_context(|| format!("{name} must be a number")),
         None => Ok(default),
     }
 }
@@ -138,16 +140,22 @@ impl Config {
             (None, None) => None,
             _ => bail!("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together"),
         };
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         Ok(Config {
-            addr: var_or("SECKILL_ADDR", "127.0.0.1:3000").parse().context("SECKILL_ADDR must be host:port")?,
+            addr: var_or("SECKILL_ADDR", "127.0.0.1:3000")
+                .parse()
+                .context("SECKILL_ADDR must be host:port")?,
             database_url: var_or("DATABASE_URL", DEFAULT_DATABASE_URL),
             redis_url: var_or("REDIS_URL", DEFAULT_REDIS_URL),
             amqp_url: var_or("AMQP_URL", DEFAULT_AMQP_URL),
             secret,
             redis_prefix: var_or("SECKILL_REDIS_PREFIX", "sk:"),
             cookie_secure: flag("SECKILL_COOKIE_SECURE"),
-            asset_base_url: var_or("SECKILL_ASSET_BASE_URL", "").trim_end_matches('/').to_string(),
+            asset_base_url: var_or("SECKILL_ASSET_BASE_URL", "")
+                .trim_end_matches('/')
+                .to_string(),
             site_root: var_or("LEPTOS_SITE_ROOT", "target/site"),
             session_ttl: Duration::from_secs(number("SECKILL_SESSION_TTL_SECS", 7 * 24 * 3600)?),
             login_throttle: LoginThrottle {
@@ -165,20 +173,30 @@ impl Config {
                     user_per_sec: number("SECKILL_USER_PER_SEC", d.user_per_sec)?,
                     ip_burst: number("SECKILL_IP_BURST", d.ip_burst)?,
                     ip_per_sec: number("SECKILL_IP_PER_SEC", d.ip_per_sec)?,
-                    strikes_before_block: number("SECKILL_STRIKES_BEFORE_BLOCK", d.strikes_before_block)?,
+                    strikes_before_block: number(
+                        "SECKILL_STRIKES_BEFORE_BLOCK",
+                        d.strikes_before_block,
+                    )?,
                     block_ms: number("SECKILL_BLOCK_MS", d.block_ms)?,
                     max_in_flight: number("SECKILL_MAX_IN_FLIGHT", d.max_in_flight)?,
                 }
             },
             amqp_prefix: var_or("SECKILL_AMQP_PREFIX", "seckill"),
-            queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS").map(|v| v.parse()).transpose().context("SECKILL_QUEUE_EXPIRES_MS")?,
+            queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS")
+                .map(|v| v.parse())
+                .transpose()
+                .context("SECKILL_QUEUE_EXPIRES_MS")?,
             run_workers: !flag("SECKILL_NO_WORKERS"),
             demo: flag("SECKILL_DEMO"),
             min_payment_window_secs: number("SECKILL_MIN_PAYMENT_WINDOW_SECS", 60)?,
             sweep_every: Duration::from_millis(number("SECKILL_SWEEP_EVERY_MS", 2_000)?),
             persisters: number("SECKILL_PERSISTERS", 2)?.max(1),
-            header_read_timeout: Duration::from_secs(number("SECKILL_HEADER_READ_TIMEOUT_SECS", 10)?.max(1)),
-            request_timeout: Duration::from_secs(number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1)),
+            header_read_timeout: Duration::from_secs(
+                number("SECKILL_HEADER_READ_TIMEOUT_SECS", 10)?.max(1),
+            ),
+            request_timeout: Duration::from_secs(
+                number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1),
+            ),
         })
     }
 }

@@ -13,7 +13,9 @@ pub struct Keys {
 
 impl Keys {
     pub fn new(prefix: &str) -> Keys {
-        Keys { prefix: prefix.into() }
+        Keys {
+            prefix: prefix.into(),
+        }
     }
 
     /// Units still for sale.

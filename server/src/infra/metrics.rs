@@ -2,7 +2,12 @@
 
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
-    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::{exponential_buckets, Histogram}},
+    metrics::{
+        counter::Counter,
+        family::Family,
+        gauge::Gauge,
+        histogram::{exponential_buckets, Histogram},
+    },
     registry::Registry,
 };
 use std::sync::Arc;
@@ -34,22 +39,57 @@ impl Metrics {
         let buys = Family::<Outcome, Counter>::default();
         registry.register("buy_requests", "Buy requests by result", buys.clone());
         let gate_seconds = Histogram::new(exponential_buckets(0.000_25, 2.0, 14));
-        registry.register("gate_seconds", "Time of the gate script call", gate_seconds.clone());
+        registry.register(
+            "gate_seconds",
+            "Time of the gate script call",
+            gate_seconds.clone(),
+        );
         let journal_lag = Gauge::default();
-        registry.register("journal_lag", "Reservations in the journal not yet confirmed by RabbitMQ", journal_lag.clone());
+        registry.register(
+            "journal_lag",
+            "Reservations in the journal not yet confirmed by RabbitMQ",
+            journal_lag.clone(),
+        );
         let relayed = Counter::default();
-        registry.register("relayed_reservations", "Reservations published to RabbitMQ and confirmed", relayed.clone());
+        registry.register(
+            "relayed_reservations",
+            "Reservations published to RabbitMQ and confirmed",
+            relayed.clone(),
+        );
         let persisted = Counter::default();
-        registry.register("persisted_orders", "Orders written to PostgreSQL", persisted.clone());
+        registry.register(
+            "persisted_orders",
+            "Orders written to PostgreSQL",
+            persisted.clone(),
+        );
         let dead_lettered = Counter::default();
-        registry.register("dead_lettered_reservations", "Reservations that ended failed via the dead-letter queue", dead_lettered.clone());
+        registry.register(
+            "dead_lettered_reservations",
+            "Reservations that ended failed via the dead-letter queue",
+            dead_lettered.clone(),
+        );
         let stock_drift = Family::<ActivityLabel, Gauge>::default();
-        registry.register("stock_drift", "Redis remaining minus (total_stock - sold) at the last reconciliation", stock_drift.clone());
-        Arc::new(Metrics { registry, buys, gate_seconds, journal_lag, relayed, persisted, dead_lettered, stock_drift })
+        registry.register(
+            "stock_drift",
+            "Redis remaining minus (total_stock - sold) at the last reconciliation",
+            stock_drift.clone(),
+        );
+        Arc::new(Metrics {
+            registry,
+            buys,
+            gate_seconds,
+            journal_lag,
+            relayed,
+            persisted,
+            dead_lettered,
+            stock_drift,
+        })
     }
 
     pub fn drift(&self, activity: i64, drift: i64) {
-        self.stock_drift.get_or_create(&ActivityLabel { activity }).set(drift);
+        self.stock_drift
+            .get_or_create(&ActivityLabel { activity })
+            .set(drift);
     }
 
     pub fn buy(&self, result: &'static str) {

@@ -6,7 +6,10 @@
 use super::giveback::{give_back, GiveBack};
 use crate::{
     buy::soldout::SoldOut,
-    infra::{broker::{Broker, Topology}, keys::Keys},
+    infra::{
+        broker::{Broker, Topology},
+        keys::Keys,
+    },
 };
 use anyhow::Context;
 use futures_util::StreamExt;
@@ -56,8 +59,23 @@ pub enum Expiry {
 }
 
 impl Deadlines {
-    pub fn new(db: PgPool, redis: ConnectionManager, keys: Keys, sold_out: SoldOut, broker: Broker, topology: Topology) -> Deadlines {
-        Deadlines { db, redis, keys, sold_out, broker, topology, publisher: Arc::default() }
+    pub fn new(
+        db: PgPool,
+        redis: ConnectionManager,
+        keys: Keys,
+        sold_out: SoldOut,
+        broker: Broker,
+        topology: Topology,
+    ) -> Deadlines {
+        Deadlines {
+            db,
+            redis,
+            keys,
+            sold_out,
+            broker,
+            topology,
+            publisher: Arc::default(),
+        }
     }
 
     /// Publishes the delayed messages of newly confirmed orders. A failure is logged, not
@@ -76,7 +94,9 @@ impl Deadlines {
         let mut slot = self.publisher.lock().await;
         if slot.as_ref().is_none_or(|(c, _)| !c.status().connected()) {
             let channel = self.broker.channel(&self.topology).await?;
-            channel.confirm_select(ConfirmSelectOptions::default()).await?;
+            channel
+                .confirm_select(ConfirmSelectOptions::default())
+                .await?;
             *slot = Some((channel, HashSet::new()));
         }
         let (channel, declared) = slot.as_mut().expect("set above");
@@ -87,14 +107,22 @@ impl Deadlines {
         let mut confirms = Vec::with_capacity(by_window.len());
         for (window, tokens) in by_window {
             if declared.insert(window) {
-                self.topology.declare_deadline_queue(channel, window).await?;
+                self.topology
+                    .declare_deadline_queue(channel, window)
+                    .await?;
             }
-            let body = serde_json::to_vec(&Due { token: None, tokens })?;
+            let body = serde_json::to_vec(&Due {
+                token: None,
+                tokens,
+            })?;
             let confirm = channel
                 .basic_publish(
                     "".into(),
                     self.topology.deadline_queue(window).as_str().into(),
-                    BasicPublishOptions { mandatory: true, ..Default::default() },
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
                     &body,
                     BasicProperties::default().with_delivery_mode(2),
                 )
@@ -102,7 +130,10 @@ impl Deadlines {
             confirms.push(confirm);
         }
         for confirm in confirms {
-            match tokio::time::timeout(Duration::from_secs(10), confirm).await.context("confirm timed out")?? {
+            match tokio::time::timeout(Duration::from_secs(10), confirm)
+                .await
+                .context("confirm timed out")??
+            {
                 Confirmation::Ack(None) => {}
                 other => anyhow::bail!("deadline message not taken: {other:?}"),
             }
@@ -130,15 +161,23 @@ impl Deadlines {
         }
         tx.commit().await?;
 
-        let current: Option<(String, i64, i64, i32)> =
-            sqlx::query_as("SELECT status, activity_id, user_id, quantity FROM orders WHERE token = $1")
-                .bind(token)
-                .fetch_optional(&self.db)
-                .await?;
+        let current: Option<(String, i64, i64, i32)> = sqlx::query_as(
+            "SELECT status, activity_id, user_id, quantity FROM orders WHERE token = $1",
+        )
+        .bind(token)
+        .fetch_optional(&self.db)
+        .await?;
         match current {
             // Cancelled now or by an earlier attempt that died before Redis: return the units (once).
             Some((status, activity_id, user_id, quantity)) if status == "cancelled" => {
-                let g = GiveBack { token, activity_id, user_id, quantity, status: "cancelled", reason: "payment window closed" };
+                let g = GiveBack {
+                    token,
+                    activity_id,
+                    user_id,
+                    quantity,
+                    status: "cancelled",
+                    reason: "payment window closed",
+                };
                 give_back(&mut self.redis.clone(), &self.keys, &self.sold_out, g).await?;
                 if cancelled.is_some() {
                     tracing::info!(order.token = %token, activity.id = activity_id, "unpaid order cancelled; stock returned");
@@ -165,7 +204,12 @@ impl Deadlines {
         let channel = self.broker.channel(&self.topology).await?;
         channel.basic_qos(200, BasicQosOptions::default()).await?;
         let mut consumer = channel
-            .basic_consume(self.topology.timeouts.as_str().into(), format!("{tag}-deadlines").as_str().into(), BasicConsumeOptions::default(), FieldTable::default())
+            .basic_consume(
+                self.topology.timeouts.as_str().into(),
+                format!("{tag}-deadlines").as_str().into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
             .await?;
         while let Some(delivery) = consumer.next().await {
             let delivery = delivery?;
@@ -230,7 +274,11 @@ mod tests {
         let b = uuid::Uuid::new_v4();
         let old: Due = serde_json::from_str(&format!(r#"{{"token":"{a}"}}"#)).unwrap();
         assert_eq!(old.tokens().collect::<Vec<_>>(), vec![a]);
-        let written = serde_json::to_string(&Due { token: None, tokens: vec![a, b] }).unwrap();
+        let written = serde_json::to_string(&Due {
+            token: None,
+            tokens: vec![a, b],
+        })
+        .unwrap();
         assert_eq!(written, format!(r#"{{"tokens":["{a}","{b}"]}}"#));
         let new: Due = serde_json::from_str(&written).unwrap();
         assert_eq!(new.tokens().collect::<Vec<_>>(), vec![a, b]);

@@ -31,7 +31,12 @@ pub struct GiveBack<'a> {
 }
 
 /// Returns the units unless this token's were returned before; true if this call returned them.
-pub async fn give_back(redis: &mut ConnectionManager, keys: &Keys, sold_out: &SoldOut, g: GiveBack<'_>) -> redis::RedisResult<bool> {
+pub async fn give_back(
+    redis: &mut ConnectionManager,
+    keys: &Keys,
+    sold_out: &SoldOut,
+    g: GiveBack<'_>,
+) -> redis::RedisResult<bool> {
     let token = g.token.to_string();
     let returned: i64 = redis::Script::new(GIVE_BACK)
         .key(keys.returned(&token))

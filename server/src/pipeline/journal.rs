@@ -3,12 +3,23 @@
 //! cut-off relay left pending are re-claimed after a while by whichever relay runs. A message may
 //! thus be published twice; the persister is idempotent on the token.
 
-use crate::infra::{broker::{Broker, Topology}, keys::Keys, metrics::Metrics};
+use crate::infra::{
+    broker::{Broker, Topology},
+    keys::Keys,
+    metrics::Metrics,
+};
 use anyhow::Context;
 use lapin::{options::*, BasicProperties, Channel, Confirmation};
-use redis::{aio::ConnectionManager, streams::{StreamAutoClaimReply, StreamId, StreamReadReply}, Value};
+use redis::{
+    aio::ConnectionManager,
+    streams::{StreamAutoClaimReply, StreamId, StreamReadReply},
+    Value,
+};
 use serde::{Deserialize, Serialize};
-use std::{sync::Arc, time::{Duration, Instant}};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 const GROUP: &str = "relay";
 const BATCH: usize = 2_000;
@@ -87,12 +98,19 @@ impl Relay {
 
     async fn channel(&self) -> anyhow::Result<Channel> {
         let channel = self.broker.channel(&self.topology).await?;
-        channel.confirm_select(ConfirmSelectOptions::default()).await.context("enabling confirms")?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .context("enabling confirms")?;
         Ok(channel)
     }
 
     /// Relays one batch; returns how many entries were confirmed.
-    async fn step(&self, channel: &mut Option<Channel>, last_reclaim: &mut Instant) -> anyhow::Result<usize> {
+    async fn step(
+        &self,
+        channel: &mut Option<Channel>,
+        last_reclaim: &mut Instant,
+    ) -> anyhow::Result<usize> {
         if channel.as_ref().is_none_or(|c| !c.status().connected()) {
             *channel = Some(self.channel().await?);
             self.ensure_group().await?;
@@ -131,9 +149,16 @@ impl Relay {
                 .query_async(&mut redis)
                 .await
                 .context("reading the journal")?;
-            entries = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids).collect();
+            entries = reply
+                .into_iter()
+                .flat_map(|r| r.keys)
+                .flat_map(|k| k.ids)
+                .collect();
         }
-        let lag: i64 = redis::cmd("XLEN").arg(self.keys.journal()).query_async(&mut redis).await?;
+        let lag: i64 = redis::cmd("XLEN")
+            .arg(self.keys.journal())
+            .query_async(&mut redis)
+            .await?;
         self.metrics.journal_lag.set(lag);
         if entries.is_empty() {
             return Ok(0);
@@ -157,7 +182,10 @@ impl Relay {
                 .basic_publish(
                     "".into(),
                     self.topology.reservations.as_str().into(),
-                    BasicPublishOptions { mandatory: true, ..Default::default() },
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
                     &payload,
                     properties,
                 )
@@ -179,15 +207,24 @@ impl Relay {
         }
         if !done.is_empty() {
             let _: () = redis::pipe()
-                .cmd("XACK").arg(self.keys.journal()).arg(GROUP).arg(&done).ignore()
-                .cmd("XDEL").arg(self.keys.journal()).arg(&done).ignore()
+                .cmd("XACK")
+                .arg(self.keys.journal())
+                .arg(GROUP)
+                .arg(&done)
+                .ignore()
+                .cmd("XDEL")
+                .arg(self.keys.journal())
+                .arg(&done)
+                .ignore()
                 .query_async(&mut redis)
                 .await
                 .context("acknowledging journal entries")?;
             self.metrics.relayed.inc_by(done.len() as u64);
         }
         if failed > 0 {
-            anyhow::bail!("{failed} reservations were not confirmed; they stay pending and will be re-sent");
+            anyhow::bail!(
+                "{failed} reservations were not confirmed; they stay pending and will be re-sent"
+            );
         }
         Ok(done.len())
     }

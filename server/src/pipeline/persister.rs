@@ -13,7 +13,11 @@ use super::{
 use crate::{
     buy::soldout::SoldOut,
     domain::rfc3339,
-    infra::{broker::{Broker, Topology}, keys::{Keys, TOKEN_TTL_SECS}, metrics::Metrics},
+    infra::{
+        broker::{Broker, Topology},
+        keys::{Keys, TOKEN_TTL_SECS},
+        metrics::Metrics,
+    },
 };
 use anyhow::Context;
 use futures_util::StreamExt;
@@ -59,7 +63,11 @@ enum Failure {
 
 fn classify(e: sqlx::Error) -> Failure {
     match &e {
-        sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("23") || c.starts_with("22")) => {
+        sqlx::Error::Database(db)
+            if db
+                .code()
+                .is_some_and(|c| c.starts_with("23") || c.starts_with("22")) =>
+        {
             Failure::Refused(e.into())
         }
         _ => Failure::Outage(e.into()),
@@ -92,9 +100,16 @@ impl Persister {
 
     async fn open(&self, queue: &str, tag: &str) -> anyhow::Result<(Channel, lapin::Consumer)> {
         let channel = self.broker.channel(&self.topology).await?;
-        channel.basic_qos(PREFETCH, BasicQosOptions::default()).await?;
+        channel
+            .basic_qos(PREFETCH, BasicQosOptions::default())
+            .await?;
         let consumer = channel
-            .basic_consume(queue.into(), format!("{}-{tag}", self.consumer).as_str().into(), BasicConsumeOptions::default(), FieldTable::default())
+            .basic_consume(
+                queue.into(),
+                format!("{}-{tag}", self.consumer).as_str().into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
             .await?;
         Ok((channel, consumer))
     }
@@ -102,7 +117,11 @@ impl Persister {
     async fn consume(&self) -> anyhow::Result<()> {
         let (_channel, mut consumer) = self.open(&self.topology.reservations, "persister").await?;
         loop {
-            let first = consumer.next().await.context("consumer ended")?.context("receiving")?;
+            let first = consumer
+                .next()
+                .await
+                .context("consumer ended")?
+                .context("receiving")?;
             let mut batch = vec![first];
             while batch.len() < MAX_BATCH {
                 match tokio::time::timeout(LINGER, consumer.next()).await {
@@ -127,7 +146,12 @@ impl Persister {
                 Err(e) => {
                     // Unreadable: no retry can help; it goes to the dead letters at once.
                     tracing::error!(error = %e, "unreadable reservation message dead-lettered");
-                    delivery.nack(BasicNackOptions { requeue: false, ..Default::default() }).await?;
+                    delivery
+                        .nack(BasicNackOptions {
+                            requeue: false,
+                            ..Default::default()
+                        })
+                        .await?;
                 }
             }
         }
@@ -175,7 +199,12 @@ impl Persister {
         for (delivery, r) in good.into_iter().zip(&reservations) {
             if refused.contains(&r.token) {
                 // Back to the queue; after the delivery limit it is dead-lettered.
-                delivery.nack(BasicNackOptions { requeue: true, ..Default::default() }).await?;
+                delivery
+                    .nack(BasicNackOptions {
+                        requeue: true,
+                        ..Default::default()
+                    })
+                    .await?;
             } else {
                 last_written = Some(delivery);
             }
@@ -227,15 +256,14 @@ impl Persister {
         .fetch_one(&mut *tx)
         .await
         .map_err(classify)?;
-        let rows: Vec<Persisted> =
-            sqlx::query_as(
-                "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
+        let rows: Vec<Persisted> = sqlx::query_as(
+            "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
                  FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
-            )
-                .bind(&tokens)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(classify)?;
+        )
+        .bind(&tokens)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(classify)?;
         tx.commit().await.map_err(classify)?;
         self.metrics.persisted.inc_by(inserted as u64);
 
@@ -247,19 +275,32 @@ impl Persister {
             if let Some(pay_by) = p.pay_by {
                 fields.push(("pay_by", rfc3339(pay_by)));
             }
-            pipe.hset_multiple(&key, &fields).ignore().expire(&key, TOKEN_TTL_SECS as i64).ignore();
+            pipe.hset_multiple(&key, &fields)
+                .ignore()
+                .expire(&key, TOKEN_TTL_SECS as i64)
+                .ignore();
         }
         let mut redis = self.redis.clone();
         let marked: redis::RedisResult<()> = pipe.query_async(&mut redis).await;
-        marked.map_err(|e| Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed")))?;
-        let due: Vec<(uuid::Uuid, i32)> =
-            rows.iter().filter(|p| p.status == "confirmed").map(|p| (p.token, p.payment_window_secs)).collect();
+        marked.map_err(|e| {
+            Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed"))
+        })?;
+        let due: Vec<(uuid::Uuid, i32)> = rows
+            .iter()
+            .filter(|p| p.status == "confirmed")
+            .map(|p| (p.token, p.payment_window_secs))
+            .collect();
         self.deadlines.schedule(&due).await;
-        Ok(tokens.into_iter().filter(|t| !by_token.contains_key(t)).collect())
+        Ok(tokens
+            .into_iter()
+            .filter(|t| !by_token.contains_key(t))
+            .collect())
     }
 
     async fn consume_dead_letters(&self) -> anyhow::Result<()> {
-        let (_channel, mut consumer) = self.open(&self.topology.dead_letters, "dead-letters").await?;
+        let (_channel, mut consumer) = self
+            .open(&self.topology.dead_letters, "dead-letters")
+            .await?;
         while let Some(delivery) = consumer.next().await {
             let delivery = delivery.context("receiving")?;
             match serde_json::from_slice::<Reservation>(&delivery.data) {
@@ -270,7 +311,9 @@ impl Persister {
                         backoff(&mut attempt).await;
                     }
                 }
-                Err(e) => tracing::error!(error = %e, "unreadable dead letter dropped: nothing to return"),
+                Err(e) => {
+                    tracing::error!(error = %e, "unreadable dead letter dropped: nothing to return")
+                }
             }
             delivery.ack(BasicAckOptions::default()).await?;
         }

@@ -13,12 +13,18 @@ async fn register_creates_a_shopper_and_signs_them_in() {
     let cookie = set_cookie(&resp).expect("register sets sid");
     let (status, user) = json(resp).await;
     assert_eq!(status, 201, "{user}");
-    assert_eq!((user["username"].as_str(), user["role"].as_str()), (Some(name.as_str()), Some("shopper")));
+    assert_eq!(
+        (user["username"].as_str(), user["role"].as_str()),
+        (Some(name.as_str()), Some("shopper"))
+    );
     assert!(user["id"].as_i64().is_some());
     for attr in ["HttpOnly", "SameSite=Lax", "Path=/", "Max-Age="] {
         assert!(cookie.contains(attr), "{attr} missing in {cookie}");
     }
-    assert!(!cookie.contains("Secure"), "Secure only when configured: {cookie}");
+    assert!(
+        !cookie.contains("Secure"),
+        "Secure only when configured: {cookie}"
+    );
 
     let (status, me) = json(app.get("/api/me").await).await;
     assert_eq!(status, 200);
@@ -35,7 +41,10 @@ async fn passwords_are_stored_as_argon2id_hashes_at_owasp_parameters() {
         .fetch_one(&app.db)
         .await
         .unwrap();
-    assert!(stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{stored}");
+    assert!(
+        stored.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{stored}"
+    );
     assert!(!stored.contains(PASSWORD));
 }
 
@@ -51,9 +60,22 @@ async fn a_taken_username_gets_409_whatever_its_case() {
     let app = spawn_app().await;
     let name = unique_name("dup");
     assert_eq!(app.register(&name, PASSWORD).await.status().as_u16(), 201);
-    assert_error(app.register(&name, "another-password").await, 409, "username_taken").await;
-    assert_error(app.register(&name.to_uppercase(), "another-password").await, 409, "username_taken").await;
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM users").fetch_one(&app.db).await.unwrap();
+    assert_error(
+        app.register(&name, "another-password").await,
+        409,
+        "username_taken",
+    )
+    .await;
+    assert_error(
+        app.register(&name.to_uppercase(), "another-password").await,
+        409,
+        "username_taken",
+    )
+    .await;
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     assert_eq!(count, 1);
 }
 
@@ -69,9 +91,15 @@ async fn registration_validates_username_and_password_naming_the_field() {
         ("ann_long", "p".repeat(129).as_str(), "password"),
     ] {
         let body = assert_error(app.register(username, password).await, 400, "invalid_input").await;
-        assert!(body["message"].as_str().unwrap().starts_with(field), "{username}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().starts_with(field),
+            "{username}: {body}"
+        );
     }
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM users").fetch_one(&app.db).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     assert_eq!(count, 0);
 }
 
@@ -86,7 +114,10 @@ async fn login_signs_in_with_the_right_password() {
     let resp = app.login(&name.to_uppercase(), PASSWORD).await;
     assert!(set_cookie(&resp).is_some());
     let (status, user) = json(resp).await;
-    assert_eq!((status, user["username"].as_str()), (200, Some(name.as_str())));
+    assert_eq!(
+        (status, user["username"].as_str()),
+        (200, Some(name.as_str()))
+    );
     assert_eq!(json(app.get("/api/me").await).await.0, 200);
 }
 
@@ -95,8 +126,18 @@ async fn a_wrong_password_and_an_unknown_user_get_the_same_401() {
     let app = spawn_app().await;
     let name = unique_name("carl");
     app.register(&name, PASSWORD).await;
-    let wrong = assert_error(app.login(&name, "not-the-password").await, 401, "invalid_credentials").await;
-    let unknown = assert_error(app.login(&unique_name("ghost"), PASSWORD).await, 401, "invalid_credentials").await;
+    let wrong = assert_error(
+        app.login(&name, "not-the-password").await,
+        401,
+        "invalid_credentials",
+    )
+    .await;
+    let unknown = assert_error(
+        app.login(&unique_name("ghost"), PASSWORD).await,
+        401,
+        "invalid_credentials",
+    )
+    .await;
     assert_eq!(wrong, unknown);
 }
 
@@ -106,11 +147,20 @@ async fn repeated_failures_for_a_username_are_throttled_with_retry_after() {
     let name = unique_name("dora");
     app.register(&name, PASSWORD).await;
     for _ in 0..5 {
-        assert_error(app.login(&name, "not-the-password").await, 401, "invalid_credentials").await;
+        assert_error(
+            app.login(&name, "not-the-password").await,
+            401,
+            "invalid_credentials",
+        )
+        .await;
     }
     // Past the limit even the right password waits.
     let resp = app.login(&name, PASSWORD).await;
-    let retry_after: u64 = resp.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry_after: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&retry_after), "{retry_after}");
     assert_error(resp, 429, "rate_limited").await;
     // Another user from the same address is not affected by dora's failures.
@@ -123,7 +173,12 @@ async fn repeated_failures_for_a_username_are_throttled_with_retry_after() {
 async fn repeated_failures_from_one_address_are_throttled_across_usernames() {
     let app = spawn_app_with(|c| c.login_throttle.max_failures_per_ip = 3).await;
     for _ in 0..3 {
-        assert_error(app.login(&unique_name("spray"), PASSWORD).await, 401, "invalid_credentials").await;
+        assert_error(
+            app.login(&unique_name("spray"), PASSWORD).await,
+            401,
+            "invalid_credentials",
+        )
+        .await;
     }
     let resp = app.login(&unique_name("spray"), PASSWORD).await;
     assert!(resp.headers().contains_key("retry-after"));
@@ -136,12 +191,31 @@ async fn a_forged_cookie_is_rejected() {
     let name = unique_name("fay");
     let resp = app.register(&name, PASSWORD).await;
     let cookie = set_cookie(&resp).unwrap();
-    let value = cookie.split(';').next().unwrap().trim_start_matches("sid=").to_string();
+    let value = cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .trim_start_matches("sid=")
+        .to_string();
     let promoted = value.replacen("shopper", "merchant", 1);
     let other_user = format!("999999{}", &value[value.find('.').unwrap()..]);
-    let other_key = SessionKeys::new(b"not-the-server-secret-not-the-server", Duration::from_secs(60), false)
-        .sign(&Claims { user_id: 1, role: app::api::Role::Merchant, expires_at: i64::MAX / 2 });
-    for forged in [promoted, other_user, other_key, "garbage".into(), String::new()] {
+    let other_key = SessionKeys::new(
+        b"not-the-server-secret-not-the-server",
+        Duration::from_secs(60),
+        false,
+    )
+    .sign(&Claims {
+        user_id: 1,
+        role: app::api::Role::Merchant,
+        expires_at: i64::MAX / 2,
+    });
+    for forged in [
+        promoted,
+        other_user,
+        other_key,
+        "garbage".into(),
+        String::new(),
+    ] {
         let resp = reqwest::Client::new()
             .get(app.url("/api/me"))
             .header("cookie", format!("sid={forged}"))
@@ -159,11 +233,28 @@ async fn an_expired_cookie_is_rejected() {
     let (_, user) = json(resp).await;
     let keys = SessionKeys::new(SECRET, Duration::from_secs(60), false);
     let now = chrono::Utc::now().timestamp();
-    let expired = keys.sign(&Claims { user_id: user["id"].as_i64().unwrap(), role: app::api::Role::Shopper, expires_at: now - 1 });
-    let fresh = keys.sign(&Claims { user_id: user["id"].as_i64().unwrap(), role: app::api::Role::Shopper, expires_at: now + 60 });
-    let me = |v: String| reqwest::Client::new().get(app.url("/api/me")).header("cookie", format!("sid={v}")).send();
+    let expired = keys.sign(&Claims {
+        user_id: user["id"].as_i64().unwrap(),
+        role: app::api::Role::Shopper,
+        expires_at: now - 1,
+    });
+    let fresh = keys.sign(&Claims {
+        user_id: user["id"].as_i64().unwrap(),
+        role: app::api::Role::Shopper,
+        expires_at: now + 60,
+    });
+    let me = |v: String| {
+        reqwest::Client::new()
+            .get(app.url("/api/me"))
+            .header("cookie", format!("sid={v}"))
+            .send()
+    };
     assert_error(me(expired).await.unwrap(), 401, "unauthenticated").await;
-    assert_eq!(me(fresh).await.unwrap().status().as_u16(), 200, "the same key with a future expiry is accepted");
+    assert_eq!(
+        me(fresh).await.unwrap().status().as_u16(),
+        200,
+        "the same key with a future expiry is accepted"
+    );
 }
 
 #[tokio::test]
@@ -180,11 +271,25 @@ async fn logout_clears_the_cookie() {
 async fn merchants_come_from_the_operator_and_shoppers_are_refused_merchant_routes() {
     let app = spawn_app().await;
     let merchant = unique_name("shop");
-    server::domain::account::create_merchant(&app.db, &merchant, PASSWORD).await.unwrap().expect("created");
-    assert!(server::domain::account::create_merchant(&app.db, &merchant, PASSWORD).await.unwrap().is_none(), "taken");
+    server::domain::account::create_merchant(&app.db, &merchant, PASSWORD)
+        .await
+        .unwrap()
+        .expect("created");
+    assert!(
+        server::domain::account::create_merchant(&app.db, &merchant, PASSWORD)
+            .await
+            .unwrap()
+            .is_none(),
+        "taken"
+    );
 
     // No session: 401.
-    assert_error(app.get("/api/admin/merchants").await, 401, "unauthenticated").await;
+    assert_error(
+        app.get("/api/admin/merchants").await,
+        401,
+        "unauthenticated",
+    )
+    .await;
     // A shopper: 403.
     app.register(&unique_name("ivy"), PASSWORD).await;
     assert_error(app.get("/api/admin/merchants").await, 403, "forbidden").await;

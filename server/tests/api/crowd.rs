@@ -32,7 +32,18 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
     assert_eq!(report.accepted, 100);
     assert_eq!(report.tokens.len(), 100);
     assert_eq!(report.requests, 400);
-    let unexpected: Vec<_> = report.outcomes.keys().filter(|k| !matches!(k.as_str(), "accepted" | "sold_out")).collect();
-    assert!(unexpected.is_empty(), "only the API's own answers: {:?}", report.outcomes);
-    assert!(report.persisted_after_last_buy.is_some(), "every order persisted");
+    let unexpected: Vec<_> = report
+        .outcomes
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "accepted" | "sold_out"))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "only the API's own answers: {:?}",
+        report.outcomes
+    );
+    assert!(
+        report.persisted_after_last_buy.is_some(),
+        "every order persisted"
+    );
 }

@@ -15,15 +15,47 @@ use reqwest::{header, Client};
 use serde_json::{json, Value};
 
 const FIELDS: &[&str] = &[
-    "username", "password", "path", "quantity", "captcha_id", "captcha_answer", "title", "description", "image_url",
-    "price_cents", "seckill_price_cents", "starts_at", "ends_at", "stock", "per_user_limit", "captcha_required",
-    "payment_window_secs", "add", "role", "user_id",
+    "username",
+    "password",
+    "path",
+    "quantity",
+    "captcha_id",
+    "captcha_answer",
+    "title",
+    "description",
+    "image_url",
+    "price_cents",
+    "seckill_price_cents",
+    "starts_at",
+    "ends_at",
+    "stock",
+    "per_user_limit",
+    "captcha_required",
+    "payment_window_secs",
+    "add",
+    "role",
+    "user_id",
 ];
 
 const NASTY: &[&str] = &[
-    "", " ", "'; DROP TABLE orders; --", "\" OR \"\"=\"", "<script>alert(1)</script>", "\u{0}", "\u{202e}gnp.exe",
-    "../../etc/passwd", "2030-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "-1", "1e309", "NaN", "null", "%s%n%x",
-    "\u{1F600}\u{1F600}", "ann_ok", "long-enough-password",
+    "",
+    " ",
+    "'; DROP TABLE orders; --",
+    "\" OR \"\"=\"",
+    "<script>alert(1)</script>",
+    "\u{0}",
+    "\u{202e}gnp.exe",
+    "../../etc/passwd",
+    "2030-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z",
+    "-1",
+    "1e309",
+    "NaN",
+    "null",
+    "%s%n%x",
+    "\u{1F600}\u{1F600}",
+    "ann_ok",
+    "long-enough-password",
 ];
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -32,16 +64,34 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        select(vec![0_i64, 1, -1, 2, 100, 101, 10_000_000, 10_000_001, i64::MAX, i64::MIN]).prop_map(Value::from),
-        any::<f64>().prop_filter("JSON has no NaN or infinity", |f| f.is_finite()).prop_map(Value::from),
+        select(vec![
+            0_i64,
+            1,
+            -1,
+            2,
+            100,
+            101,
+            10_000_000,
+            10_000_001,
+            i64::MAX,
+            i64::MIN
+        ])
+        .prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("JSON has no NaN or infinity", |f| f.is_finite())
+            .prop_map(Value::from),
         select(NASTY).prop_map(Value::from),
         ".{0,40}".prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 24, 6, |inner| {
         prop_oneof![
             vec(inner.clone(), 0..5).prop_map(Value::Array),
-            btree_map(prop_oneof![select(FIELDS).prop_map(str::to_string), "[a-z_]{1,10}"], inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            btree_map(
+                prop_oneof![select(FIELDS).prop_map(str::to_string), "[a-z_]{1,10}"],
+                inner,
+                0..6
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -58,11 +108,16 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
 
 #[test]
 fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let (app, merchant, shopper, activity) = rt.block_on(async {
         let app = spawn_app().await;
         let merchant = merchant(&app).await;
-        let activity = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+        let activity = live_activity(&app, &merchant, 10, json!({})).await["id"]
+            .as_i64()
+            .unwrap();
         let shopper = shoppers(&app, 1).await.pop().unwrap();
         (app, merchant, shopper.client, activity)
     });
@@ -70,29 +125,66 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
     let endpoints: [(&str, &Client, String); 5] = [
         ("register", &anonymous, app.url("/api/auth/register")),
         ("login", &anonymous, app.url("/api/auth/login")),
-        ("buy", &shopper, app.url(&format!("/api/activities/{activity}/buy"))),
+        (
+            "buy",
+            &shopper,
+            app.url(&format!("/api/activities/{activity}/buy")),
+        ),
         ("create", &merchant, app.url("/api/admin/activities")),
-        ("add stock", &merchant, app.url(&format!("/api/admin/activities/{activity}/stock"))),
+        (
+            "add stock",
+            &merchant,
+            app.url(&format!("/api/admin/activities/{activity}/stock")),
+        ),
     ];
-    let cases = std::env::var("SECKILL_FUZZ_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(500);
-    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let cases = std::env::var("SECKILL_FUZZ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(500);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
     let result = runner.run(&(0..endpoints.len(), body()), |(endpoint, body)| {
         let (name, client, url) = &endpoints[endpoint];
         rt.block_on(async {
             let before = state(&app, activity).await;
-            let resp = client.post(url).header(header::CONTENT_TYPE, "application/json").body(body.clone()).send().await.unwrap();
+            let resp = client
+                .post(url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
             let status = resp.status().as_u16();
             let text = resp.text().await.unwrap();
             let shown = String::from_utf8_lossy(&body);
             prop_assert!(status < 500, "{name} answered {status} to {shown}: {text}");
             if status >= 400 {
-                let error: Value = serde_json::from_str(&text).map_err(|_| TestCaseError::fail(format!("{name}: not JSON: {text}")))?;
-                prop_assert!(error["error"].as_str().is_some_and(|c| !c.is_empty()), "{name}: no code: {text}");
-                prop_assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{name}: no message: {text}");
-                prop_assert_eq!(state(&app, activity).await, before, "{} refused {} but something changed", name, shown);
+                let error: Value = serde_json::from_str(&text)
+                    .map_err(|_| TestCaseError::fail(format!("{name}: not JSON: {text}")))?;
+                prop_assert!(
+                    error["error"].as_str().is_some_and(|c| !c.is_empty()),
+                    "{name}: no code: {text}"
+                );
+                prop_assert!(
+                    error["message"].as_str().is_some_and(|m| !m.is_empty()),
+                    "{name}: no message: {text}"
+                );
+                prop_assert_eq!(
+                    state(&app, activity).await,
+                    before,
+                    "{} refused {} but something changed",
+                    name,
+                    shown
+                );
             } else {
                 // Generated input that is valid is allowed to act; it must still be a documented success.
-                prop_assert!(matches!(status, 200 | 201 | 202), "{name} answered {status} to {shown}");
+                prop_assert!(
+                    matches!(status, 200 | 201 | 202),
+                    "{name} answered {status} to {shown}"
+                );
             }
             Ok(())
         })

@@ -22,7 +22,10 @@ async fn readyz_names_rabbitmq_when_it_does_not_answer() {
     let body = assert_error(app.get("/readyz").await, 503, "not_ready").await;
     let message = body["message"].as_str().unwrap();
     assert!(message.contains("rabbitmq"), "{message}");
-    assert!(!message.contains("postgres") && !message.contains("redis"), "{message}");
+    assert!(
+        !message.contains("postgres") && !message.contains("redis"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -1,13 +1,15 @@
 //! Spins up the real application against the real PostgreSQL, Redis and RabbitMQ that
 //! `make test` started: a fresh database and a Redis key prefix per test, port 0.
 
+use app::api::Role;
 use redis::aio::ConnectionManager;
 use reqwest::{header, Client, Response};
 use serde_json::Value;
-use app::api::Role;
 use server::{
     http::session::{Claims, SessionKeys},
-    infra::config::{Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL},
+    infra::config::{
+        Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL,
+    },
     Application,
 };
 use sqlx::{Connection, PgConnection, PgPool};
@@ -27,7 +29,10 @@ pub struct TestApp {
 }
 
 fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string())
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_string())
 }
 
 pub fn test_config() -> Config {
@@ -42,12 +47,21 @@ pub fn test_config() -> Config {
         asset_base_url: String::new(),
         site_root: "../target/site".into(),
         session_ttl: Duration::from_secs(3600),
-        login_throttle: LoginThrottle { max_failures_per_user: 5, max_failures_per_ip: 1000, window: Duration::from_secs(60) },
+        login_throttle: LoginThrottle {
+            max_failures_per_user: 5,
+            max_failures_per_ip: 1000,
+            window: Duration::from_secs(60),
+        },
         trust_forwarded_for: false,
         admin: None,
         password_hash_concurrency: 2,
         // Every test client comes from 127.0.0.1: the address bucket must not be what limits them.
-        gate: server::infra::config::GateLimits { ip_burst: 1_000_000, ip_per_sec: 1_000_000.0, max_in_flight: 8192, ..Default::default() },
+        gate: server::infra::config::GateLimits {
+            ip_burst: 1_000_000,
+            ip_per_sec: 1_000_000.0,
+            max_in_flight: 8192,
+            ..Default::default()
+        },
         amqp_prefix: format!("test.{}", uuid::Uuid::new_v4().simple()),
         queue_expires_ms: Some(600_000),
         run_workers: true,
@@ -63,9 +77,17 @@ pub fn test_config() -> Config {
 /// Creates an empty database of its own and points `config` at it.
 async fn fresh_database(config: &mut Config) {
     let name = format!("test_{}", uuid::Uuid::new_v4().simple());
-    let (base, _) = config.database_url.rsplit_once('/').expect("DATABASE_URL has a database name");
-    let mut admin = PgConnection::connect(&format!("{base}/postgres")).await.expect("PostgreSQL answers");
-    sqlx::query(&format!(r#"CREATE DATABASE "{name}""#)).execute(&mut admin).await.unwrap();
+    let (base, _) = config
+        .database_url
+        .rsplit_once('/')
+        .expect("DATABASE_URL has a database name");
+    let mut admin = PgConnection::connect(&format!("{base}/postgres"))
+        .await
+        .expect("PostgreSQL answers");
+    sqlx::query(&format!(r#"CREATE DATABASE "{name}""#))
+        .execute(&mut admin)
+        .await
+        .unwrap();
     config.database_url = format!("{base}/{name}");
 }
 
@@ -86,7 +108,9 @@ pub async fn spawn_instance(config: &Config) -> TestApp {
 }
 
 async fn start(config: Config) -> TestApp {
-    let app = Application::build(config.clone()).await.expect("the application builds");
+    let app = Application::build(config.clone())
+        .await
+        .expect("the application builds");
     let base = format!("http://{}", app.local_addr());
     let state = app.state.clone();
     tokio::spawn(app.run_until(std::future::pending()));
@@ -110,11 +134,21 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> Response {
-        self.client.post(self.url(path)).json(body).send().await.unwrap()
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// A POST with a raw body and content type, through a client without cookies.
-    pub async fn post_raw(&self, path: &str, content_type: &str, body: impl Into<reqwest::Body>) -> Response {
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> Response {
         Client::new()
             .post(self.url(path))
             .header(header::CONTENT_TYPE, content_type)
@@ -125,11 +159,19 @@ impl TestApp {
     }
 
     pub async fn register(&self, username: &str, password: &str) -> Response {
-        self.post("/api/auth/register", &serde_json::json!({"username": username, "password": password})).await
+        self.post(
+            "/api/auth/register",
+            &serde_json::json!({"username": username, "password": password}),
+        )
+        .await
     }
 
     pub async fn login(&self, username: &str, password: &str) -> Response {
-        self.post("/api/auth/login", &serde_json::json!({"username": username, "password": password})).await
+        self.post(
+            "/api/auth/login",
+            &serde_json::json!({"username": username, "password": password}),
+        )
+        .await
     }
 }
 
@@ -138,10 +180,18 @@ impl TestApp {
 pub fn client_for(user_id: i64, role: Role) -> Client {
     let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
     let expires_at = chrono::Utc::now().timestamp() + 3600;
-    let cookie = keys.sign(&Claims { user_id, role, expires_at });
+    let cookie = keys.sign(&Claims {
+        user_id,
+        role,
+        expires_at,
+    });
     let mut headers = header::HeaderMap::new();
     headers.insert(header::COOKIE, format!("sid={cookie}").parse().unwrap());
-    Client::builder().default_headers(headers).pool_max_idle_per_host(64).build().unwrap()
+    Client::builder()
+        .default_headers(headers)
+        .pool_max_idle_per_host(64)
+        .build()
+        .unwrap()
 }
 
 /// Inserts `n` shoppers at once (with an unusable password hash) and returns their ids.
@@ -162,12 +212,23 @@ pub struct Shopper {
 }
 
 pub async fn shoppers(app: &TestApp, n: usize) -> Vec<Shopper> {
-    insert_shoppers(&app.db, n).await.into_iter().map(|id| Shopper { id, client: client_for(id, Role::Shopper) }).collect()
+    insert_shoppers(&app.db, n)
+        .await
+        .into_iter()
+        .map(|id| Shopper {
+            id,
+            client: client_for(id, Role::Shopper),
+        })
+        .collect()
 }
 
 /// A merchant's signed-in client.
 pub async fn merchant(app: &TestApp) -> Client {
-    let user = server::domain::account::create_merchant(&app.db, &unique_name("m"), "merchant-password").await.unwrap().unwrap();
+    let user =
+        server::domain::account::create_merchant(&app.db, &unique_name("m"), "merchant-password")
+            .await
+            .unwrap()
+            .unwrap();
     client_for(user.id, Role::Merchant)
 }
 
@@ -187,7 +248,12 @@ pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields:
     for (k, v) in fields.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let resp = merchant.post(app.url("/api/admin/activities")).json(&body).send().await.unwrap();
+    let resp = merchant
+        .post(app.url("/api/admin/activities"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let (status, activity) = json(resp).await;
     assert_eq!(status, 201, "{activity}");
     activity
@@ -195,14 +261,23 @@ pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields:
 
 impl TestApp {
     pub async fn path(&self, client: &Client, activity: i64) -> String {
-        let resp = client.get(self.url(&format!("/api/activities/{activity}/path"))).send().await.unwrap();
+        let resp = client
+            .get(self.url(&format!("/api/activities/{activity}/path")))
+            .send()
+            .await
+            .unwrap();
         let (status, body) = json(resp).await;
         assert_eq!(status, 200, "{body}");
         body["path"].as_str().unwrap().to_string()
     }
 
     pub async fn buy(&self, client: &Client, activity: i64, body: Value) -> Response {
-        client.post(self.url(&format!("/api/activities/{activity}/buy"))).json(&body).send().await.unwrap()
+        client
+            .post(self.url(&format!("/api/activities/{activity}/buy")))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn remaining(&self, activity: i64) -> i64 {
@@ -238,7 +313,10 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {secs} s waiting for: {what}"
+        );
     }
 }
 
@@ -255,40 +333,61 @@ pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
         (n == tokens.len() as i64).then_some(())
     })
     .await;
-    let (total, sold): (i64, i64) = sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
-        .bind(activity)
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
-    let active = app.order_units(activity, "confirmed").await + app.order_units(activity, "paid").await;
+    let (total, sold): (i64, i64) =
+        sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
+            .bind(activity)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+    let active =
+        app.order_units(activity, "confirmed").await + app.order_units(activity, "paid").await;
     assert!(active <= total, "oversold: {active} > {total}");
     assert_eq!(sold, active, "activities.sold matches the orders");
     eventually(30, "the journal drained", || async {
-        let len: i64 = redis::cmd("XLEN").arg(format!("{}journal", app.config.redis_prefix)).query_async(&mut app.redis.clone()).await.unwrap();
+        let len: i64 = redis::cmd("XLEN")
+            .arg(format!("{}journal", app.config.redis_prefix))
+            .query_async(&mut app.redis.clone())
+            .await
+            .unwrap();
         (len == 0).then_some(())
     })
     .await;
-    assert_eq!(app.remaining(activity).await + active, total, "conservation: remaining + active = total");
+    assert_eq!(
+        app.remaining(activity).await + active,
+        total,
+        "conservation: remaining + active = total"
+    );
 }
 
 /// A username unique across tests and runs.
 pub fn unique_name(prefix: &str) -> String {
-    format!("{prefix}_{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+    format!(
+        "{prefix}_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
 }
 
 /// Status and the JSON body of an answer.
 pub async fn json(resp: Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    let body =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
     (status, body)
 }
 
 /// Asserts an API error answer: status and code.
 pub async fn assert_error(resp: Response, status: u16, code: &str) -> Value {
     let (got, body) = json(resp).await;
-    assert_eq!((got, body["error"].as_str().unwrap_or_default()), (status, code), "body: {body}");
-    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "an error says why: {body}");
+    assert_eq!(
+        (got, body["error"].as_str().unwrap_or_default()),
+        (status, code),
+        "body: {body}"
+    );
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "an error says why: {body}"
+    );
     body
 }
 
@@ -304,31 +403,70 @@ pub fn set_cookie(resp: &Response) -> Option<String> {
 
 /// Takes a unit the way the gate does (stock, the user's count, token `queued`) but without the
 /// journal, for tests that put the reservation on the queue themselves.
-pub async fn reserve_behind_the_gate(app: &TestApp, activity: i64, user: i64) -> server::pipeline::journal::Reservation {
+pub async fn reserve_behind_the_gate(
+    app: &TestApp,
+    activity: i64,
+    user: i64,
+) -> server::pipeline::journal::Reservation {
     let token = uuid::Uuid::new_v4();
     let p = &app.config.redis_prefix;
     let _: () = redis::pipe()
-        .cmd("DECRBY").arg(format!("{p}a:{activity}:stock")).arg(1).ignore()
-        .cmd("HINCRBY").arg(format!("{p}a:{activity}:users")).arg(user).arg(1).ignore()
-        .cmd("HSET").arg(format!("{p}tok:{token}")).arg("status").arg("queued").arg("user_id").arg(user)
-            .arg("activity_id").arg(activity).arg("quantity").arg(1).ignore()
+        .cmd("DECRBY")
+        .arg(format!("{p}a:{activity}:stock"))
+        .arg(1)
+        .ignore()
+        .cmd("HINCRBY")
+        .arg(format!("{p}a:{activity}:users"))
+        .arg(user)
+        .arg(1)
+        .ignore()
+        .cmd("HSET")
+        .arg(format!("{p}tok:{token}"))
+        .arg("status")
+        .arg("queued")
+        .arg("user_id")
+        .arg(user)
+        .arg("activity_id")
+        .arg(activity)
+        .arg("quantity")
+        .arg(1)
+        .ignore()
         .query_async(&mut app.redis.clone())
         .await
         .unwrap();
-    server::pipeline::journal::Reservation { token, activity_id: activity, user_id: user, quantity: 1, reserved_ms: chrono::Utc::now().timestamp_millis() }
+    server::pipeline::journal::Reservation {
+        token,
+        activity_id: activity,
+        user_id: user,
+        quantity: 1,
+        reserved_ms: chrono::Utc::now().timestamp_millis(),
+    }
 }
 
 /// Publishes reservations straight onto the app's queue, with confirms.
 pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::Reservation]) {
     use lapin::{options::*, BasicProperties, Connection, ConnectionProperties};
-    let conn = Connection::connect(&app.config.amqp_url, ConnectionProperties::default()).await.unwrap();
+    let conn = Connection::connect(&app.config.amqp_url, ConnectionProperties::default())
+        .await
+        .unwrap();
     let channel = conn.create_channel().await.unwrap();
-    channel.confirm_select(ConfirmSelectOptions::default()).await.unwrap();
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .unwrap();
     let queue = format!("{}.reservations", app.config.amqp_prefix);
     for r in reservations {
         let confirm = channel
-            .basic_publish("".into(), queue.as_str().into(), BasicPublishOptions { mandatory: true, ..Default::default() },
-                &serde_json::to_vec(r).unwrap(), BasicProperties::default().with_delivery_mode(2))
+            .basic_publish(
+                "".into(),
+                queue.as_str().into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..Default::default()
+                },
+                &serde_json::to_vec(r).unwrap(),
+                BasicProperties::default().with_delivery_mode(2),
+            )
             .await
             .unwrap()
             .await
@@ -339,7 +477,12 @@ pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::
 }
 
 pub async fn token_status(app: &TestApp, token: &str) -> Option<String> {
-    redis::cmd("HGET").arg(format!("{}tok:{token}", app.config.redis_prefix)).arg("status").query_async(&mut app.redis.clone()).await.unwrap()
+    redis::cmd("HGET")
+        .arg(format!("{}tok:{token}", app.config.redis_prefix))
+        .arg("status")
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap()
 }
 
 /// The `server` binary with a sub-command, configured as this test's deployment.

@@ -8,7 +8,11 @@ use app::api::Role;
 use reqwest::{header, Client, Method, Response};
 use serde_json::{json, Value};
 use server::http::session::{Claims, SessionKeys};
-use std::{io::{Read, Write}, net::TcpStream, time::Duration};
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    time::Duration,
+};
 
 /// Everything a hostile request must not change.
 async fn fingerprint(app: &TestApp, activity: i64) -> Value {
@@ -43,63 +47,162 @@ struct Scene {
 async fn scene() -> Scene {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let activity = live_activity(&app, &merchant, 10, json!({"per_user_limit": 2})).await["id"].as_i64().unwrap();
+    let activity = live_activity(&app, &merchant, 10, json!({"per_user_limit": 2})).await["id"]
+        .as_i64()
+        .unwrap();
     let mut people = shoppers(&app, 2).await;
     let (other, shopper) = (people.pop().unwrap(), people.pop().unwrap());
     let path = app.path(&shopper.client, activity).await;
-    let (status, body) = json(app.buy(&shopper.client, activity, json!({"path": path})).await).await;
+    let (status, body) = json(
+        app.buy(&shopper.client, activity, json!({"path": path}))
+            .await,
+    )
+    .await;
     assert_eq!(status, 202, "{body}");
     let token = body["token"].as_str().unwrap().to_string();
     assert_settled(&app, activity, std::slice::from_ref(&token)).await;
-    Scene { app, merchant, shopper, other, activity, token }
+    Scene {
+        app,
+        merchant,
+        shopper,
+        other,
+        activity,
+        token,
+    }
 }
 
 /// Sends a raw body as JSON and checks the answer's status and error code.
-async fn expect(client: &Client, url: &str, body: impl Into<reqwest::Body>, status: u16, code: &str, what: &str) {
-    let resp = client.post(url).header(header::CONTENT_TYPE, "application/json").body(body).send().await.unwrap();
+async fn expect(
+    client: &Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+    status: u16,
+    code: &str,
+    what: &str,
+) {
+    let resp = client
+        .post(url)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
     expect_answer(resp, status, code, what).await;
 }
 
 async fn expect_answer(resp: Response, status: u16, code: &str, what: &str) {
     let got = resp.status().as_u16();
     let text = resp.text().await.unwrap();
-    let body: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{what}: not JSON ({got}): {text}"));
-    assert_eq!((got, body["error"].as_str().unwrap_or_default()), (status, code), "{what}: {body}");
-    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: an error says why");
+    let body: Value =
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("{what}: not JSON ({got}): {text}"));
+    assert_eq!(
+        (got, body["error"].as_str().unwrap_or_default()),
+        (status, code),
+        "{what}: {body}"
+    );
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{what}: an error says why"
+    );
 }
 
 /// Bodies no endpoint accepts: broken JSON, the wrong JSON shape, bytes that are not UTF-8,
 /// numbers beyond any type, nesting past the parser's limit.
 fn broken_bodies() -> Vec<(String, Vec<u8>)> {
-    let mut bodies: Vec<(String, Vec<u8>)> = ["{", "", "[]", "null", "\"text\"", "123", "{\"a\":}", "{\"a\" 1}", "{'a': 1}", "\u{feff}{}", "{\"x\": 1e999999}"]
-        .iter()
-        .map(|b| (format!("body {b:?}"), b.as_bytes().to_vec()))
-        .collect();
-    bodies.push(("invalid UTF-8".into(), vec![b'{', b'"', 0xff, 0xfe, b'"', b':', b'1', b'}']));
-    bodies.push(("nesting 10,000 deep".into(), "[".repeat(10_000).into_bytes()));
+    let mut bodies: Vec<(String, Vec<u8>)> = [
+        "{",
+        "",
+        "[]",
+        "null",
+        "\"text\"",
+        "123",
+        "{\"a\":}",
+        "{\"a\" 1}",
+        "{'a': 1}",
+        "\u{feff}{}",
+        "{\"x\": 1e999999}",
+    ]
+    .iter()
+    .map(|b| (format!("body {b:?}"), b.as_bytes().to_vec()))
+    .collect();
+    bodies.push((
+        "invalid UTF-8".into(),
+        vec![b'{', b'"', 0xff, 0xfe, b'"', b':', b'1', b'}'],
+    ));
+    bodies.push((
+        "nesting 10,000 deep".into(),
+        "[".repeat(10_000).into_bytes(),
+    ));
     bodies
 }
 
 #[tokio::test]
 async fn hostile_bodies_on_every_mutating_endpoint_get_their_api_answer_and_change_nothing() {
-    let Scene { app, merchant, shopper, activity, .. } = scene().await;
+    let Scene {
+        app,
+        merchant,
+        shopper,
+        activity,
+        ..
+    } = scene().await;
     let before = fingerprint(&app, activity).await;
     let anonymous = Client::new();
     let url = |p: &str| app.url(p);
-    let (register, login, create) = (url("/api/auth/register"), url("/api/auth/login"), url("/api/admin/activities"));
-    let (buy, stock) = (url(&format!("/api/activities/{activity}/buy")), url(&format!("/api/admin/activities/{activity}/stock")));
+    let (register, login, create) = (
+        url("/api/auth/register"),
+        url("/api/auth/login"),
+        url("/api/admin/activities"),
+    );
+    let (buy, stock) = (
+        url(&format!("/api/activities/{activity}/buy")),
+        url(&format!("/api/admin/activities/{activity}/stock")),
+    );
 
     // Every body-reading endpoint, with a client that gets past its sign-in rule.
-    let endpoints: [(&str, &Client, &String); 5] =
-        [("register", &anonymous, &register), ("login", &anonymous, &login), ("buy", &shopper.client, &buy), ("create", &merchant, &create), ("add stock", &merchant, &stock)];
+    let endpoints: [(&str, &Client, &String); 5] = [
+        ("register", &anonymous, &register),
+        ("login", &anonymous, &login),
+        ("buy", &shopper.client, &buy),
+        ("create", &merchant, &create),
+        ("add stock", &merchant, &stock),
+    ];
     for (name, client, url) in endpoints {
         for (what, body) in broken_bodies() {
-            expect(client, url, body, 400, "invalid_input", &format!("{name}: {what}")).await;
+            expect(
+                client,
+                url,
+                body,
+                400,
+                "invalid_input",
+                &format!("{name}: {what}"),
+            )
+            .await;
         }
-        let oversized = json!({"title": "x".repeat(17 * 1024), "username": "x".repeat(17 * 1024)}).to_string();
-        expect(client, url, oversized, 413, "payload_too_large", &format!("{name}: 17 KiB")).await;
-        let resp = client.post(url.as_str()).header(header::CONTENT_TYPE, "text/plain").body("{}").send().await.unwrap();
-        expect_answer(resp, 415, "unsupported_media_type", &format!("{name}: text/plain")).await;
+        let oversized =
+            json!({"title": "x".repeat(17 * 1024), "username": "x".repeat(17 * 1024)}).to_string();
+        expect(
+            client,
+            url,
+            oversized,
+            413,
+            "payload_too_large",
+            &format!("{name}: 17 KiB"),
+        )
+        .await;
+        let resp = client
+            .post(url.as_str())
+            .header(header::CONTENT_TYPE, "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        expect_answer(
+            resp,
+            415,
+            "unsupported_media_type",
+            &format!("{name}: text/plain"),
+        )
+        .await;
     }
 
     // Wrong types, out-of-range and huge numbers, injection strings, unknown fields.
@@ -117,16 +220,44 @@ async fn hostile_bodies_on_every_mutating_endpoint_get_their_api_answer_and_chan
         json!({"username": "ann_ok", "password": "long-enough-1", "role": "merchant"}),
     ];
     for body in register_cases {
-        expect(&anonymous, &register, body.to_string(), 400, "invalid_input", &format!("register {body}")).await;
+        expect(
+            &anonymous,
+            &register,
+            body.to_string(),
+            400,
+            "invalid_input",
+            &format!("register {body}"),
+        )
+        .await;
     }
     // A username that cannot exist is bad input; injection in the password is just a wrong password.
-    for (user, password) in [(sql, sql), ("' OR '1'='1", "' OR '1'='1"), ("admin'--", "anything-at-all")] {
+    for (user, password) in [
+        (sql, sql),
+        ("' OR '1'='1", "' OR '1'='1"),
+        ("admin'--", "anything-at-all"),
+    ] {
         let body = json!({"username": user, "password": password});
-        expect(&anonymous, &login, body.to_string(), 400, "invalid_input", &format!("login {body}")).await;
+        expect(
+            &anonymous,
+            &login,
+            body.to_string(),
+            400,
+            "invalid_input",
+            &format!("login {body}"),
+        )
+        .await;
     }
     for password in [sql, "' OR '1'='1", "nul\u{0}byte"] {
         let body = json!({"username": "ann_nobody", "password": password});
-        expect(&anonymous, &login, body.to_string(), 401, "invalid_credentials", &format!("login {body}")).await;
+        expect(
+            &anonymous,
+            &login,
+            body.to_string(),
+            401,
+            "invalid_credentials",
+            &format!("login {body}"),
+        )
+        .await;
     }
 
     let path = app.path(&shopper.client, activity).await;
@@ -134,11 +265,17 @@ async fn hostile_bodies_on_every_mutating_endpoint_get_their_api_answer_and_chan
         (json!({"path": path, "quantity": -1}), "invalid_input"),
         (json!({"path": path, "quantity": 0}), "invalid_input"),
         (json!({"path": path, "quantity": 3}), "invalid_input"),
-        (json!({"path": path, "quantity": 9_223_372_036_854_775_807_i64}), "invalid_input"),
+        (
+            json!({"path": path, "quantity": 9_223_372_036_854_775_807_i64}),
+            "invalid_input",
+        ),
         (json!({"path": path, "quantity": 1e30}), "invalid_input"),
         (json!({"path": path, "quantity": 1.5}), "invalid_input"),
         (json!({"path": path, "quantity": "1"}), "invalid_input"),
-        (json!({"path": path, "quantity": -9_223_372_036_854_775_808_i64}), "invalid_input"),
+        (
+            json!({"path": path, "quantity": -9_223_372_036_854_775_808_i64}),
+            "invalid_input",
+        ),
         (json!({"path": 5}), "invalid_input"),
         (json!({"path": [path]}), "invalid_input"),
         (json!({"quantity": 1}), "invalid_input"),
@@ -149,7 +286,15 @@ async fn hostile_bodies_on_every_mutating_endpoint_get_their_api_answer_and_chan
         (json!({"path": ""}), "bad_path"),
     ];
     for (body, code) in buy_cases {
-        expect(&shopper.client, &buy, body.to_string(), 400, code, &format!("buy {body}")).await;
+        expect(
+            &shopper.client,
+            &buy,
+            body.to_string(),
+            400,
+            code,
+            &format!("buy {body}"),
+        )
+        .await;
     }
 
     let valid = json!({
@@ -191,57 +336,195 @@ async fn hostile_bodies_on_every_mutating_endpoint_get_their_api_answer_and_chan
         for (k, v) in change.as_object().unwrap() {
             body[k] = v.clone();
         }
-        expect(&merchant, &create, body.to_string(), 400, "invalid_input", &format!("create with {change}")).await;
+        expect(
+            &merchant,
+            &create,
+            body.to_string(),
+            400,
+            "invalid_input",
+            &format!("create with {change}"),
+        )
+        .await;
     }
     let mut missing = valid.clone();
     missing.as_object_mut().unwrap().remove("stock");
-    expect(&merchant, &create, missing.to_string(), 400, "invalid_input", "create without stock").await;
+    expect(
+        &merchant,
+        &create,
+        missing.to_string(),
+        400,
+        "invalid_input",
+        "create without stock",
+    )
+    .await;
 
-    for add in [json!(0), json!(-1), json!(10_000_001), json!("5"), json!(5.5), json!(1e20), json!(null), json!(-9_223_372_036_854_775_808_i64)] {
+    for add in [
+        json!(0),
+        json!(-1),
+        json!(10_000_001),
+        json!("5"),
+        json!(5.5),
+        json!(1e20),
+        json!(null),
+        json!(-9_223_372_036_854_775_808_i64),
+    ] {
         let body = json!({"add": add});
-        expect(&merchant, &stock, body.to_string(), 400, "invalid_input", &format!("add stock {body}")).await;
+        expect(
+            &merchant,
+            &stock,
+            body.to_string(),
+            400,
+            "invalid_input",
+            &format!("add stock {body}"),
+        )
+        .await;
     }
-    expect(&merchant, &stock, "{}", 400, "invalid_input", "add stock without add").await;
+    expect(
+        &merchant,
+        &stock,
+        "{}",
+        400,
+        "invalid_input",
+        "add stock without add",
+    )
+    .await;
 
-    assert_eq!(fingerprint(&app, activity).await, before, "hostile bodies changed nothing");
+    assert_eq!(
+        fingerprint(&app, activity).await,
+        before,
+        "hostile bodies changed nothing"
+    );
 }
 
 #[tokio::test]
 async fn hostile_paths_and_queries_get_their_api_answer() {
-    let Scene { app, merchant, shopper, activity, .. } = scene().await;
+    let Scene {
+        app,
+        merchant,
+        shopper,
+        activity,
+        ..
+    } = scene().await;
     let before = fingerprint(&app, activity).await;
-    let ids = ["abc", "-1", "0", "1.5", "99999999999999999999", "1%20OR%201=1", "1';DROP%20TABLE%20activities;--", "%00"];
+    let ids = [
+        "abc",
+        "-1",
+        "0",
+        "1.5",
+        "99999999999999999999",
+        "1%20OR%201=1",
+        "1';DROP%20TABLE%20activities;--",
+        "%00",
+    ];
     for id in ids {
         for (method, path, client) in [
-            (Method::GET, format!("/api/activities/{id}"), &shopper.client),
-            (Method::GET, format!("/api/activities/{id}/stock"), &shopper.client),
-            (Method::GET, format!("/api/activities/{id}/path"), &shopper.client),
-            (Method::POST, format!("/api/activities/{id}/buy"), &shopper.client),
-            (Method::POST, format!("/api/admin/activities/{id}/stock"), &merchant),
-            (Method::POST, format!("/api/admin/activities/{id}/pause"), &merchant),
-            (Method::POST, format!("/api/admin/activities/{id}/resume"), &merchant),
-            (Method::GET, format!("/api/admin/activities/{id}/stats"), &merchant),
-            (Method::GET, format!("/api/admin/activities/{id}"), &merchant),
-            (Method::GET, format!("/api/admin/activities/{id}/stock-additions"), &merchant),
+            (
+                Method::GET,
+                format!("/api/activities/{id}"),
+                &shopper.client,
+            ),
+            (
+                Method::GET,
+                format!("/api/activities/{id}/stock"),
+                &shopper.client,
+            ),
+            (
+                Method::GET,
+                format!("/api/activities/{id}/path"),
+                &shopper.client,
+            ),
+            (
+                Method::POST,
+                format!("/api/activities/{id}/buy"),
+                &shopper.client,
+            ),
+            (
+                Method::POST,
+                format!("/api/admin/activities/{id}/stock"),
+                &merchant,
+            ),
+            (
+                Method::POST,
+                format!("/api/admin/activities/{id}/pause"),
+                &merchant,
+            ),
+            (
+                Method::POST,
+                format!("/api/admin/activities/{id}/resume"),
+                &merchant,
+            ),
+            (
+                Method::GET,
+                format!("/api/admin/activities/{id}/stats"),
+                &merchant,
+            ),
+            (
+                Method::GET,
+                format!("/api/admin/activities/{id}"),
+                &merchant,
+            ),
+            (
+                Method::GET,
+                format!("/api/admin/activities/{id}/stock-additions"),
+                &merchant,
+            ),
         ] {
-            let resp = client.request(method.clone(), app.url(&path)).json(&json!({"path": "x", "add": 1})).send().await.unwrap();
+            let resp = client
+                .request(method.clone(), app.url(&path))
+                .json(&json!({"path": "x", "add": 1}))
+                .send()
+                .await
+                .unwrap();
             expect_answer(resp, 400, "invalid_input", &format!("{method} {path}")).await;
         }
     }
     // A well-formed id of no activity.
     for (method, path, client) in [
         (Method::GET, "/api/activities/987654321", &shopper.client),
-        (Method::POST, "/api/admin/activities/987654321/stock", &merchant),
-        (Method::POST, "/api/admin/activities/987654321/pause", &merchant),
-        (Method::GET, "/api/admin/activities/987654321/stats", &merchant),
+        (
+            Method::POST,
+            "/api/admin/activities/987654321/stock",
+            &merchant,
+        ),
+        (
+            Method::POST,
+            "/api/admin/activities/987654321/pause",
+            &merchant,
+        ),
+        (
+            Method::GET,
+            "/api/admin/activities/987654321/stats",
+            &merchant,
+        ),
     ] {
-        let resp = client.request(method.clone(), app.url(path)).json(&json!({"add": 1})).send().await.unwrap();
+        let resp = client
+            .request(method.clone(), app.url(path))
+            .json(&json!({"add": 1}))
+            .send()
+            .await
+            .unwrap();
         expect_answer(resp, 404, "not_found", &format!("{method} {path}")).await;
     }
-    for token in ["not-a-token", "..%2F..%2Fetc%2Fpasswd", "00000000-0000-0000-0000-00000000000g", "'%20OR%20''='"] {
-        let resp = shopper.client.get(app.url(&format!("/api/orders/{token}"))).send().await.unwrap();
+    for token in [
+        "not-a-token",
+        "..%2F..%2Fetc%2Fpasswd",
+        "00000000-0000-0000-0000-00000000000g",
+        "'%20OR%20''='",
+    ] {
+        let resp = shopper
+            .client
+            .get(app.url(&format!("/api/orders/{token}")))
+            .send()
+            .await
+            .unwrap();
         expect_answer(resp, 400, "invalid_input", &format!("order {token}")).await;
-        let resp = shopper.client.post(app.url(&format!("/api/orders/{token}/pay"))).json(&json!({})).send().await.unwrap();
+        let resp = shopper
+            .client
+            .post(app.url(&format!("/api/orders/{token}/pay")))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
         expect_answer(resp, 400, "invalid_input", &format!("pay {token}")).await;
     }
     for query in [
@@ -253,12 +536,24 @@ async fn hostile_paths_and_queries_get_their_api_answer() {
         "status=confirmed'%20OR%201=1--",
         "status=%3Cscript%3E",
     ] {
-        let resp = merchant.get(app.url(&format!("/api/admin/orders?{query}"))).send().await.unwrap();
+        let resp = merchant
+            .get(app.url(&format!("/api/admin/orders?{query}")))
+            .send()
+            .await
+            .unwrap();
         expect_answer(resp, 400, "invalid_input", &format!("orders ?{query}")).await;
     }
-    let resp = merchant.get(app.url("/api/admin/orders.csv?activity_id=1%27%20OR%201=1")).send().await.unwrap();
+    let resp = merchant
+        .get(app.url("/api/admin/orders.csv?activity_id=1%27%20OR%201=1"))
+        .send()
+        .await
+        .unwrap();
     expect_answer(resp, 400, "invalid_input", "csv with an injected id").await;
-    assert_eq!(fingerprint(&app, activity).await, before, "hostile paths changed nothing");
+    assert_eq!(
+        fingerprint(&app, activity).await,
+        before,
+        "hostile paths changed nothing"
+    );
 }
 
 /// Every endpoint that needs a session, and whether it needs a merchant.
@@ -274,24 +569,62 @@ fn signed_in_endpoints(activity: i64, token: &str) -> Vec<(Method, String, bool)
         (Method::POST, "/api/admin/activities".into(), true),
         (Method::GET, "/api/admin/activities".into(), true),
         (Method::GET, format!("/api/admin/activities/{a}"), true),
-        (Method::POST, format!("/api/admin/activities/{a}/stock"), true),
-        (Method::POST, format!("/api/admin/activities/{a}/pause"), true),
-        (Method::POST, format!("/api/admin/activities/{a}/resume"), true),
-        (Method::GET, format!("/api/admin/activities/{a}/stats"), true),
-        (Method::GET, format!("/api/admin/activities/{a}/stock-additions"), true),
-        (Method::GET, format!("/api/admin/orders?activity_id={a}"), true),
-        (Method::GET, format!("/api/admin/orders.csv?activity_id={a}"), true),
+        (
+            Method::POST,
+            format!("/api/admin/activities/{a}/stock"),
+            true,
+        ),
+        (
+            Method::POST,
+            format!("/api/admin/activities/{a}/pause"),
+            true,
+        ),
+        (
+            Method::POST,
+            format!("/api/admin/activities/{a}/resume"),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("/api/admin/activities/{a}/stats"),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("/api/admin/activities/{a}/stock-additions"),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("/api/admin/orders?activity_id={a}"),
+            true,
+        ),
+        (
+            Method::GET,
+            format!("/api/admin/orders.csv?activity_id={a}"),
+            true,
+        ),
         (Method::GET, "/api/admin/merchants".into(), true),
     ]
 }
 
 #[tokio::test]
 async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_every_endpoint() {
-    let Scene { app, shopper, activity, token, .. } = scene().await;
+    let Scene {
+        app,
+        shopper,
+        activity,
+        token,
+        ..
+    } = scene().await;
     let before = fingerprint(&app, activity).await;
     let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
     let now = chrono::Utc::now().timestamp();
-    let genuine = keys.sign(&Claims { user_id: shopper.id, role: Role::Shopper, expires_at: now + 3600 });
+    let genuine = keys.sign(&Claims {
+        user_id: shopper.id,
+        role: Role::Shopper,
+        expires_at: now + 3600,
+    });
     let (payload, signature) = genuine.rsplit_once('.').unwrap();
     let mut flipped = signature.chars().collect::<Vec<_>>();
     flipped[3] = if flipped[3] == 'A' { 'B' } else { 'A' };
@@ -299,64 +632,190 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
         ("no cookie", None),
         ("garbage", Some("garbage".to_string())),
         ("empty", Some(String::new())),
-        ("promoted to merchant", Some(genuine.replacen(".shopper.", ".merchant.", 1))),
+        (
+            "promoted to merchant",
+            Some(genuine.replacen(".shopper.", ".merchant.", 1)),
+        ),
         ("another user's id", Some(format!("1{genuine}"))),
-        ("a flipped signature", Some(format!("{payload}.{}", flipped.into_iter().collect::<String>()))),
+        (
+            "a flipped signature",
+            Some(format!(
+                "{payload}.{}",
+                flipped.into_iter().collect::<String>()
+            )),
+        ),
         ("no signature", Some(payload.to_string())),
-        ("a later expiry", Some(genuine.replacen(&format!(".{}.", now + 3600), &format!(".{}.", now + 999_999), 1))),
+        (
+            "a later expiry",
+            Some(genuine.replacen(
+                &format!(".{}.", now + 3600),
+                &format!(".{}.", now + 999_999),
+                1,
+            )),
+        ),
         (
             "another secret",
-            Some(SessionKeys::new(b"not-the-server-secret-not-the-server", Duration::from_secs(60), false)
-                .sign(&Claims { user_id: shopper.id, role: Role::Merchant, expires_at: now + 3600 })),
+            Some(
+                SessionKeys::new(
+                    b"not-the-server-secret-not-the-server",
+                    Duration::from_secs(60),
+                    false,
+                )
+                .sign(&Claims {
+                    user_id: shopper.id,
+                    role: Role::Merchant,
+                    expires_at: now + 3600,
+                }),
+            ),
         ),
-        ("expired", Some(keys.sign(&Claims { user_id: shopper.id, role: Role::Shopper, expires_at: now - 1 }))),
+        (
+            "expired",
+            Some(keys.sign(&Claims {
+                user_id: shopper.id,
+                role: Role::Shopper,
+                expires_at: now - 1,
+            })),
+        ),
     ];
     for (method, path, merchant_only) in signed_in_endpoints(activity, &token) {
         for (what, cookie) in &cookies {
-            let mut req = Client::new().request(method.clone(), app.url(&path)).json(&json!({"path": "x", "add": 1}));
+            let mut req = Client::new()
+                .request(method.clone(), app.url(&path))
+                .json(&json!({"path": "x", "add": 1}));
             if let Some(value) = cookie {
                 req = req.header(header::COOKIE, format!("sid={value}"));
             }
-            expect_answer(req.send().await.unwrap(), 401, "unauthenticated", &format!("{method} {path} with {what}")).await;
+            expect_answer(
+                req.send().await.unwrap(),
+                401,
+                "unauthenticated",
+                &format!("{method} {path} with {what}"),
+            )
+            .await;
         }
         if merchant_only {
-            let resp = shopper.client.request(method.clone(), app.url(&path)).json(&json!({"add": 1})).send().await.unwrap();
-            expect_answer(resp, 403, "forbidden", &format!("{method} {path} as a shopper")).await;
+            let resp = shopper
+                .client
+                .request(method.clone(), app.url(&path))
+                .json(&json!({"add": 1}))
+                .send()
+                .await
+                .unwrap();
+            expect_answer(
+                resp,
+                403,
+                "forbidden",
+                &format!("{method} {path} as a shopper"),
+            )
+            .await;
         }
     }
-    assert_eq!(fingerprint(&app, activity).await, before, "no forged session changed anything");
+    assert_eq!(
+        fingerprint(&app, activity).await,
+        before,
+        "no forged session changed anything"
+    );
 }
 
 #[tokio::test]
 async fn another_users_order_and_buy_link_are_not_theirs() {
-    let Scene { app, shopper, other, activity, token, .. } = scene().await;
+    let Scene {
+        app,
+        shopper,
+        other,
+        activity,
+        token,
+        ..
+    } = scene().await;
     let before = fingerprint(&app, activity).await;
-    let resp = other.client.get(app.url(&format!("/api/orders/{token}"))).send().await.unwrap();
+    let resp = other
+        .client
+        .get(app.url(&format!("/api/orders/{token}")))
+        .send()
+        .await
+        .unwrap();
     expect_answer(resp, 404, "not_found", "reading another's order").await;
-    let resp = other.client.post(app.url(&format!("/api/orders/{token}/pay"))).json(&json!({})).send().await.unwrap();
+    let resp = other
+        .client
+        .post(app.url(&format!("/api/orders/{token}/pay")))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     expect_answer(resp, 404, "not_found", "paying another's order").await;
-    let (_, listed) = json(other.client.get(app.url("/api/orders")).send().await.unwrap()).await;
-    assert_eq!(listed["orders"], json!([]), "another's orders are not listed");
+    let (_, listed) = json(
+        other
+            .client
+            .get(app.url("/api/orders"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        listed["orders"],
+        json!([]),
+        "another's orders are not listed"
+    );
     let path = app.path(&shopper.client, activity).await;
-    let resp = app.buy(&other.client, activity, json!({"path": path})).await;
+    let resp = app
+        .buy(&other.client, activity, json!({"path": path}))
+        .await;
     expect_answer(resp, 400, "bad_path", "buying with another's link").await;
     assert_eq!(fingerprint(&app, activity).await, before, "nothing changed");
 }
 
 #[tokio::test]
 async fn requests_from_another_origin_are_refused_and_change_nothing() {
-    let Scene { app, merchant, shopper, activity, .. } = scene().await;
+    let Scene {
+        app,
+        merchant,
+        shopper,
+        activity,
+        ..
+    } = scene().await;
     let before = fingerprint(&app, activity).await;
     let buy = app.url(&format!("/api/activities/{activity}/buy"));
     let path = app.path(&shopper.client, activity).await;
-    let hostile: [(&str, &str); 4] =
-        [("origin", "https://evil.example"), ("origin", "null"), ("sec-fetch-site", "cross-site"), ("sec-fetch-site", "same-site")];
+    let hostile: [(&str, &str); 4] = [
+        ("origin", "https://evil.example"),
+        ("origin", "null"),
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+    ];
     for (name, value) in hostile {
-        let resp = shopper.client.post(&buy).header(name, value).json(&json!({"path": path})).send().await.unwrap();
-        expect_answer(resp, 403, "cross_origin", &format!("buy with {name}: {value}")).await;
+        let resp = shopper
+            .client
+            .post(&buy)
+            .header(name, value)
+            .json(&json!({"path": path}))
+            .send()
+            .await
+            .unwrap();
+        expect_answer(
+            resp,
+            403,
+            "cross_origin",
+            &format!("buy with {name}: {value}"),
+        )
+        .await;
         // The HTML form a hostile page can send without a preflight.
-        let resp = shopper.client.post(&buy).header(name, value).header(header::CONTENT_TYPE, "text/plain").body("{}").send().await.unwrap();
-        expect_answer(resp, 403, "cross_origin", &format!("form post with {name}: {value}")).await;
+        let resp = shopper
+            .client
+            .post(&buy)
+            .header(name, value)
+            .header(header::CONTENT_TYPE, "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        expect_answer(
+            resp,
+            403,
+            "cross_origin",
+            &format!("form post with {name}: {value}"),
+        )
+        .await;
         let resp = merchant
             .post(app.url(&format!("/api/admin/activities/{activity}/pause")))
             .header(name, value)
@@ -364,14 +823,34 @@ async fn requests_from_another_origin_are_refused_and_change_nothing() {
             .send()
             .await
             .unwrap();
-        expect_answer(resp, 403, "cross_origin", &format!("pause with {name}: {value}")).await;
+        expect_answer(
+            resp,
+            403,
+            "cross_origin",
+            &format!("pause with {name}: {value}"),
+        )
+        .await;
     }
-    let resp = Client::new().post(app.url("/api/auth/logout")).header("origin", "https://evil.example").json(&json!({})).send().await.unwrap();
+    let resp = Client::new()
+        .post(app.url("/api/auth/logout"))
+        .header("origin", "https://evil.example")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     expect_answer(resp, 403, "cross_origin", "logout from another origin").await;
     assert_eq!(fingerprint(&app, activity).await, before, "nothing changed");
 
     // The site itself, as a browser sends it.
-    let resp = shopper.client.post(&buy).header("origin", &app.base).header("sec-fetch-site", "same-origin").json(&json!({"path": path})).send().await.unwrap();
+    let resp = shopper
+        .client
+        .post(&buy)
+        .header("origin", &app.base)
+        .header("sec-fetch-site", "same-origin")
+        .json(&json!({"path": path}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 202, "the site's own origin buys");
 }
 
@@ -381,20 +860,34 @@ async fn a_title_with_markup_renders_as_text() {
     let merchant = merchant(&app).await;
     let title = r#"</script><script>alert("t")</script><img src=x onerror=alert(1)>"#;
     let description = r#"<b>bold</b><iframe src="https://evil.example"></iframe>"#;
-    let activity = live_activity(&app, &merchant, 5, json!({"title": title, "description": description})).await;
+    let activity = live_activity(
+        &app,
+        &merchant,
+        5,
+        json!({"title": title, "description": description}),
+    )
+    .await;
     assert_eq!(activity["title"], title, "stored and answered as given");
     for page in [format!("/activities/{}", activity["id"]), "/".to_string()] {
         let html = app.get(&page).await.text().await.unwrap();
-        assert!(html.contains("&lt;/script&gt;&lt;script&gt;alert"), "{page}: the title shows as text");
+        assert!(
+            html.contains("&lt;/script&gt;&lt;script&gt;alert"),
+            "{page}: the title shows as text"
+        );
         for raw in ["<script>alert", "<img src=x", "<iframe", "<b>bold"] {
-            assert!(!html.contains(raw), "{page}: {raw:?} reached the page as markup");
+            assert!(
+                !html.contains(raw),
+                "{page}: {raw:?} reached the page as markup"
+            );
         }
     }
 }
 
 /// Reads from a raw connection until the server closes it or answers; fails after `secs`.
 fn read_until_closed(stream: &mut TcpStream, secs: u64) -> String {
-    stream.set_read_timeout(Some(Duration::from_secs(secs))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(secs)))
+        .unwrap();
     let mut answer = Vec::new();
     match stream.read_to_end(&mut answer) {
         Ok(_) => {}
@@ -412,7 +905,10 @@ async fn slow_clients_are_cut_off() {
     })
     .await;
     let addr = app.base.trim_start_matches("http://").to_string();
-    let users_before = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users").fetch_one(&app.db).await.unwrap();
+    let users_before = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     let (head, body) = tokio::task::spawn_blocking(move || {
         // Headers trickled and never finished: the connection is closed.
         let mut slow_head = TcpStream::connect(&addr).unwrap();
@@ -427,9 +923,22 @@ async fn slow_clients_are_cut_off() {
     })
     .await
     .unwrap();
-    assert!(!head.contains("200 OK"), "a request whose head never ended was not served: {head}");
-    assert!(body.starts_with("HTTP/1.1 408"), "a body that never came gets 408: {body}");
-    let users_after = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users").fetch_one(&app.db).await.unwrap();
+    assert!(
+        !head.contains("200 OK"),
+        "a request whose head never ended was not served: {head}"
+    );
+    assert!(
+        body.starts_with("HTTP/1.1 408"),
+        "a body that never came gets 408: {body}"
+    );
+    let users_after = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     assert_eq!(users_after, users_before);
-    assert_eq!(app.get("/healthz").await.status().as_u16(), 200, "and the server serves on");
+    assert_eq!(
+        app.get("/healthz").await.status().as_u16(),
+        200,
+        "and the server serves on"
+    );
 }

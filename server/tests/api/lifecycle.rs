@@ -11,7 +11,8 @@ async fn sell(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<String> {
     let tokens: Vec<String> = stream::iter(buyers)
         .map(|s| async move {
             let path = app.path(&s.client, activity).await;
-            let (status, body) = json(app.buy(&s.client, activity, json!({"path": path})).await).await;
+            let (status, body) =
+                json(app.buy(&s.client, activity, json!({"path": path})).await).await;
             assert_eq!(status, 202, "{body}");
             body["token"].as_str().unwrap().to_string()
         })
@@ -23,38 +24,86 @@ async fn sell(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<String> {
 }
 
 async fn pay(app: &TestApp, s: &Shopper, token: &str) -> (u16, Value) {
-    json(s.client.post(app.url(&format!("/api/orders/{token}/pay"))).json(&json!({})).send().await.unwrap()).await
+    json(
+        s.client
+            .post(app.url(&format!("/api/orders/{token}/pay")))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
 }
 
 async fn status_of(app: &TestApp, s: &Shopper, token: &str) -> Value {
-    let (code, body) = json(s.client.get(app.url(&format!("/api/orders/{token}"))).send().await.unwrap()).await;
+    let (code, body) = json(
+        s.client
+            .get(app.url(&format!("/api/orders/{token}")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(code, 200, "{body}");
     body
 }
 
 async fn sold(app: &TestApp, activity: i64) -> i64 {
-    sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1").bind(activity).fetch_one(&app.db).await.unwrap()
+    sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
+        .bind(activity)
+        .fetch_one(&app.db)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
 async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_same() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 5, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 2).await;
     let token = sell(&app, &buyers[..1], id).await.remove(0);
 
-    assert_error(buyers[1].client.post(app.url(&format!("/api/orders/{token}/pay"))).json(&json!({})).send().await.unwrap(), 404, "not_found").await;
-    assert_eq!(pay(&app, &buyers[0], &token).await, (200, json!({"status": "paid"})));
-    assert_eq!(pay(&app, &buyers[0], &token).await, (200, json!({"status": "paid"})));
+    assert_error(
+        buyers[1]
+            .client
+            .post(app.url(&format!("/api/orders/{token}/pay")))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+        404,
+        "not_found",
+    )
+    .await;
+    assert_eq!(
+        pay(&app, &buyers[0], &token).await,
+        (200, json!({"status": "paid"}))
+    );
+    assert_eq!(
+        pay(&app, &buyers[0], &token).await,
+        (200, json!({"status": "paid"}))
+    );
     assert_eq!(status_of(&app, &buyers[0], &token).await["status"], "paid");
     assert_eq!(sold(&app, id).await, 1);
 
     // A reservation not yet persisted cannot be paid.
     let queued = reserve_behind_the_gate(&app, id, buyers[1].id).await;
     let (code, body) = pay(&app, &buyers[1], &queued.token.to_string()).await;
-    assert_eq!((code, body["error"].as_str()), (409, Some("not_confirmed")), "{body}");
-    let resp = buyers[0].client.post(app.url("/api/orders/not-a-token/pay")).json(&json!({})).send().await.unwrap();
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (409, Some("not_confirmed")),
+        "{body}"
+    );
+    let resp = buyers[0]
+        .client
+        .post(app.url("/api/orders/not-a-token/pay"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 400, "invalid_input").await;
 }
 
@@ -63,7 +112,9 @@ async fn unpaid_orders_are_cancelled_at_the_deadline_and_their_units_sell_again(
     // The sweeper is out of the way: only the delayed messages on RabbitMQ can cancel here.
     let app = spawn_app_with(|c| c.sweep_every = std::time::Duration::from_secs(3600)).await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 3, json!({"payment_window_secs": 2})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 3, json!({"payment_window_secs": 2})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 5).await;
     let tokens = sell(&app, &buyers[..3], id).await;
     assert_eq!(pay(&app, &buyers[0], &tokens[0]).await.0, 200);
@@ -78,10 +129,21 @@ async fn unpaid_orders_are_cancelled_at_the_deadline_and_their_units_sell_again(
         .await;
         assert_eq!(status["reason"], "payment window closed");
         let (code, body) = pay(&app, s, token).await;
-        assert_eq!((code, body["error"].as_str()), (409, Some("payment_window_closed")), "{body}");
+        assert_eq!(
+            (code, body["error"].as_str()),
+            (409, Some("payment_window_closed")),
+            "{body}"
+        );
     }
-    assert_eq!(status_of(&app, &buyers[0], &tokens[0]).await["status"], "paid", "paid orders are untouched");
-    eventually(10, "the units are back", || async { (app.remaining(id).await == 2).then_some(()) }).await;
+    assert_eq!(
+        status_of(&app, &buyers[0], &tokens[0]).await["status"],
+        "paid",
+        "paid orders are untouched"
+    );
+    eventually(10, "the units are back", || async {
+        (app.remaining(id).await == 2).then_some(())
+    })
+    .await;
     assert_eq!(sold(&app, id).await, 1);
 
     // They sell again, to others; conservation holds throughout.
@@ -95,7 +157,9 @@ async fn unpaid_orders_are_cancelled_at_the_deadline_and_their_units_sell_again(
 async fn a_deadline_whose_message_went_missing_is_caught_by_the_sweeper_and_returns_stock_once() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 2, json!({"payment_window_secs": 3600})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 2, json!({"payment_window_secs": 3600})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 1).await;
     let token = sell(&app, &buyers, id).await.remove(0);
     // Its hour-long delay message will not fire during this test: move the deadline instead.
@@ -106,9 +170,14 @@ async fn a_deadline_whose_message_went_missing_is_caught_by_the_sweeper_and_retu
         .unwrap();
     // The same deadline handled three times at once (a redelivered message, the sweeper) ...
     let uuid: uuid::Uuid = token.parse().unwrap();
-    let outcomes = futures_util::future::join_all((0..3).map(|_| app.state.deadlines.expire(uuid))).await;
+    let outcomes =
+        futures_util::future::join_all((0..3).map(|_| app.state.deadlines.expire(uuid))).await;
     let outcomes: Vec<Expiry> = outcomes.into_iter().map(Result::unwrap).collect();
-    assert_eq!(outcomes.iter().filter(|o| **o == Expiry::Cancelled).count(), 1, "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Expiry::Cancelled).count(),
+        1,
+        "{outcomes:?}"
+    );
     // ... returns its unit once.
     assert_eq!(app.remaining(id).await, 2);
     assert_eq!(sold(&app, id).await, 0);
@@ -116,62 +185,83 @@ async fn a_deadline_whose_message_went_missing_is_caught_by_the_sweeper_and_retu
     // And the sweeper alone catches an overdue order.
     let buyers = shoppers(&app, 1).await;
     let token = sell(&app, &buyers, id).await.remove(0);
-    sqlx::query("UPDATE orders SET pay_by = now() - interval '5 seconds' WHERE token = $1::uuid").bind(&token).execute(&app.db).await.unwrap();
+    sqlx::query("UPDATE orders SET pay_by = now() - interval '5 seconds' WHERE token = $1::uuid")
+        .bind(&token)
+        .execute(&app.db)
+        .await
+        .unwrap();
     eventually(30, "the sweeper cancels the overdue order", || async {
         (status_of(&app, &buyers[0], &token).await["status"] == "cancelled").then_some(())
     })
     .await;
-    eventually(10, "its unit is back", || async { (app.remaining(id).await == 2).then_some(()) }).await;
+    eventually(10, "its unit is back", || async {
+        (app.remaining(id).await == 2).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_never_both() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 200, json!({"payment_window_secs": 3600})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 200, json!({"payment_window_secs": 3600})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 200).await;
     let tokens = sell(&app, &buyers, id).await;
 
-    // Deadlines spread over 800 ms around an instant 1.5 s away; every pay and every deadline
-    // handler starts as the earliest deadline arrives, so some pays land before their deadline
-    // and some after.
+    // Deadlines 32 ms apart, from 0.4 s ago to 6 s ahead. Every pay is sent at once; each deadline
+    // handler starts polling just before its own deadline. Orders whose deadline passes while the
+    // pays are in flight race for real; the first ones are overdue before any pay (cancelled
+    // whatever the machine's speed) and the last ones far ahead (paid unless a pay takes 6 s).
+    let offsets_ms: Vec<f64> = (0..tokens.len())
+        .map(|i| -400.0 + 32.0 * i as f64)
+        .collect();
+    let uuids: Vec<uuid::Uuid> = tokens.iter().map(|t| t.parse().unwrap()).collect();
     sqlx::query(
-        "UPDATE orders SET pay_by = now() + interval '1500 milliseconds' + (random() - 0.5) * interval '800 milliseconds'
-         WHERE activity_id = $1",
+        "UPDATE orders SET pay_by = now() + make_interval(secs => d.ms / 1000.0)
+         FROM unnest($1::uuid[], $2::float8[]) AS d(token, ms) WHERE orders.token = d.token",
     )
-    .bind(id)
+    .bind(&uuids)
+    .bind(&offsets_ms)
     .execute(&app.db)
     .await
     .unwrap();
-    eventually(10, "the common instant", || async {
-        let reached: bool = sqlx::query_scalar("SELECT min(pay_by) <= now() FROM orders WHERE activity_id = $1")
-            .bind(id)
-            .fetch_one(&app.db)
-            .await
-            .unwrap();
-        reached.then_some(())
-    })
-    .await;
+    let start = tokio::time::Instant::now();
     let app = &app;
-    let races = buyers.iter().zip(&tokens).map(|(s, token)| async move {
-        let uuid: uuid::Uuid = token.parse().unwrap();
-        let (paid, expired) = tokio::join!(pay(app, s, token), async {
-            // The deadline handler, as a redelivered message would run it, until the deadline passed.
-            loop {
-                match app.state.deadlines.expire(uuid).await.unwrap() {
-                    // Paced, so that 200 such loops do not hold every pooled connection the pays need.
-                    Expiry::NotDue => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
-                    other => break other,
-                }
-            }
-        });
-        (token.clone(), paid, expired)
-    });
+    let races =
+        buyers
+            .iter()
+            .zip(&tokens)
+            .zip(&offsets_ms)
+            .map(|((s, token), &offset)| async move {
+                let uuid: uuid::Uuid = token.parse().unwrap();
+                let (paid, expired) = tokio::join!(pay(app, s, token), async {
+                    tokio::time::sleep_until(
+                        start + std::time::Duration::from_millis((offset - 20.0).max(0.0) as u64),
+                    )
+                    .await;
+                    // The deadline handler, as a redelivered message would run it, until the deadline passed.
+                    loop {
+                        match app.state.deadlines.expire(uuid).await.unwrap() {
+                            Expiry::NotDue => {
+                                tokio::time::sleep(std::time::Duration::from_millis(2)).await
+                            }
+                            other => break other,
+                        }
+                    }
+                });
+                (token.clone(), paid, expired)
+            });
     let results = futures_util::future::join_all(races).await;
 
     let mut paid_count = 0;
     for (token, (code, body), expired) in &results {
-        let status: String = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1::uuid").bind(token).fetch_one(&app.db).await.unwrap();
+        let status: String = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1::uuid")
+            .bind(token)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
         match status.as_str() {
             "paid" => {
                 paid_count += 1;
@@ -179,14 +269,21 @@ async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_nev
                 assert_eq!(*expired, Expiry::Settled);
             }
             "cancelled" => {
-                assert_eq!((*code, body["error"].as_str()), (409, Some("payment_window_closed")), "{body}");
+                assert_eq!(
+                    (*code, body["error"].as_str()),
+                    (409, Some("payment_window_closed")),
+                    "{body}"
+                );
             }
             other => panic!("{token} ended {other}"),
         }
     }
     let cancelled = 200 - paid_count;
     eprintln!("race: {paid_count} paid, {cancelled} cancelled");
-    assert!(paid_count > 0 && cancelled > 0, "both sides must win some races for this to test anything");
+    assert!(
+        paid_count > 0 && cancelled > 0,
+        "both sides must win some races for this to test anything"
+    );
     // Units came back for cancelled orders only, once each.
     assert_eq!(app.remaining(id).await, cancelled);
     assert_eq!(sold(&app, id).await, paid_count);
@@ -195,9 +292,17 @@ async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_nev
 
 async fn forget_everything_in_redis(app: &TestApp) {
     let mut redis = app.redis.clone();
-    let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{}*", app.config.redis_prefix)).query_async(&mut redis).await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}*", app.config.redis_prefix))
+        .query_async(&mut redis)
+        .await
+        .unwrap();
     if !keys.is_empty() {
-        let _: () = redis::cmd("DEL").arg(&keys).query_async(&mut redis).await.unwrap();
+        let _: () = redis::cmd("DEL")
+            .arg(&keys)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
     }
 }
 
@@ -205,7 +310,9 @@ async fn forget_everything_in_redis(app: &TestApp) {
 async fn after_redis_lost_its_data_a_restart_rebuilds_the_stock_and_no_unit_sells_twice() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({"per_user_limit": 1})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({"per_user_limit": 1})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 12).await;
     let first = sell(&app, &buyers[..4], id).await;
     assert_eq!(pay(&app, &buyers[0], &first[0]).await.0, 200);
@@ -216,7 +323,14 @@ async fn after_redis_lost_its_data_a_restart_rebuilds_the_stock_and_no_unit_sell
 
     // Those who bought still hold their unit: the per-user limit survived.
     let path = restarted.path(&buyers[1].client, id).await;
-    assert_error(restarted.buy(&buyers[1].client, id, json!({"path": path})).await, 403, "limit_reached").await;
+    assert_error(
+        restarted
+            .buy(&buyers[1].client, id, json!({"path": path}))
+            .await,
+        403,
+        "limit_reached",
+    )
+    .await;
     // Everyone else buys what is left; exactly 10 units are sold in all.
     let answers: Vec<(u16, Value)> = stream::iter(&buyers[4..])
         .map(|s| async {
@@ -226,15 +340,21 @@ async fn after_redis_lost_its_data_a_restart_rebuilds_the_stock_and_no_unit_sell
         .buffered(8)
         .collect()
         .await;
-    let tokens: Vec<String> = answers.iter().filter(|(c, _)| *c == 202).map(|(_, b)| b["token"].as_str().unwrap().to_string()).collect();
+    let tokens: Vec<String> = answers
+        .iter()
+        .filter(|(c, _)| *c == 202)
+        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(tokens.len(), 6, "{answers:?}");
     assert_settled(&restarted, id, &tokens).await;
     assert_eq!(sold(&app, id).await, 10);
-    let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')")
-        .bind(id)
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
+    let orders: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')",
+    )
+    .bind(id)
+    .fetch_one(&app.db)
+    .await
+    .unwrap();
     assert_eq!(orders, 10);
 }
 
@@ -242,34 +362,72 @@ async fn after_redis_lost_its_data_a_restart_rebuilds_the_stock_and_no_unit_sell
 async fn reconciliation_reports_injected_drift_and_repairs_it() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 3).await;
     sell(&app, &buyers, id).await;
     let stock_key = format!("{}a:{id}:stock", app.config.redis_prefix);
 
     // Redis claims three more units than exist.
-    let _: () = redis::cmd("SET").arg(&stock_key).arg(10).query_async(&mut app.redis.clone()).await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&stock_key)
+        .arg(10)
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
     let report = app.state.reconciler.reconcile().await.unwrap();
     let drift = report.iter().find(|d| d.activity_id == id).unwrap();
-    assert_eq!((drift.drift, drift.repaired, drift.expected), (3, true, 7), "{drift:?}");
+    assert_eq!(
+        (drift.drift, drift.repaired, drift.expected),
+        (3, true, 7),
+        "{drift:?}"
+    );
     assert_eq!(app.remaining(id).await, 7);
     let metrics = app.get("/metrics").await.text().await.unwrap();
-    assert!(metrics.contains(&format!("seckill_stock_drift{{activity=\"{id}\"}} 3")), "{metrics}");
+    assert!(
+        metrics.contains(&format!("seckill_stock_drift{{activity=\"{id}\"}} 3")),
+        "{metrics}"
+    );
 
     // Redis lost two units while nothing is in flight: raised back.
-    let _: () = redis::cmd("SET").arg(&stock_key).arg(5).query_async(&mut app.redis.clone()).await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&stock_key)
+        .arg(5)
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
     let report = app.state.reconciler.reconcile().await.unwrap();
     let drift = report.iter().find(|d| d.activity_id == id).unwrap();
     assert_eq!((drift.drift, drift.repaired), (-2, true), "{drift:?}");
     assert_eq!(app.remaining(id).await, 7);
 
     // `server reconcile` reports the same from the command line.
-    let _: () = redis::cmd("SET").arg(&stock_key).arg(9).query_async(&mut app.redis.clone()).await.unwrap();
-    let out = server_command(&app, "reconcile").env("RUST_LOG", "error").output().unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&stock_key)
+        .arg(9)
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    let out = server_command(&app, "reconcile")
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
-    let line = text.lines().find(|l| l.split_whitespace().next() == Some(&id.to_string())).unwrap_or_else(|| panic!("{text}"));
-    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), [id.to_string().as_str(), "9", "7", "2", "true"], "{text}");
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&id.to_string()))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        line.split_whitespace().collect::<Vec<_>>(),
+        [id.to_string().as_str(), "9", "7", "2", "true"],
+        "{text}"
+    );
     assert!(text.contains("1 drifting"), "{text}");
     assert_eq!(app.remaining(id).await, 7);
 }
@@ -278,7 +436,9 @@ async fn reconciliation_reports_injected_drift_and_repairs_it() {
 async fn the_merchant_lists_orders_with_filters_and_paging_and_exports_a_streamed_csv() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 200_000, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 200_000, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 3).await;
     let tokens = sell(&app, &buyers, id).await;
     assert_eq!(pay(&app, &buyers[0], &tokens[0]).await.0, 200);
@@ -291,14 +451,31 @@ async fn the_merchant_lists_orders_with_filters_and_paging_and_exports_a_streame
     let (status, page) = list("").await;
     assert_eq!((status, page["total"].as_i64()), (200, Some(3)), "{page}");
     // The server's row type and the console's `app::api::AdminOrder` are two sides of one contract.
-    let typed: app::api::AdminOrderPage = serde_json::from_value(page.clone()).expect("the console reads the server's answer");
+    let typed: app::api::AdminOrderPage =
+        serde_json::from_value(page.clone()).expect("the console reads the server's answer");
     assert_eq!((typed.total, typed.orders.len()), (3, 3));
     assert_eq!(list("&status=paid").await.1["total"], 1);
     let (_, paged) = list("&limit=2&offset=2").await;
-    assert_eq!((paged["total"].as_i64(), paged["orders"].as_array().unwrap().len()), (Some(3), 1));
+    assert_eq!(
+        (
+            paged["total"].as_i64(),
+            paged["orders"].as_array().unwrap().len()
+        ),
+        (Some(3), 1)
+    );
     assert_eq!(list("&status=lost").await.0, 400);
     assert_eq!(list("&limit=0").await.0, 400);
-    assert_error(buyers[0].client.get(app.url("/api/admin/orders")).send().await.unwrap(), 403, "forbidden").await;
+    assert_error(
+        buyers[0]
+            .client
+            .get(app.url("/api/admin/orders"))
+            .send()
+            .await
+            .unwrap(),
+        403,
+        "forbidden",
+    )
+    .await;
 
     // 100,000 more orders straight into the database; the export streams them all.
     sqlx::query(
@@ -311,10 +488,21 @@ async fn the_merchant_lists_orders_with_filters_and_paging_and_exports_a_streame
     .execute(&app.db)
     .await
     .unwrap();
-    let resp = merchant.get(app.url(&format!("/api/admin/orders.csv?activity_id={id}"))).send().await.unwrap();
+    let resp = merchant
+        .get(app.url(&format!("/api/admin/orders.csv?activity_id={id}")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    assert!(resp.headers().get("content-length").is_none(), "streamed, not built whole: {:?}", resp.headers());
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+    assert!(
+        resp.headers().get("content-length").is_none(),
+        "streamed, not built whole: {:?}",
+        resp.headers()
+    );
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/csv"));
     let mut body = resp.bytes_stream();
     let (mut lines, mut chunks) = (0usize, 0usize);
     while let Some(chunk) = body.next().await {

@@ -6,7 +6,11 @@ use serde_json::{json, Value};
 use std::collections::HashSet;
 
 async fn buy_all(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<(u16, Value)> {
-    let paths: Vec<String> = stream::iter(buyers).map(|s| app.path(&s.client, activity)).buffered(64).collect().await;
+    let paths: Vec<String> = stream::iter(buyers)
+        .map(|s| app.path(&s.client, activity))
+        .buffered(64)
+        .collect()
+        .await;
     let requests = buyers.iter().zip(paths).map(|(s, path)| async move {
         json(app.buy(&s.client, activity, json!({"path": path})).await).await
     });
@@ -14,33 +18,52 @@ async fn buy_all(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<(u16, 
 }
 
 fn tokens_of(answers: &[(u16, Value)]) -> Vec<String> {
-    answers.iter().filter(|(s, _)| *s == 202).map(|(_, b)| b["token"].as_str().unwrap().to_string()).collect()
+    answers
+        .iter()
+        .filter(|(s, _)| *s == 202)
+        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[tokio::test]
 async fn two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 100, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 100, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 2000).await;
 
     let answers = buy_all(&app, &buyers, id).await;
 
     let accepted = tokens_of(&answers);
     assert_eq!(accepted.len(), 100);
-    assert_eq!(accepted.iter().collect::<HashSet<_>>().len(), 100, "tokens are unique");
+    assert_eq!(
+        accepted.iter().collect::<HashSet<_>>().len(),
+        100,
+        "tokens are unique"
+    );
     for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
-        assert_eq!((*status, body["error"].as_str()), (409, Some("sold_out")), "{body}");
+        assert_eq!(
+            (*status, body["error"].as_str()),
+            (409, Some("sold_out")),
+            "{body}"
+        );
     }
     assert_settled(&app, id, &accepted).await;
     assert_eq!(app.remaining(id).await, 0);
-    let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1").bind(id).fetch_one(&app.db).await.unwrap();
-    assert_eq!(orders, 100);
-    let distinct_users: i64 = sqlx::query_scalar("SELECT count(DISTINCT user_id) FROM orders WHERE activity_id = $1")
+    let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1")
         .bind(id)
         .fetch_one(&app.db)
         .await
         .unwrap();
+    assert_eq!(orders, 100);
+    let distinct_users: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT user_id) FROM orders WHERE activity_id = $1")
+            .bind(id)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
     assert_eq!(distinct_users, 100);
 }
 
@@ -48,28 +71,40 @@ async fn two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders() 
 async fn one_user_firing_fifty_concurrent_buys_gets_exactly_the_limit_of_two() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 100, json!({"per_user_limit": 2})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 100, json!({"per_user_limit": 2})).await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
 
-    let requests = (0..50).map(|_| async { json(app.buy(&shopper.client, id, json!({"path": path})).await).await });
+    let requests = (0..50)
+        .map(|_| async { json(app.buy(&shopper.client, id, json!({"path": path})).await).await });
     let answers = futures_util::future::join_all(requests).await;
 
     let accepted = tokens_of(&answers);
     assert_eq!(accepted.len(), 2, "{answers:?}");
     for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
         let code = body["error"].as_str().unwrap();
-        assert!(matches!((*status, code), (403, "limit_reached") | (429, "rate_limited") | (403, "blocked")), "{body}");
+        assert!(
+            matches!(
+                (*status, code),
+                (403, "limit_reached") | (429, "rate_limited") | (403, "blocked")
+            ),
+            "{body}"
+        );
     }
     assert_settled(&app, id, &accepted).await;
     assert_eq!(app.remaining(id).await, 98);
 }
 
 #[tokio::test]
-async fn the_same_idempotency_key_twenty_times_makes_one_reservation_and_twenty_identical_answers() {
+async fn the_same_idempotency_key_twenty_times_makes_one_reservation_and_twenty_identical_answers()
+{
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({"per_user_limit": 5})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({"per_user_limit": 5})).await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
 
@@ -108,7 +143,9 @@ async fn the_same_idempotency_key_twenty_times_makes_one_reservation_and_twenty_
 async fn an_invalid_idempotency_key_is_refused() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
     for key in ["has space", "x".repeat(65).as_str(), "ünïcode"] {
@@ -130,28 +167,58 @@ async fn before_the_window_buys_are_not_started_and_after_it_ended() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     let now = chrono::Utc::now();
-    let future = live_activity(&app, &merchant, 5, json!({
-        "starts_at": (now + chrono::Duration::hours(1)).to_rfc3339(),
-        "ends_at": (now + chrono::Duration::hours(2)).to_rfc3339(),
-    }))
+    let future = live_activity(
+        &app,
+        &merchant,
+        5,
+        json!({
+            "starts_at": (now + chrono::Duration::hours(1)).to_rfc3339(),
+            "ends_at": (now + chrono::Duration::hours(2)).to_rfc3339(),
+        }),
+    )
     .await;
-    let past = live_activity(&app, &merchant, 5, json!({
-        "starts_at": (now - chrono::Duration::hours(2)).to_rfc3339(),
-        "ends_at": (now - chrono::Duration::hours(1)).to_rfc3339(),
-    }))
+    let past = live_activity(
+        &app,
+        &merchant,
+        5,
+        json!({
+            "starts_at": (now - chrono::Duration::hours(2)).to_rfc3339(),
+            "ends_at": (now - chrono::Duration::hours(1)).to_rfc3339(),
+        }),
+    )
     .await;
     let shopper = shoppers(&app, 1).await.remove(0);
     let (fid, pid) = (future["id"].as_i64().unwrap(), past["id"].as_i64().unwrap());
 
-    let resp = shopper.client.get(app.url(&format!("/api/activities/{fid}/path"))).send().await.unwrap();
+    let resp = shopper
+        .client
+        .get(app.url(&format!("/api/activities/{fid}/path")))
+        .send()
+        .await
+        .unwrap();
     let body = assert_error(resp, 403, "not_started").await;
     assert_eq!(body["starts_at"], future["starts_at"]);
-    let body = assert_error(app.buy(&shopper.client, fid, json!({"path": "x"})).await, 403, "not_started").await;
+    let body = assert_error(
+        app.buy(&shopper.client, fid, json!({"path": "x"})).await,
+        403,
+        "not_started",
+    )
+    .await;
     assert_eq!(body["starts_at"], future["starts_at"]);
 
-    let resp = shopper.client.get(app.url(&format!("/api/activities/{pid}/path"))).send().await.unwrap();
+    let resp = shopper
+        .client
+        .get(app.url(&format!("/api/activities/{pid}/path")))
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 410, "ended").await;
-    assert_error(app.buy(&shopper.client, pid, json!({"path": "x"})).await, 410, "ended").await;
+    assert_error(
+        app.buy(&shopper.client, pid, json!({"path": "x"})).await,
+        410,
+        "ended",
+    )
+    .await;
     assert_eq!(app.remaining(fid).await, 5);
     assert_eq!(app.remaining(pid).await, 5);
 }
@@ -159,7 +226,10 @@ async fn before_the_window_buys_are_not_started_and_after_it_ended() {
 async fn captcha(app: &TestApp) -> (String, String) {
     let (status, body) = json(app.get("/api/captcha").await).await;
     assert_eq!(status, 200);
-    assert!(body["image"].as_str().unwrap().starts_with("data:image/png;base64,"));
+    assert!(body["image"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/png;base64,"));
     let id = body["id"].as_str().unwrap().to_string();
     // The test reads the answer where the server keeps it; the product has no backdoor.
     let answer: String = redis::cmd("GET")
@@ -174,19 +244,42 @@ async fn captcha(app: &TestApp) -> (String, String) {
 async fn a_wrong_or_reused_captcha_is_refused_and_takes_no_stock() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({"captcha_required": true, "per_user_limit": 3})).await["id"].as_i64().unwrap();
+    let id = live_activity(
+        &app,
+        &merchant,
+        10,
+        json!({"captcha_required": true, "per_user_limit": 3}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
 
     // Missing, then wrong.
-    assert_error(app.buy(&shopper.client, id, json!({"path": path})).await, 400, "captcha_invalid").await;
+    assert_error(
+        app.buy(&shopper.client, id, json!({"path": path})).await,
+        400,
+        "captcha_invalid",
+    )
+    .await;
     let (cid, answer) = captcha(&app).await;
     let wrong = format!("{answer}x");
     let body = json!({"path": path, "captcha_id": cid, "captcha_answer": wrong});
-    assert_error(app.buy(&shopper.client, id, body).await, 400, "captcha_invalid").await;
+    assert_error(
+        app.buy(&shopper.client, id, body).await,
+        400,
+        "captcha_invalid",
+    )
+    .await;
     // A wrong answer consumed it: the right answer no longer works either.
     let body = json!({"path": path, "captcha_id": cid, "captcha_answer": answer});
-    assert_error(app.buy(&shopper.client, id, body).await, 400, "captcha_invalid").await;
+    assert_error(
+        app.buy(&shopper.client, id, body).await,
+        400,
+        "captcha_invalid",
+    )
+    .await;
     assert_eq!(app.remaining(id).await, 10);
 
     // A fresh captcha, answered right (in upper case), works once.
@@ -194,7 +287,12 @@ async fn a_wrong_or_reused_captcha_is_refused_and_takes_no_stock() {
     let body = json!({"path": path, "captcha_id": cid, "captcha_answer": answer.to_uppercase()});
     let (status, first) = json(app.buy(&shopper.client, id, body.clone()).await).await;
     assert_eq!(status, 202, "{first}");
-    assert_error(app.buy(&shopper.client, id, body).await, 400, "captcha_invalid").await;
+    assert_error(
+        app.buy(&shopper.client, id, body).await,
+        400,
+        "captcha_invalid",
+    )
+    .await;
     assert_eq!(app.remaining(id).await, 9);
 }
 
@@ -202,16 +300,37 @@ async fn a_wrong_or_reused_captcha_is_refused_and_takes_no_stock() {
 async fn a_path_of_another_user_or_activity_is_a_bad_path() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let a = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
-    let b = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let a = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let b = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let mut two = shoppers(&app, 2).await;
     let (ann, bob) = (two.remove(0), two.remove(0));
     let bobs_path = app.path(&bob.client, a).await;
     let anns_path_for_b = app.path(&ann.client, b).await;
 
-    assert_error(app.buy(&ann.client, a, json!({"path": bobs_path})).await, 400, "bad_path").await;
-    assert_error(app.buy(&ann.client, a, json!({"path": anns_path_for_b})).await, 400, "bad_path").await;
-    assert_error(app.buy(&ann.client, a, json!({"path": "AAAAAAAAAAAAAAAAAAAAAAAA"})).await, 400, "bad_path").await;
+    assert_error(
+        app.buy(&ann.client, a, json!({"path": bobs_path})).await,
+        400,
+        "bad_path",
+    )
+    .await;
+    assert_error(
+        app.buy(&ann.client, a, json!({"path": anns_path_for_b}))
+            .await,
+        400,
+        "bad_path",
+    )
+    .await;
+    assert_error(
+        app.buy(&ann.client, a, json!({"path": "AAAAAAAAAAAAAAAAAAAAAAAA"}))
+            .await,
+        400,
+        "bad_path",
+    )
+    .await;
     assert_eq!(app.remaining(a).await, 10);
 }
 
@@ -219,22 +338,71 @@ async fn a_path_of_another_user_or_activity_is_a_bad_path() {
 async fn buying_needs_a_session_and_valid_input() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({"per_user_limit": 3})).await["id"].as_i64().unwrap();
-    let resp = reqwest::Client::new().post(app.url(&format!("/api/activities/{id}/buy"))).json(&json!({"path": "x"})).send().await.unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({"per_user_limit": 3})).await["id"]
+        .as_i64()
+        .unwrap();
+    let resp = reqwest::Client::new()
+        .post(app.url(&format!("/api/activities/{id}/buy")))
+        .json(&json!({"path": "x"}))
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 401, "unauthenticated").await;
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
-    for quantity in [json!(0), json!(4), json!(-1), json!("two"), json!(1.5), json!(1e30)] {
-        let body = assert_error(app.buy(&shopper.client, id, json!({"path": path, "quantity": quantity})).await, 400, "invalid_input").await;
-        assert!(body["message"].as_str().unwrap().starts_with("quantity"), "{body}");
+    for quantity in [
+        json!(0),
+        json!(4),
+        json!(-1),
+        json!("two"),
+        json!(1.5),
+        json!(1e30),
+    ] {
+        let body = assert_error(
+            app.buy(
+                &shopper.client,
+                id,
+                json!({"path": path, "quantity": quantity}),
+            )
+            .await,
+            400,
+            "invalid_input",
+        )
+        .await;
+        assert!(
+            body["message"].as_str().unwrap().starts_with("quantity"),
+            "{body}"
+        );
     }
-    assert_error(app.buy(&shopper.client, 999_999, json!({"path": path})).await, 404, "not_found").await;
-    assert_error(app.buy(&shopper.client, id, json!({"path": path, "extra": 1})).await, 400, "invalid_input").await;
-    let resp = shopper.client.post(app.url("/api/activities/abc/buy")).json(&json!({"path": path})).send().await.unwrap();
+    assert_error(
+        app.buy(&shopper.client, 999_999, json!({"path": path}))
+            .await,
+        404,
+        "not_found",
+    )
+    .await;
+    assert_error(
+        app.buy(&shopper.client, id, json!({"path": path, "extra": 1}))
+            .await,
+        400,
+        "invalid_input",
+    )
+    .await;
+    let resp = shopper
+        .client
+        .post(app.url("/api/activities/abc/buy"))
+        .json(&json!({"path": path}))
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 400, "invalid_input").await;
     assert_eq!(app.remaining(id).await, 10);
     // Three at once is within the limit.
-    let (status, _) = json(app.buy(&shopper.client, id, json!({"path": path, "quantity": 3})).await).await;
+    let (status, _) = json(
+        app.buy(&shopper.client, id, json!({"path": path, "quantity": 3}))
+            .await,
+    )
+    .await;
     assert_eq!(status, 202);
     assert_eq!(app.remaining(id).await, 7);
 }
@@ -244,7 +412,9 @@ async fn adding_stock_to_a_sold_out_activity_makes_it_sellable_on_every_instance
     let first = spawn_app().await;
     let second = spawn_instance(&first.config).await;
     let merchant = merchant(&first).await;
-    let id = live_activity(&first, &merchant, 2, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&first, &merchant, 2, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&first, 4).await;
     let mut tokens = Vec::new();
     for (i, s) in buyers.iter().take(2).enumerate() {
@@ -258,12 +428,30 @@ async fn adding_stock_to_a_sold_out_activity_makes_it_sellable_on_every_instance
     for app in [&first, &second] {
         let s = &buyers[2];
         let path = app.path(&s.client, id).await;
-        assert_error(app.buy(&s.client, id, json!({"path": path})).await, 409, "sold_out").await;
+        assert_error(
+            app.buy(&s.client, id, json!({"path": path})).await,
+            409,
+            "sold_out",
+        )
+        .await;
     }
 
-    let resp = merchant.post(first.url(&format!("/api/admin/activities/{id}/stock"))).json(&json!({"add": 2})).send().await.unwrap();
+    let resp = merchant
+        .post(first.url(&format!("/api/admin/activities/{id}/stock")))
+        .json(&json!({"add": 2}))
+        .send()
+        .await
+        .unwrap();
     let (status, level) = json(resp).await;
-    assert_eq!((status, level["total_stock"].as_i64(), level["remaining"].as_i64()), (200, Some(4), Some(2)), "{level}");
+    assert_eq!(
+        (
+            status,
+            level["total_stock"].as_i64(),
+            level["remaining"].as_i64()
+        ),
+        (200, Some(4), Some(2)),
+        "{level}"
+    );
 
     // The second instance, which never saw the addition, sells again.
     for s in &buyers[2..] {
@@ -276,11 +464,12 @@ async fn adding_stock_to_a_sold_out_activity_makes_it_sellable_on_every_instance
         tokens.push(token);
     }
     assert_settled(&first, id, &tokens).await;
-    let additions: i64 = sqlx::query_scalar("SELECT sum(added)::bigint FROM stock_additions WHERE activity_id = $1")
-        .bind(id)
-        .fetch_one(&first.db)
-        .await
-        .unwrap();
+    let additions: i64 =
+        sqlx::query_scalar("SELECT sum(added)::bigint FROM stock_additions WHERE activity_id = $1")
+            .bind(id)
+            .fetch_one(&first.db)
+            .await
+            .unwrap();
     assert_eq!(additions, 2, "the addition is audited");
 }
 
@@ -289,16 +478,39 @@ async fn a_paused_sale_refuses_buys_on_every_instance_until_resumed() {
     let first = spawn_app().await;
     let second = spawn_instance(&first.config).await;
     let merchant = merchant(&first).await;
-    let id = live_activity(&first, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&first, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&first, 1).await.remove(0);
     let path = second.path(&shopper.client, id).await;
 
-    let (status, activity) = json(merchant.post(first.url(&format!("/api/admin/activities/{id}/pause"))).json(&json!({})).send().await.unwrap()).await;
+    let (status, activity) = json(
+        merchant
+            .post(first.url(&format!("/api/admin/activities/{id}/pause")))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((status, activity["paused"].as_bool()), (200, Some(true)));
-    assert_error(second.buy(&shopper.client, id, json!({"path": path})).await, 403, "paused").await;
+    assert_error(
+        second.buy(&shopper.client, id, json!({"path": path})).await,
+        403,
+        "paused",
+    )
+    .await;
     assert_eq!(first.remaining(id).await, 10);
 
-    let (status, activity) = json(merchant.post(first.url(&format!("/api/admin/activities/{id}/resume"))).json(&json!({})).send().await.unwrap()).await;
+    let (status, activity) = json(
+        merchant
+            .post(first.url(&format!("/api/admin/activities/{id}/resume")))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!((status, activity["paused"].as_bool()), (200, Some(false)));
     let (status, _) = json(second.buy(&shopper.client, id, json!({"path": path})).await).await;
     assert_eq!(status, 202);
@@ -308,7 +520,9 @@ async fn a_paused_sale_refuses_buys_on_every_instance_until_resumed() {
 async fn the_owner_follows_a_token_from_queued_to_confirmed_and_nobody_else_sees_it() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let mut two = shoppers(&app, 2).await;
     let (ann, bob) = (two.remove(0), two.remove(0));
     let path = app.path(&ann.client, id).await;
@@ -317,18 +531,37 @@ async fn the_owner_follows_a_token_from_queued_to_confirmed_and_nobody_else_sees
     let token = reservation["token"].as_str().unwrap().to_string();
 
     let status = eventually(30, "the token is confirmed", || async {
-        let resp = ann.client.get(app.url(&format!("/api/orders/{token}"))).send().await.unwrap();
+        let resp = ann
+            .client
+            .get(app.url(&format!("/api/orders/{token}")))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(resp.headers()["cache-control"], "no-store");
         let (code, body) = json(resp).await;
         assert_eq!(code, 200, "{body}");
-        assert!(matches!(body["status"].as_str(), Some("queued" | "confirmed")), "{body}");
+        assert!(
+            matches!(body["status"].as_str(), Some("queued" | "confirmed")),
+            "{body}"
+        );
         (body["status"] == "confirmed").then_some(body)
     })
     .await;
-    assert_eq!((status["activity_id"].as_i64(), status["quantity"].as_i64()), (Some(id), Some(1)));
-    assert!(status["order_id"].as_i64().is_some() && status["pay_by"].as_str().is_some(), "{status}");
+    assert_eq!(
+        (status["activity_id"].as_i64(), status["quantity"].as_i64()),
+        (Some(id), Some(1))
+    );
+    assert!(
+        status["order_id"].as_i64().is_some() && status["pay_by"].as_str().is_some(),
+        "{status}"
+    );
 
-    let resp = bob.client.get(app.url(&format!("/api/orders/{token}"))).send().await.unwrap();
+    let resp = bob
+        .client
+        .get(app.url(&format!("/api/orders/{token}")))
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 404, "not_found").await;
     let (_, mine) = json(ann.client.get(app.url("/api/orders")).send().await.unwrap()).await;
     assert_eq!(mine["orders"][0]["token"], token.as_str());
@@ -343,29 +576,80 @@ async fn the_merchant_creates_activities_and_shoppers_cannot() {
     let shopper = shoppers(&app, 1).await.remove(0);
     let body = json!({"title": "T", "price_cents": 100, "seckill_price_cents": 50,
         "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2030-01-01T01:00:00Z", "stock": 3});
-    let resp = shopper.client.post(app.url("/api/admin/activities")).json(&body).send().await.unwrap();
+    let resp = shopper
+        .client
+        .post(app.url("/api/admin/activities"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 403, "forbidden").await;
-    let resp = reqwest::Client::new().post(app.url("/api/admin/activities")).json(&body).send().await.unwrap();
+    let resp = reqwest::Client::new()
+        .post(app.url("/api/admin/activities"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 401, "unauthenticated").await;
     let mut bad = body.clone();
     bad["seckill_price_cents"] = json!(101);
-    let resp = merchant.post(app.url("/api/admin/activities")).json(&bad).send().await.unwrap();
+    let resp = merchant
+        .post(app.url("/api/admin/activities"))
+        .json(&bad)
+        .send()
+        .await
+        .unwrap();
     let err = assert_error(resp, 400, "invalid_input").await;
-    assert!(err["message"].as_str().unwrap().starts_with("seckill_price_cents"), "{err}");
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM activities").fetch_one(&app.db).await.unwrap();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("seckill_price_cents"),
+        "{err}"
+    );
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM activities")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     assert_eq!(count, 0);
 
-    let (status, created) = json(merchant.post(app.url("/api/admin/activities")).json(&body).send().await.unwrap()).await;
+    let (status, created) = json(
+        merchant
+            .post(app.url("/api/admin/activities"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 201, "{created}");
-    assert_eq!((created["per_user_limit"].as_i64(), created["captcha_required"].as_bool(), created["payment_window_secs"].as_i64()), (Some(1), Some(true), Some(600)));
+    assert_eq!(
+        (
+            created["per_user_limit"].as_i64(),
+            created["captcha_required"].as_bool(),
+            created["payment_window_secs"].as_i64()
+        ),
+        (Some(1), Some(true), Some(600))
+    );
     let id = created["id"].as_i64().unwrap();
     assert_eq!(app.remaining(id).await, 3, "pre-warmed before the 201");
 
     for add in [json!(0), json!(-5), json!(10_000_001), json!("3")] {
-        let resp = merchant.post(app.url(&format!("/api/admin/activities/{id}/stock"))).json(&json!({"add": add})).send().await.unwrap();
+        let resp = merchant
+            .post(app.url(&format!("/api/admin/activities/{id}/stock")))
+            .json(&json!({"add": add}))
+            .send()
+            .await
+            .unwrap();
         assert_error(resp, 400, "invalid_input").await;
     }
-    let resp = shopper.client.post(app.url(&format!("/api/admin/activities/{id}/stock"))).json(&json!({"add": 1})).send().await.unwrap();
+    let resp = shopper
+        .client
+        .post(app.url(&format!("/api/admin/activities/{id}/stock")))
+        .json(&json!({"add": 1}))
+        .send()
+        .await
+        .unwrap();
     assert_error(resp, 403, "forbidden").await;
     assert_eq!(app.remaining(id).await, 3);
 }
@@ -382,7 +666,13 @@ async fn activity_reads_are_cacheable_and_time_is_not() {
     let etag = resp.headers()["etag"].to_str().unwrap().to_string();
     let (_, body) = json(resp).await;
     assert_eq!(body, created);
-    let resp = app.client.get(app.url(&format!("/api/activities/{id}"))).header("if-none-match", &etag).send().await.unwrap();
+    let resp = app
+        .client
+        .get(app.url(&format!("/api/activities/{id}")))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 304);
 
     let resp = app.get(&format!("/api/activities/{id}/stock")).await;
@@ -404,14 +694,23 @@ async fn activity_reads_are_cacheable_and_time_is_not() {
 async fn stats_and_metrics_count_the_sale() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 5, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 7).await;
     let answers = buy_all(&app, &buyers, id).await;
     let tokens = tokens_of(&answers);
     assert_eq!(tokens.len(), 5);
     assert_settled(&app, id, &tokens).await;
 
-    let (status, stats) = json(merchant.get(app.url(&format!("/api/admin/activities/{id}/stats"))).send().await.unwrap()).await;
+    let (status, stats) = json(
+        merchant
+            .get(app.url(&format!("/api/admin/activities/{id}/stats")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, 200);
     let mut stats = stats.as_object().unwrap().clone();
     // The rate of the last second depends on when this runs; its own test counts it.
@@ -421,9 +720,18 @@ async fn stats_and_metrics_count_the_sale() {
         json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0})
     );
     let metrics = app.get("/metrics").await.text().await.unwrap();
-    assert!(metrics.contains(r#"seckill_buy_requests_total{result="accepted"} 5"#), "{metrics}");
-    assert!(metrics.contains(r#"seckill_buy_requests_total{result="sold_out"} 2"#), "{metrics}");
-    assert!(metrics.contains("seckill_persisted_orders_total 5"), "{metrics}");
+    assert!(
+        metrics.contains(r#"seckill_buy_requests_total{result="accepted"} 5"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(r#"seckill_buy_requests_total{result="sold_out"} 2"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("seckill_persisted_orders_total 5"),
+        "{metrics}"
+    );
     assert!(metrics.contains("seckill_gate_seconds_bucket"), "{metrics}");
 }
 
@@ -431,7 +739,9 @@ async fn stats_and_metrics_count_the_sale() {
 async fn when_the_gate_is_full_buys_are_shed_with_503_and_retry_after() {
     let app = spawn_app_with(|c| c.gate.max_in_flight = 0).await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 5, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
     let resp = app.buy(&shopper.client, id, json!({"path": path})).await;
@@ -450,7 +760,9 @@ async fn a_user_hammering_past_the_bucket_is_blocked_on_every_instance() {
     .await;
     let second = spawn_instance(&first.config).await;
     let merchant = merchant(&first).await;
-    let id = live_activity(&first, &merchant, 100, json!({"per_user_limit": 100})).await["id"].as_i64().unwrap();
+    let id = live_activity(&first, &merchant, 100, json!({"per_user_limit": 100})).await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&first, 1).await.remove(0);
     let path = first.path(&shopper.client, id).await;
     let mut codes = Vec::new();
@@ -458,7 +770,16 @@ async fn a_user_hammering_past_the_bucket_is_blocked_on_every_instance() {
         let (_, body) = json(first.buy(&shopper.client, id, json!({"path": path})).await).await;
         codes.push(body["error"].as_str().unwrap_or("accepted").to_string());
     }
-    assert_eq!(codes, ["accepted", "accepted", "rate_limited", "rate_limited", "blocked"]);
+    assert_eq!(
+        codes,
+        [
+            "accepted",
+            "accepted",
+            "rate_limited",
+            "rate_limited",
+            "blocked"
+        ]
+    );
     let resp = second.buy(&shopper.client, id, json!({"path": path})).await;
     assert!(resp.headers().contains_key("retry-after"));
     assert_error(resp, 403, "blocked").await;
@@ -468,7 +789,9 @@ async fn a_user_hammering_past_the_bucket_is_blocked_on_every_instance() {
 async fn a_reservation_delivered_twice_makes_one_order() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 10, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let mut two = shoppers(&app, 2).await;
     let (ann, bob) = (two.remove(0), two.remove(0));
     let path = app.path(&ann.client, id).await;
@@ -495,7 +818,11 @@ async fn a_reservation_delivered_twice_makes_one_order() {
         .await
         .unwrap();
     assert_eq!(copies, 1);
-    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1").bind(id).fetch_one(&app.db).await.unwrap();
+    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     assert_eq!(sold, 2);
 }
 
@@ -503,14 +830,19 @@ async fn a_reservation_delivered_twice_makes_one_order() {
 async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 5, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     // A reservation for a user that does not exist: the database refuses it every time.
     let poison = reserve_behind_the_gate(&app, id, 987_654_321).await;
     assert_eq!(app.remaining(id).await, 4);
     publish(&app, &[&poison]).await;
 
     let token = poison.token.to_string();
-    eventually(60, "the poison reservation fails", || async { (token_status(&app, &token).await.as_deref() == Some("failed")).then_some(()) }).await;
+    eventually(60, "the poison reservation fails", || async {
+        (token_status(&app, &token).await.as_deref() == Some("failed")).then_some(())
+    })
+    .await;
     assert_eq!(app.remaining(id).await, 5, "its stock is back");
     let holders: Option<i64> = redis::cmd("HGET")
         .arg(format!("{}a:{id}:users", app.config.redis_prefix))
@@ -520,7 +852,10 @@ async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned()
         .unwrap();
     assert_eq!(holders, None, "the user's count is back");
     let metrics = app.get("/metrics").await.text().await.unwrap();
-    assert!(metrics.contains("seckill_dead_lettered_reservations_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("seckill_dead_lettered_reservations_total 1"),
+        "{metrics}"
+    );
     // Meanwhile the sale went on: a good buy still works and settles.
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
@@ -539,8 +874,11 @@ async fn the_demo_set_up_creates_one_upcoming_sale_owned_by_the_admin() {
     let (_, list) = json(app.get("/api/activities").await).await;
     let activities = list["activities"].as_array().unwrap();
     assert_eq!(activities.len(), 1, "{list}");
-    let starts = chrono::DateTime::parse_from_rfc3339(activities[0]["starts_at"].as_str().unwrap()).unwrap();
-    let wait = starts.signed_duration_since(chrono::Utc::now()).num_seconds();
+    let starts =
+        chrono::DateTime::parse_from_rfc3339(activities[0]["starts_at"].as_str().unwrap()).unwrap();
+    let wait = starts
+        .signed_duration_since(chrono::Utc::now())
+        .num_seconds();
     assert!((60..=180).contains(&wait), "starts in {wait} s");
     let id = activities[0]["id"].as_i64().unwrap();
     assert_eq!(app.remaining(id).await, 100, "warmed at start-up");
@@ -554,10 +892,18 @@ async fn the_demo_set_up_creates_one_upcoming_sale_owned_by_the_admin() {
 async fn after_the_sale_sells_out_a_hammering_client_hears_sold_out_and_collects_no_strikes() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 1, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 1, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 2).await;
     let path = app.path(&buyers[0].client, id).await;
-    assert_eq!(app.buy(&buyers[0].client, id, json!({"path": path})).await.status().as_u16(), 202);
+    assert_eq!(
+        app.buy(&buyers[0].client, id, json!({"path": path}))
+            .await
+            .status()
+            .as_u16(),
+        202
+    );
 
     // Far past the user's bucket (5), each with a key of its own so that every one reaches the
     // gate script instead of this instance's sold-out flag.
@@ -575,7 +921,10 @@ async fn after_the_sale_sells_out_a_hammering_client_hears_sold_out_and_collects
         assert_error(resp, 409, "sold_out").await;
     }
     let strikes: Option<i64> = redis::cmd("GET")
-        .arg(format!("{}strikes:u:{}", app.config.redis_prefix, hammer.id))
+        .arg(format!(
+            "{}strikes:u:{}",
+            app.config.redis_prefix, hammer.id
+        ))
         .query_async(&mut app.redis.clone())
         .await
         .unwrap();

@@ -7,15 +7,39 @@ use serde_json::json;
 async fn an_activity_page_is_rendered_with_its_data_and_without_per_user_data() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 7, json!({"title": "Phone</title><script>alert(1)</script> & <b>more</b>"})).await["id"].as_i64().unwrap();
+    let id = live_activity(
+        &app,
+        &merchant,
+        7,
+        json!({"title": "Phone</title><script>alert(1)</script> & <b>more</b>"}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
-    let username: String = sqlx::query_scalar("SELECT username FROM users WHERE id = $1").bind(shopper.id).fetch_one(&app.db).await.unwrap();
+    let username: String = sqlx::query_scalar("SELECT username FROM users WHERE id = $1")
+        .bind(shopper.id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
 
-    let anonymous = reqwest::Client::new().get(app.url(&format!("/activities/{id}"))).send().await.unwrap();
+    let anonymous = reqwest::Client::new()
+        .get(app.url(&format!("/activities/{id}")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(anonymous.status().as_u16(), 200);
     assert_eq!(anonymous.headers()["cache-control"], "public, max-age=5");
     let anonymous = anonymous.text().await.unwrap();
-    let signed_in = shopper.client.get(app.url(&format!("/activities/{id}"))).send().await.unwrap().text().await.unwrap();
+    let signed_in = shopper
+        .client
+        .get(app.url(&format!("/activities/{id}")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
 
     // The title is in the HTML as text, never as markup: not in the heading, not in <title>.
     assert!(anonymous.contains("Phone&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;more&lt;/b&gt;"), "{anonymous}");
@@ -26,20 +50,47 @@ async fn an_activity_page_is_rendered_with_its_data_and_without_per_user_data() 
     assert!(!signed_in.contains(&username));
     assert!(!signed_in.contains(r#"data-testid="current-user""#));
 
-    let missing = reqwest::Client::new().get(app.url("/activities/999999")).send().await.unwrap().text().await.unwrap();
+    let missing = reqwest::Client::new()
+        .get(app.url("/activities/999999"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(missing.contains("No such sale"));
-    let login = reqwest::Client::new().get(app.url("/login")).send().await.unwrap();
+    let login = reqwest::Client::new()
+        .get(app.url("/login"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(login.headers()["cache-control"], "no-cache");
 }
 
 #[tokio::test]
 async fn every_answer_carries_the_security_headers() {
     let app = spawn_app().await;
-    for path in ["/", "/login", "/register", "/admin", "/no-such-page", "/api/time", "/api/no-such-thing", "/healthz"] {
-        let resp = reqwest::Client::new().get(app.url(path)).send().await.unwrap();
+    for path in [
+        "/",
+        "/login",
+        "/register",
+        "/admin",
+        "/no-such-page",
+        "/api/time",
+        "/api/no-such-thing",
+        "/healthz",
+    ] {
+        let resp = reqwest::Client::new()
+            .get(app.url(path))
+            .send()
+            .await
+            .unwrap();
         let h = resp.headers();
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
-        assert_eq!(h["referrer-policy"], "strict-origin-when-cross-origin", "{path}");
+        assert_eq!(
+            h["referrer-policy"], "strict-origin-when-cross-origin",
+            "{path}"
+        );
         assert_eq!(h["x-frame-options"], "DENY", "{path}");
         let csp = h["content-security-policy"].to_str().unwrap();
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
@@ -51,25 +102,60 @@ async fn html_pages_allow_only_their_own_nonced_inline_script() {
     let app = spawn_app().await;
     let mut nonces = Vec::new();
     for path in ["/", "/", "/login", "/no-such-page"] {
-        let resp = reqwest::Client::new().get(app.url(path)).send().await.unwrap();
-        let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
+        let resp = reqwest::Client::new()
+            .get(app.url(path))
+            .send()
+            .await
+            .unwrap();
+        let csp = resp.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_string();
         let html = resp.text().await.unwrap();
-        let nonce = csp.split("'nonce-").nth(1).and_then(|r| r.split('\'').next()).expect("a nonce in the policy").to_string();
-        assert!(csp.contains("'wasm-unsafe-eval'") && !csp.contains("'unsafe-inline'"), "{path}: {csp}");
-        assert!(csp.contains("default-src 'self'") && csp.contains("object-src 'none'"), "{path}: {csp}");
+        let nonce = csp
+            .split("'nonce-")
+            .nth(1)
+            .and_then(|r| r.split('\'').next())
+            .expect("a nonce in the policy")
+            .to_string();
+        assert!(
+            csp.contains("'wasm-unsafe-eval'") && !csp.contains("'unsafe-inline'"),
+            "{path}: {csp}"
+        );
+        assert!(
+            csp.contains("default-src 'self'") && csp.contains("object-src 'none'"),
+            "{path}: {csp}"
+        );
         // Every inline script of the page carries this response's nonce, and only that one.
-        let tags: Vec<&str> = html.split("<script").skip(1).map(|rest| rest.split('>').next().unwrap_or_default()).collect();
+        let tags: Vec<&str> = html
+            .split("<script")
+            .skip(1)
+            .map(|rest| rest.split('>').next().unwrap_or_default())
+            .collect();
         assert!(!tags.is_empty(), "{path}");
         for tag in &tags {
-            assert!(tag.contains(&format!("nonce=\"{nonce}\"")), "{path}: <script{tag}>");
+            assert!(
+                tag.contains(&format!("nonce=\"{nonce}\"")),
+                "{path}: <script{tag}>"
+            );
         }
-        assert!(html.contains(&format!("<script type=\"module\" nonce=\"{nonce}\"")), "{path}: {html}");
+        assert!(
+            html.contains(&format!("<script type=\"module\" nonce=\"{nonce}\"")),
+            "{path}: {html}"
+        );
         nonces.push(nonce);
     }
     nonces.sort();
     nonces.dedup();
     assert_eq!(nonces.len(), 4, "a new nonce for every response");
     // JSON answers keep the strict policy without scripts.
-    let api = reqwest::Client::new().get(app.url("/api/time")).send().await.unwrap();
-    assert_eq!(api.headers()["content-security-policy"], "frame-ancestors 'none'; base-uri 'self'; object-src 'none'");
+    let api = reqwest::Client::new()
+        .get(app.url("/api/time"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        api.headers()["content-security-policy"],
+        "frame-ancestors 'none'; base-uri 'self'; object-src 'none'"
+    );
 }

@@ -34,8 +34,20 @@ struct Size {
     redis_down: Duration,
 }
 
-const SHORT: Size = Size { shoppers: 3_000, stock: 1_500, rate: 300, rabbitmq_down: Duration::from_secs(3), redis_down: Duration::from_secs(1) };
-const FULL: Size = Size { shoppers: 20_000, stock: 10_000, rate: 1_000, rabbitmq_down: Duration::from_secs(10), redis_down: Duration::from_secs(3) };
+const SHORT: Size = Size {
+    shoppers: 3_000,
+    stock: 1_500,
+    rate: 300,
+    rabbitmq_down: Duration::from_secs(3),
+    redis_down: Duration::from_secs(1),
+};
+const FULL: Size = Size {
+    shoppers: 20_000,
+    stock: 10_000,
+    rate: 1_000,
+    rabbitmq_down: Duration::from_secs(10),
+    redis_down: Duration::from_secs(3),
+};
 
 #[derive(Clone, Copy, Debug)]
 enum Fault {
@@ -47,15 +59,29 @@ enum Fault {
 }
 
 impl Fault {
-    const ALL: [Fault; 5] = [Fault::ServerKill, Fault::RabbitmqStop, Fault::PostgresRestart, Fault::PersisterKill, Fault::RedisRestart];
+    const ALL: [Fault; 5] = [
+        Fault::ServerKill,
+        Fault::RabbitmqStop,
+        Fault::PostgresRestart,
+        Fault::PersisterKill,
+        Fault::RedisRestart,
+    ];
 
     fn describe(self, size: &Size) -> String {
         match self {
-            Fault::ServerKill => "instance A (HTTP + relay + persister) SIGKILLed, restarted".into(),
-            Fault::RabbitmqStop => format!("RabbitMQ stopped {} s, started", size.rabbitmq_down.as_secs()),
+            Fault::ServerKill => {
+                "instance A (HTTP + relay + persister) SIGKILLed, restarted".into()
+            }
+            Fault::RabbitmqStop => format!(
+                "RabbitMQ stopped {} s, started",
+                size.rabbitmq_down.as_secs()
+            ),
             Fault::PostgresRestart => "PostgreSQL crash-restarted (immediate stop)".into(),
             Fault::PersisterKill => "worker W SIGKILLed mid-batch, restarted".into(),
-            Fault::RedisRestart => format!("Redis SIGKILLed, down {} s, restarted from its AOF", size.redis_down.as_secs()),
+            Fault::RedisRestart => format!(
+                "Redis SIGKILLed, down {} s, restarted from its AOF",
+                size.redis_down.as_secs()
+            ),
         }
     }
 }
@@ -71,9 +97,15 @@ struct Process {
 
 impl Process {
     fn start(&mut self, app: &TestApp) {
-        let log = File::options().create(true).append(true).open(self.log()).expect("the log opens");
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(self.log())
+            .expect("the log opens");
         let mut cmd: Command = server_command(app, self.sub);
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v))).stdout(log.try_clone().expect("the log")).stderr(log);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdout(log.try_clone().expect("the log"))
+            .stderr(log);
         self.child = Some(cmd.spawn().expect("the server binary starts"));
     }
 
@@ -103,7 +135,11 @@ struct Deployment {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Deployment {
@@ -112,16 +148,31 @@ impl Deployment {
         let control = spawn_app_with(|c| c.run_workers = false).await;
         let serve = |name, workers: bool| {
             let port = free_port();
-            let mut env = vec![("SECKILL_ADDR", format!("127.0.0.1:{port}")), ("SECKILL_TRUST_FORWARDED_FOR", "1".into())];
+            let mut env = vec![
+                ("SECKILL_ADDR", format!("127.0.0.1:{port}")),
+                ("SECKILL_TRUST_FORWARDED_FOR", "1".into()),
+            ];
             if !workers {
                 env.push(("SECKILL_NO_WORKERS", "1".into()));
             }
-            Process { name, sub: "serve", env, base: Some(format!("http://127.0.0.1:{port}")), child: None }
+            Process {
+                name,
+                sub: "serve",
+                env,
+                base: Some(format!("http://127.0.0.1:{port}")),
+                child: None,
+            }
         };
         let mut deployment = Deployment {
             a: serve("a", true),
             b: serve("b", false),
-            w: Process { name: "w", sub: "worker", env: vec![], base: None, child: None },
+            w: Process {
+                name: "w",
+                sub: "worker",
+                env: vec![],
+                base: None,
+                child: None,
+            },
             control,
         };
         for p in [&mut deployment.a, &mut deployment.b, &mut deployment.w] {
@@ -133,13 +184,19 @@ impl Deployment {
     }
 
     fn bases(&self) -> Vec<String> {
-        [&self.a, &self.b].iter().filter_map(|p| p.base.clone()).collect()
+        [&self.a, &self.b]
+            .iter()
+            .filter_map(|p| p.base.clone())
+            .collect()
     }
 
     /// Until every HTTP instance answers `/readyz` with 200 (PostgreSQL, Redis and RabbitMQ all
     /// answer it).
     async fn wait_ready(&self, secs: u64) {
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().unwrap();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(3))
+            .build()
+            .unwrap();
         for base in self.bases() {
             eventually(secs, &format!("{base}/readyz answers 200"), || async {
                 let resp = http.get(format!("{base}/readyz")).send().await.ok()?;
@@ -178,8 +235,16 @@ impl Deployment {
 }
 
 async fn services(action: &'static str) {
-    let run = move || Command::new("../scripts/services.sh").arg(action).stdout(Stdio::null()).status();
-    let status = tokio::task::spawn_blocking(run).await.expect("services.sh returns").expect("services.sh runs");
+    let run = move || {
+        Command::new("../scripts/services.sh")
+            .arg(action)
+            .stdout(Stdio::null())
+            .status()
+    };
+    let status = tokio::task::spawn_blocking(run)
+        .await
+        .expect("services.sh returns")
+        .expect("services.sh runs");
     assert!(status.success(), "services.sh {action} failed");
 }
 
@@ -189,7 +254,10 @@ struct RestoreServices;
 impl Drop for RestoreServices {
     fn drop(&mut self) {
         for action in ["rabbitmq-up", "start"] {
-            let _ = Command::new("../scripts/services.sh").arg(action).stdout(Stdio::null()).status();
+            let _ = Command::new("../scripts/services.sh")
+                .arg(action)
+                .stdout(Stdio::null())
+                .status();
         }
     }
 }
@@ -217,7 +285,13 @@ struct Row {
 async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     let app = &dep.control;
     let merchant = merchant(app).await;
-    let activity = live_activity(app, &merchant, size.stock, json!({"title": format!("Chaos: {fault:?}")})).await;
+    let activity = live_activity(
+        app,
+        &merchant,
+        size.stock,
+        json!({"title": format!("Chaos: {fault:?}")}),
+    )
+    .await;
     let id = activity["id"].as_i64().unwrap();
     let opts = CrowdOptions {
         base_urls: dep.bases(),
@@ -249,22 +323,34 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     let taken = size.stock - remaining(app, id).await;
     let persisted_at_lift = eventually(60, "PostgreSQL answers", || orders_of(app, id)).await;
     dep.wait_ready(120).await;
-    eventually(120, "the units taken until the fault ended are orders", || async {
-        orders_of(app, id).await.filter(|n| *n >= taken)
-    })
+    eventually(
+        120,
+        "the units taken until the fault ended are orders",
+        || async { orders_of(app, id).await.filter(|n| *n >= taken) },
+    )
     .await;
     let recovered = lifted.elapsed();
     stop_probe.send(true).expect("the probe listens");
     let probes = probe.await.expect("the probe task");
 
-    let report: Report = crowd.await.expect("the crowd task").unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
+    let report: Report = crowd
+        .await
+        .expect("the crowd task")
+        .unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
     let crowd_ended = Instant::now();
     let lost = settle(app, &report.tokens).await;
     let settled = crowd_ended.elapsed();
     let mut row = check(app, id, fault, &size, report, lost, recovered, settled).await;
-    let failed: Vec<String> = probes.iter().filter(|(&s, _)| s >= 500 && s != 503).map(|(s, n)| format!("{n}× {s}")).collect();
+    let failed: Vec<String> = probes
+        .iter()
+        .filter(|(&s, _)| s >= 500 && s != 503)
+        .map(|(s, n)| format!("{n}× {s}"))
+        .collect();
     if !failed.is_empty() {
-        row.broken.push(format!("reads during the fault answered {}: {probes:?}", failed.join(", ")));
+        row.broken.push(format!(
+            "reads during the fault answered {}: {probes:?}",
+            failed.join(", ")
+        ));
     }
     row.backlog = (taken - persisted_at_lift).max(0);
     row.probes = probes.values().sum();
@@ -276,7 +362,12 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
 /// list, the sale, its stock, its stats, its orders, the shopper's orders — on every instance, and
 /// counts the answers by status (0: no answer, the instance is down). During an outage these may
 /// answer `503`; never another 5xx.
-async fn probe(bases: Vec<String>, merchant: reqwest::Client, id: i64, mut stop: tokio::sync::watch::Receiver<bool>) -> BTreeMap<u16, u64> {
+async fn probe(
+    bases: Vec<String>,
+    merchant: reqwest::Client,
+    id: i64,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> BTreeMap<u16, u64> {
     let shopper = client_for(1, app::api::Role::Shopper);
     let reads: [(&reqwest::Client, String); 6] = [
         (&shopper, "/api/activities".into()),
@@ -284,7 +375,10 @@ async fn probe(bases: Vec<String>, merchant: reqwest::Client, id: i64, mut stop:
         (&shopper, format!("/api/activities/{id}/stock")),
         (&shopper, "/api/orders".into()),
         (&merchant, format!("/api/admin/activities/{id}/stats")),
-        (&merchant, format!("/api/admin/orders?activity_id={id}&limit=5")),
+        (
+            &merchant,
+            format!("/api/admin/orders?activity_id={id}&limit=5"),
+        ),
     ];
     let mut answers = BTreeMap::new();
     let mut every = tokio::time::interval(Duration::from_millis(100));
@@ -295,7 +389,12 @@ async fn probe(bases: Vec<String>, merchant: reqwest::Client, id: i64, mut stop:
         }
         for base in &bases {
             for (client, path) in &reads {
-                let status = match client.get(format!("{base}{path}")).timeout(Duration::from_secs(10)).send().await {
+                let status = match client
+                    .get(format!("{base}{path}"))
+                    .timeout(Duration::from_secs(10))
+                    .send()
+                    .await
+                {
                     Ok(resp) => resp.status().as_u16(),
                     Err(_) => 0,
                 };
@@ -308,7 +407,11 @@ async fn probe(bases: Vec<String>, merchant: reqwest::Client, id: i64, mut stop:
 
 /// The activity's orders; `None` while PostgreSQL does not answer.
 async fn orders_of(app: &TestApp, id: i64) -> Option<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1").bind(id).fetch_one(&app.db).await.ok()
+    sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await
+        .ok()
 }
 
 /// Waits (two minutes at most) until every accepted token has its order or ended `failed`, and
@@ -332,7 +435,10 @@ async fn settle(app: &TestApp, tokens: &[String]) -> Vec<String> {
 
 /// Accepted tokens with no order in the database whose status in Redis is not `failed`.
 async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
-    let ids: Vec<uuid::Uuid> = tokens.iter().map(|t| t.parse().expect("a token is a UUID")).collect();
+    let ids: Vec<uuid::Uuid> = tokens
+        .iter()
+        .map(|t| t.parse().expect("a token is a UUID"))
+        .collect();
     let Ok(missing) = sqlx::query_scalar::<_, uuid::Uuid>(
         "SELECT t FROM unnest($1::uuid[]) AS t WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.token = t)",
     )
@@ -370,9 +476,22 @@ async fn remaining(app: &TestApp, id: i64) -> i64 {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn check(app: &TestApp, id: i64, fault: Fault, size: &Size, report: Report, lost: Vec<String>, recovered: Duration, settled: Duration) -> Row {
+async fn check(
+    app: &TestApp,
+    id: i64,
+    fault: Fault,
+    size: &Size,
+    report: Report,
+    lost: Vec<String>,
+    recovered: Duration,
+    settled: Duration,
+) -> Row {
     let (total, sold): (i64, i64) =
-        sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1").bind(id).fetch_one(&app.db).await.unwrap();
+        sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
     let (active, orders, distinct_tokens): (i64, i64, i64) = sqlx::query_as(
         "SELECT COALESCE(sum(quantity) FILTER (WHERE status <> 'cancelled'), 0)::bigint, count(*), count(DISTINCT token)
          FROM orders WHERE activity_id = $1",
@@ -390,8 +509,12 @@ async fn check(app: &TestApp, id: i64, fault: Fault, size: &Size, report: Report
     .await
     .unwrap();
     let remaining = remaining(app, id).await;
-    let server_errors: u64 =
-        report.outcomes.iter().filter(|(k, _)| k.ends_with("_500") || k.starts_with("internal")).map(|(_, n)| n).sum();
+    let server_errors: u64 = report
+        .outcomes
+        .iter()
+        .filter(|(k, _)| k.ends_with("_500") || k.starts_with("internal"))
+        .map(|(_, n)| n)
+        .sum();
 
     let mut broken = Vec::new();
     let mut expect = |ok: bool, what: String| {
@@ -399,19 +522,56 @@ async fn check(app: &TestApp, id: i64, fault: Fault, size: &Size, report: Report
             broken.push(what);
         }
     };
-    expect(active <= total, format!("oversold: {active} units active of {total}"));
-    expect(sold == active, format!("activities.sold {sold} ≠ {active} active units"));
-    expect(remaining + active == total, format!("conservation: Redis remaining {remaining} + active {active} ≠ {total}"));
-    expect(lost.is_empty(), format!("{} accepted tokens neither persisted nor failed, e.g. {:?}", lost.len(), lost.first()));
-    expect(orders == distinct_tokens, format!("{orders} orders for {distinct_tokens} tokens"));
-    expect(over_limit == 0, format!("{over_limit} shoppers over the per-user limit"));
-    expect(server_errors == 0, format!("{server_errors} answers were 500: {:?}", report.outcomes));
+    expect(
+        active <= total,
+        format!("oversold: {active} units active of {total}"),
+    );
+    expect(
+        sold == active,
+        format!("activities.sold {sold} ≠ {active} active units"),
+    );
+    expect(
+        remaining + active == total,
+        format!("conservation: Redis remaining {remaining} + active {active} ≠ {total}"),
+    );
+    expect(
+        lost.is_empty(),
+        format!(
+            "{} accepted tokens neither persisted nor failed, e.g. {:?}",
+            lost.len(),
+            lost.first()
+        ),
+    );
+    expect(
+        orders == distinct_tokens,
+        format!("{orders} orders for {distinct_tokens} tokens"),
+    );
+    expect(
+        over_limit == 0,
+        format!("{over_limit} shoppers over the per-user limit"),
+    );
+    expect(
+        server_errors == 0,
+        format!("{server_errors} answers were 500: {:?}", report.outcomes),
+    );
     let accepted_units = report.tokens.len() as i64;
-    expect(accepted_units <= active, format!("{accepted_units} accepted but {active} active units"));
+    expect(
+        accepted_units <= active,
+        format!("{accepted_units} accepted but {active} active units"),
+    );
     // The crowd asks for twice the stock and retries through the outage: nothing may stay unsold.
     let unsold = remaining.max(0);
-    expect(unsold == 0, format!("{unsold} units unsold although {} shoppers asked for {total}", size.shoppers));
-    eprintln!("{fault:?}: {:?}, retried after {:?}", report.outcomes, report.retried);
+    expect(
+        unsold == 0,
+        format!(
+            "{unsold} units unsold although {} shoppers asked for {total}",
+            size.shoppers
+        ),
+    );
+    eprintln!(
+        "{fault:?}: {:?}, retried after {:?}",
+        report.outcomes, report.retried
+    );
     Row {
         fault: fault.describe(size),
         requests: report.requests,
@@ -461,7 +621,9 @@ fn table(rows: &[Row], size: &Size) -> String {
     }
     out.push_str("\nReads: GETs of the sale list, the sale, its stock, its stats, its orders and a shopper's orders on both \
                   instances every 100 ms from the sale's start until recovery; during an outage they may answer 503, never another 5xx. ");
-    out.push_str("Backlog: units taken at the gate that were not orders yet when the fault ended. ");
+    out.push_str(
+        "Backlog: units taken at the gate that were not orders yet when the fault ended. ",
+    );
     out.push_str("Time to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
                   until then is an order in PostgreSQL. Settled: from the crowd's \
                   last answer until every `202` token has its order (or ended `failed` with its stock returned) and the journal is empty.\n");
@@ -473,9 +635,15 @@ fn record(table: &str) {
     let path = "../RELIABILITY.md";
     let text = std::fs::read_to_string(path).expect("RELIABILITY.md exists");
     let (begin, end) = ("<!-- chaos:begin -->", "<!-- chaos:end -->");
-    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else { panic!("RELIABILITY.md lacks the chaos markers") };
+    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else {
+        panic!("RELIABILITY.md lacks the chaos markers")
+    };
     let stamp = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
-    let updated = format!("{}{begin}\nLast full run: {stamp} (`make chaos`, debug build).\n\n{table}{}", &text[..b], &text[e..]);
+    let updated = format!(
+        "{}{begin}\nLast full run: {stamp} (`make chaos`, debug build).\n\n{table}{}",
+        &text[..b],
+        &text[e..]
+    );
     std::fs::write(path, updated).expect("RELIABILITY.md is written");
 }
 
@@ -484,7 +652,10 @@ fn main() {
     let size = if full { FULL } else { SHORT };
     std::fs::create_dir_all("../target/chaos").expect("the log folder");
     let _restore = RestoreServices;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
     let rows = runtime.block_on(async {
         let mut dep = Deployment::start().await;
         let mut rows = Vec::new();
@@ -497,21 +668,33 @@ fn main() {
     let mut rows = rows;
     // No process of the deployment may have panicked, whatever it met.
     for name in ["a", "b", "w"] {
-        let log = std::fs::read_to_string(format!("../target/chaos/{name}.log")).unwrap_or_default();
+        let log =
+            std::fs::read_to_string(format!("../target/chaos/{name}.log")).unwrap_or_default();
         let panics = log.lines().filter(|l| l.contains("panicked")).count();
         if panics > 0 {
-            rows[0].broken.push(format!("{panics} panics in the log of process {name} (target/chaos/{name}.log)"));
+            rows[0].broken.push(format!(
+                "{panics} panics in the log of process {name} (target/chaos/{name}.log)"
+            ));
         }
     }
     let table = table(&rows, &size);
     println!("\n{table}");
-    let broken: Vec<String> = rows.iter().flat_map(|r| r.broken.iter().map(move |b| format!("{}: {b}", r.fault))).collect();
+    let broken: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.broken.iter().map(move |b| format!("{}: {b}", r.fault)))
+        .collect();
     if full && broken.is_empty() {
         record(&table);
     }
     if !broken.is_empty() {
-        eprintln!("BROKEN INVARIANTS:\n  {}\n(process logs in target/chaos/)", broken.join("\n  "));
+        eprintln!(
+            "BROKEN INVARIANTS:\n  {}\n(process logs in target/chaos/)",
+            broken.join("\n  ")
+        );
         std::process::exit(1);
     }
-    println!("chaos: every invariant held ({} mode)", if full { "full" } else { "short" });
+    println!(
+        "chaos: every invariant held ({} mode)",
+        if full { "full" } else { "short" }
+    );
 }

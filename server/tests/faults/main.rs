@@ -27,15 +27,24 @@ impl Drop for Worker {
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn services(action: &str) {
-    let status = Command::new("../scripts/services.sh").arg(action).status().expect("services.sh runs");
+    let status = Command::new("../scripts/services.sh")
+        .arg(action)
+        .status()
+        .expect("services.sh runs");
     assert!(status.success(), "services.sh {action} failed");
 }
 
 /// Buys one unit for each shopper; returns the accepted tokens.
 async fn crowd_buys(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<String> {
-    let paths: Vec<String> = stream::iter(buyers).map(|s| app.path(&s.client, activity)).buffered(32).collect().await;
+    let paths: Vec<String> = stream::iter(buyers)
+        .map(|s| app.path(&s.client, activity))
+        .buffered(32)
+        .collect()
+        .await;
     let answers: Vec<(u16, serde_json::Value)> = stream::iter(buyers.iter().zip(paths))
-        .map(|(s, path)| async move { json(app.buy(&s.client, activity, json!({"path": path})).await).await })
+        .map(|(s, path)| async move {
+            json(app.buy(&s.client, activity, json!({"path": path})).await).await
+        })
         .buffer_unordered(64)
         .collect()
         .await;
@@ -53,7 +62,9 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 500, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 500, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 300).await;
 
     let mut tokens = crowd_buys(&app, &buyers[..100], id).await;
@@ -67,7 +78,11 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
     assert_eq!(tokens.len(), 300);
     assert_settled(&app, id, &tokens).await;
     for token in &tokens {
-        assert_eq!(token_status(&app, token).await.as_deref(), Some("confirmed"), "{token}");
+        assert_eq!(
+            token_status(&app, token).await.as_deref(),
+            Some("confirmed"),
+            "{token}"
+        );
     }
     assert_eq!(app.remaining(id).await, 200);
 }
@@ -77,7 +92,9 @@ async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 300, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 300, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 200).await;
 
     let mut tokens = crowd_buys(&app, &buyers[..100], id).await;
@@ -87,9 +104,16 @@ async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
     tokens.extend(crowd_buys(&app, &buyers[100..], id).await);
     assert_settled(&app, id, &tokens).await;
     for token in &tokens {
-        assert_eq!(token_status(&app, token).await.as_deref(), Some("confirmed"), "{token}");
+        assert_eq!(
+            token_status(&app, token).await.as_deref(),
+            Some("confirmed"),
+            "{token}"
+        );
     }
-    eventually(10, "ready again", || async { (app.get("/readyz").await.status().as_u16() == 200).then_some(()) }).await;
+    eventually(10, "ready again", || async {
+        (app.get("/readyz").await.status().as_u16() == 200).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -98,7 +122,9 @@ async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_ba
     // This instance serves HTTP only; the relay and persister run in a process of their own.
     let app = spawn_app_with(|c| c.run_workers = false).await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 2_000, json!({})).await["id"].as_i64().unwrap();
+    let id = live_activity(&app, &merchant, 2_000, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
     let buyers = shoppers(&app, 1_500).await;
     let tokens = crowd_buys(&app, &buyers, id).await;
 
@@ -111,18 +137,28 @@ async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_ba
     let first = worker();
     // Kill it (SIGKILL) as soon as it has written anything, while the backlog is still draining.
     let at_kill = eventually(60, "the first orders are persisted", || async {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM orders").fetch_one(&app.db).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
         (n > 0).then_some(n)
     })
     .await;
     drop(first);
-    eprintln!("persister killed with {at_kill} of {} orders written", tokens.len());
+    eprintln!(
+        "persister killed with {at_kill} of {} orders written",
+        tokens.len()
+    );
 
     let second = worker();
     assert_settled(&app, id, &tokens).await;
     drop(second);
     for token in &tokens {
-        assert_eq!(token_status(&app, token).await.as_deref(), Some("confirmed"), "{token}");
+        assert_eq!(
+            token_status(&app, token).await.as_deref(),
+            Some("confirmed"),
+            "{token}"
+        );
     }
     assert_eq!(app.remaining(id).await, 500);
 }

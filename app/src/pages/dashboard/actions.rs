@@ -2,12 +2,12 @@
 //! and the audit of every stock addition.
 
 use super::{update_sale, with_sale, SaleSignal};
+use crate::pages::new_sale::parse_int;
 use crate::{
     api::{Activity, StockAdditions, StockLevel},
     client,
     clock::local_time,
 };
-use crate::pages::new_sale::parse_int;
 use leptos::{ev::SubmitEvent, prelude::*};
 
 #[component]
@@ -25,21 +25,38 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
                 message.set(None);
                 asking.set(Some(n));
             }
-            None => message.set(Some((false, "Enter a whole number of units from 1 to 10,000,000 (stock is only ever added).".into()))),
+            None => message.set(Some((
+                false,
+                "Enter a whole number of units from 1 to 10,000,000 (stock is only ever added)."
+                    .into(),
+            ))),
         }
     };
     let confirm = move |_| {
-        let Some(n) = asking.get_untracked() else { return };
+        let Some(n) = asking.get_untracked() else {
+            return;
+        };
         busy.set(true);
         leptos::task::spawn_local(async move {
-            match client::post::<_, StockLevel>(&format!("/api/admin/activities/{id}/stock"), &crate::api::AddStock { add: n }).await {
+            match client::post::<_, StockLevel>(
+                &format!("/api/admin/activities/{id}/stock"),
+                &crate::api::AddStock { add: n },
+            )
+            .await
+            {
                 Ok(level) => {
                     update_sale(activity, |cur| {
                         cur.activity.total_stock = level.total_stock;
                         cur.remaining = level.remaining;
                     });
                     amount.set(String::new());
-                    message.set(Some((true, format!("Added {n} units: stock is now {}, {} remaining.", level.total_stock, level.remaining))));
+                    message.set(Some((
+                        true,
+                        format!(
+                            "Added {n} units: stock is now {}, {} remaining.",
+                            level.total_stock, level.remaining
+                        ),
+                    )));
                     changes.update(|c| *c += 1);
                 }
                 Err(f) => message.set(Some((false, f.message()))),
@@ -80,11 +97,17 @@ pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let toggle = move |_| {
-        let action = if paused.get_untracked() { "resume" } else { "pause" };
+        let action = if paused.get_untracked() {
+            "resume"
+        } else {
+            "pause"
+        };
         busy.set(true);
         error.set(None);
         leptos::task::spawn_local(async move {
-            match client::post::<_, Activity>(&format!("/api/admin/activities/{id}/{action}"), &()).await {
+            match client::post::<_, Activity>(&format!("/api/admin/activities/{id}/{action}"), &())
+                .await
+            {
                 Ok(a) => update_sale(activity, |cur| cur.activity = a),
                 Err(f) => error.set(Some(f.message())),
             }
@@ -113,7 +136,10 @@ pub fn StockAudit(id: i64, changes: RwSignal<u32>) -> impl IntoView {
     Effect::new(move |_| {
         changes.track();
         leptos::task::spawn_local(async move {
-            let got = client::get::<StockAdditions>(&format!("/api/admin/activities/{id}/stock-additions")).await;
+            let got = client::get::<StockAdditions>(&format!(
+                "/api/admin/activities/{id}/stock-additions"
+            ))
+            .await;
             additions.try_set(Some(got.map_err(|f| f.message())));
         });
     });

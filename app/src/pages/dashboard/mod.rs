@@ -26,7 +26,11 @@ use orders::OrdersTable;
 #[component]
 pub fn DashboardPage() -> impl IntoView {
     let params = use_params_map();
-    let id = params.read_untracked().get("id").and_then(|id| id.parse::<i64>().ok()).filter(|id| *id > 0);
+    let id = params
+        .read_untracked()
+        .get("id")
+        .and_then(|id| id.parse::<i64>().ok())
+        .filter(|id| *id > 0);
     view! {
         <Title text="Sale dashboard — Seckill"/>
         <MerchantOnly>
@@ -75,19 +79,27 @@ pub fn Dashboard(id: i64) -> impl IntoView {
                 let mut tick = 0u64;
                 while alive.load(Relaxed) {
                     if tick % 5 == 0 {
-                        let got = client::get::<AdminActivity>(&format!("/api/admin/activities/{id}")).await;
+                        let got =
+                            client::get::<AdminActivity>(&format!("/api/admin/activities/{id}"))
+                                .await;
                         if !alive.load(Relaxed) {
                             break;
                         }
                         match got {
                             Ok(a) => activity.set(Some(Ok(a))),
                             Err(f) if activity.get_untracked().is_none() || f.status == 404 => {
-                                activity.set(Some(Err(if f.status == 404 { "There is no such sale.".into() } else { f.message() })))
+                                activity.set(Some(Err(if f.status == 404 {
+                                    "There is no such sale.".into()
+                                } else {
+                                    f.message()
+                                })))
                             }
                             Err(_) => {}
                         }
                     }
-                    let got = client::get::<ActivityStats>(&format!("/api/admin/activities/{id}/stats")).await;
+                    let got =
+                        client::get::<ActivityStats>(&format!("/api/admin/activities/{id}/stats"))
+                            .await;
                     if !alive.load(Relaxed) {
                         break;
                     }
@@ -95,7 +107,11 @@ pub fn Dashboard(id: i64) -> impl IntoView {
                         Ok(s) => {
                             let now = js_sys::Date::now();
                             samples.update(|v| {
-                                v.push(Sample { at_ms: now, remaining: s.remaining, sold: s.units_taken() });
+                                v.push(Sample {
+                                    at_ms: now,
+                                    remaining: s.remaining,
+                                    sold: s.units_taken(),
+                                });
                                 if v.len() > KEEP_SAMPLES {
                                     v.remove(0);
                                 }
@@ -167,8 +183,14 @@ pub fn DashboardHead(a: AdminActivity, activity: SaleSignal) -> impl IntoView {
 }
 
 #[component]
-pub fn StatsPanel(stats: RwSignal<Option<ActivityStats>>, stale: RwSignal<Option<String>>, updated: RwSignal<Option<String>>) -> impl IntoView {
-    let figure = move |pick: fn(&ActivityStats) -> i64| move || stats.with(|s| s.as_ref().map_or("…".to_string(), |s| pick(s).to_string()));
+pub fn StatsPanel(
+    stats: RwSignal<Option<ActivityStats>>,
+    stale: RwSignal<Option<String>>,
+    updated: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let figure = move |pick: fn(&ActivityStats) -> i64| {
+        move || stats.with(|s| s.as_ref().map_or("…".to_string(), |s| pick(s).to_string()))
+    };
     view! {
         <dl class="stats" data-testid="admin-stats" aria-live="off">
             <div><dt>"Stock"</dt><dd data-testid="stat-total_stock">{figure(|s| s.total_stock)}</dd></div>

@@ -21,7 +21,8 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
             changes.track();
             reload.track();
             let (status, offset) = (status.get(), offset.get());
-            let mut url = format!("/api/admin/orders?activity_id={id}&limit={PAGE_SIZE}&offset={offset}");
+            let mut url =
+                format!("/api/admin/orders?activity_id={id}&limit={PAGE_SIZE}&offset={offset}");
             if !status.is_empty() {
                 url.push_str(&format!("&status={status}"));
             }
@@ -51,7 +52,13 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
     let _ = (changes, reload);
 
     let csv = format!("/api/admin/orders.csv?activity_id={id}");
-    let total = move || page.with(|p| p.as_ref().and_then(|r| r.as_ref().ok()).map_or(0, |p| p.total));
+    let total = move || {
+        page.with(|p| {
+            p.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map_or(0, |p| p.total)
+        })
+    };
     view! {
         <section class="card admin-orders">
             <div class="admin-head">

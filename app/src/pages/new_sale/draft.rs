@@ -28,11 +28,19 @@ pub type FieldErrors = BTreeMap<&'static str, String>;
 pub fn parse_money(s: &str) -> Option<i64> {
     let s = s.trim();
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 2 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    if whole.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || frac.len() > 2
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let cents = format!("{frac:0<2}").parse::<i64>().ok()?;
-    whole.parse::<i64>().ok()?.checked_mul(100)?.checked_add(cents)
+    whole
+        .parse::<i64>()
+        .ok()?
+        .checked_mul(100)?
+        .checked_add(cents)
 }
 
 pub fn parse_int(s: &str) -> Option<i64> {
@@ -41,35 +49,65 @@ pub fn parse_int(s: &str) -> Option<i64> {
 
 impl Draft {
     pub fn fresh() -> Draft {
-        Draft { per_user_limit: "1".into(), captcha_required: true, payment_window_mins: "10".into(), ..Draft::default() }
+        Draft {
+            per_user_limit: "1".into(),
+            captcha_required: true,
+            payment_window_mins: "10".into(),
+            ..Draft::default()
+        }
     }
 
     /// The browser's check, the same rules as the server's (API.md), so that most mistakes are
     /// shown before a request; `to_utc` turns a `datetime-local` value into RFC 3339 UTC.
-    pub fn validate(&self, to_utc: impl Fn(&str) -> Option<String>) -> Result<NewActivity, FieldErrors> {
+    pub fn validate(
+        &self,
+        to_utc: impl Fn(&str) -> Option<String>,
+    ) -> Result<NewActivity, FieldErrors> {
         let mut errors = FieldErrors::new();
         let title = self.title.trim().to_string();
         if title.is_empty() || title.chars().count() > 120 {
-            errors.insert("title", "Give the sale a title of 1 to 120 characters.".into());
+            errors.insert(
+                "title",
+                "Give the sale a title of 1 to 120 characters.".into(),
+            );
         }
         if self.description.chars().count() > 5000 {
-            errors.insert("description", "The description can be at most 5000 characters.".into());
+            errors.insert(
+                "description",
+                "The description can be at most 5000 characters.".into(),
+            );
         }
         let image = self.image_url.trim();
-        if !image.is_empty() && !(image.starts_with("https://") || image.starts_with("http://") || image.starts_with('/')) {
-            errors.insert("image_url", "Use an http(s) URL or a path on this site.".into());
+        if !image.is_empty()
+            && !(image.starts_with("https://")
+                || image.starts_with("http://")
+                || image.starts_with('/'))
+        {
+            errors.insert(
+                "image_url",
+                "Use an http(s) URL or a path on this site.".into(),
+            );
         }
         let price = parse_money(&self.price);
         if price.is_none() {
-            errors.insert("price_cents", "Enter the regular price, e.g. 499.00.".into());
+            errors.insert(
+                "price_cents",
+                "Enter the regular price, e.g. 499.00.".into(),
+            );
         }
         let seckill = parse_money(&self.seckill_price);
         match (seckill, price) {
             (None, _) => {
-                errors.insert("seckill_price_cents", "Enter the sale price, e.g. 99.00.".into());
+                errors.insert(
+                    "seckill_price_cents",
+                    "Enter the sale price, e.g. 99.00.".into(),
+                );
             }
             (Some(s), Some(p)) if s > p => {
-                errors.insert("seckill_price_cents", "The sale price cannot be above the regular price.".into());
+                errors.insert(
+                    "seckill_price_cents",
+                    "The sale price cannot be above the regular price.".into(),
+                );
             }
             _ => {}
         }
@@ -89,15 +127,24 @@ impl Draft {
         }
         let stock = parse_int(&self.stock).filter(|n| (1..=10_000_000).contains(n));
         if stock.is_none() {
-            errors.insert("stock", "Stock is a whole number from 1 to 10,000,000.".into());
+            errors.insert(
+                "stock",
+                "Stock is a whole number from 1 to 10,000,000.".into(),
+            );
         }
         let limit = parse_int(&self.per_user_limit).filter(|n| (1..=100).contains(n));
         if limit.is_none() {
-            errors.insert("per_user_limit", "Each shopper may buy 1 to 100 units.".into());
+            errors.insert(
+                "per_user_limit",
+                "Each shopper may buy 1 to 100 units.".into(),
+            );
         }
         let window = parse_int(&self.payment_window_mins).filter(|n| (1..=1440).contains(n));
         if window.is_none() {
-            errors.insert("payment_window_secs", "The payment window is 1 to 1440 minutes.".into());
+            errors.insert(
+                "payment_window_secs",
+                "The payment window is 1 to 1440 minutes.".into(),
+            );
         }
         if !errors.is_empty() {
             return Err(errors);
@@ -159,7 +206,9 @@ pub fn local_to_utc(value: &str) -> Option<String> {
 pub fn time_zone() -> String {
     #[cfg(feature = "hydrate")]
     {
-        let options = js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), &js_sys::Object::new()).resolved_options();
+        let options =
+            js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), &js_sys::Object::new())
+                .resolved_options();
         if let Ok(zone) = js_sys::Reflect::get(&options, &"timeZone".into()) {
             if let Some(zone) = zone.as_string() {
                 return zone;
@@ -194,7 +243,15 @@ mod tests {
         assert_eq!(parse_money("499"), Some(49_900));
         assert_eq!(parse_money("99.5"), Some(9_950));
         assert_eq!(parse_money(" 0.07 "), Some(7));
-        for bad in ["", ".5", "1.234", "-1", "1e3", "12,50", "99999999999999999999"] {
+        for bad in [
+            "",
+            ".5",
+            "1.234",
+            "-1",
+            "1e3",
+            "12,50",
+            "99999999999999999999",
+        ] {
             assert_eq!(parse_money(bad), None, "{bad}");
         }
     }
@@ -202,9 +259,19 @@ mod tests {
     #[test]
     fn a_valid_draft_becomes_the_api_body() {
         let body = valid().validate(utc).unwrap();
-        assert_eq!((body.price_cents, body.seckill_price_cents, body.stock), (49_900, 9_950, 100));
+        assert_eq!(
+            (body.price_cents, body.seckill_price_cents, body.stock),
+            (49_900, 9_950, 100)
+        );
         assert_eq!(body.starts_at, "2030-01-01T10:00:00.000Z");
-        assert_eq!((body.per_user_limit, body.captcha_required, body.payment_window_secs), (Some(1), Some(true), Some(600)));
+        assert_eq!(
+            (
+                body.per_user_limit,
+                body.captcha_required,
+                body.payment_window_secs
+            ),
+            (Some(1), Some(true), Some(600))
+        );
         assert_eq!(body.image_url, None);
     }
 
@@ -219,7 +286,10 @@ mod tests {
             (|d| d.ends_at = "2030-01-01T09:00".into(), "ends_at"),
             (|d| d.stock = "0".into(), "stock"),
             (|d| d.per_user_limit = "101".into(), "per_user_limit"),
-            (|d| d.payment_window_mins = "0".into(), "payment_window_secs"),
+            (
+                |d| d.payment_window_mins = "0".into(),
+                "payment_window_secs",
+            ),
         ];
         for (spoil, field) in cases {
             let mut d = valid();
@@ -231,8 +301,14 @@ mod tests {
 
     #[test]
     fn server_messages_name_their_field() {
-        assert_eq!(field_of_message("stock: must be between 1 and 10000000"), Some("stock"));
-        assert_eq!(field_of_message("seckill_price_cents: must be between 0 and price_cents"), Some("seckill_price_cents"));
+        assert_eq!(
+            field_of_message("stock: must be between 1 and 10000000"),
+            Some("stock")
+        );
+        assert_eq!(
+            field_of_message("seckill_price_cents: must be between 0 and price_cents"),
+            Some("seckill_price_cents")
+        );
         assert_eq!(field_of_message("body: expected value at line 1"), None);
         assert_eq!(field_of_message(""), None);
     }

@@ -6,11 +6,7 @@ mod draft;
 pub use draft::parse_int;
 use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
 
-use crate::{
-    api::Activity,
-    client,
-    components::merchant_only::MerchantOnly,
-};
+use crate::{api::Activity, client, components::merchant_only::MerchantOnly};
 use leptos::{ev::SubmitEvent, prelude::*};
 use leptos_meta::Title;
 
@@ -60,7 +56,11 @@ pub fn ActivityForm() -> impl IntoView {
         Signal::derive(move || {
             let value = draft.with(pick);
             match local_to_utc(&value) {
-                Some(utc) => format!("In {} · {} UTC", zone.get(), utc.get(..16).unwrap_or(&utc).replace('T', " ")),
+                Some(utc) => format!(
+                    "In {} · {} UTC",
+                    zone.get(),
+                    utc.get(..16).unwrap_or(&utc).replace('T', " ")
+                ),
                 None => format!("In {}", zone.get()),
             }
         })
@@ -84,11 +84,18 @@ pub fn ActivityForm() -> impl IntoView {
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
             match client::post::<_, Activity>("/api/admin/activities", &body).await {
-                Ok(created) => navigate(&format!("/admin/activities/{}", created.id), Default::default()),
-                Err(f) if f.body.error == "invalid_input" => match field_of_message(&f.body.message) {
-                    Some(field) => errors.set(FieldErrors::from([(field, f.body.message.clone())])),
-                    None => form_error.set(Some(f.message())),
-                },
+                Ok(created) => navigate(
+                    &format!("/admin/activities/{}", created.id),
+                    Default::default(),
+                ),
+                Err(f) if f.body.error == "invalid_input" => {
+                    match field_of_message(&f.body.message) {
+                        Some(field) => {
+                            errors.set(FieldErrors::from([(field, f.body.message.clone())]))
+                        }
+                        None => form_error.set(Some(f.message())),
+                    }
+                }
                 Err(f) => form_error.set(Some(f.message())),
             }
             busy.set(false);

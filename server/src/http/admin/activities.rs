@@ -4,7 +4,10 @@
 use crate::{
     buy::{attempts, soldout::SoldOut},
     domain::{
-        activity::{add_to_stock, admin_item, insert, load, remaining, warm, ActivityRow, ActivitySpec, COLUMNS},
+        activity::{
+            add_to_stock, admin_item, insert, load, remaining, warm, ActivityRow, ActivitySpec,
+            COLUMNS,
+        },
         rfc3339, ApiError, ApiResult,
     },
     http::{
@@ -13,7 +16,10 @@ use crate::{
     },
     infra::{config::Config, redis::Redis},
 };
-use app::api::{Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAddition, StockAdditions, StockLevel};
+use app::api::{
+    Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAddition,
+    StockAdditions, StockLevel,
+};
 use axum::{
     extract::{FromRef, Path, State},
     http::{header, StatusCode},
@@ -44,7 +50,10 @@ where
         .route("/admin/activities/{id}/pause", post(pause))
         .route("/admin/activities/{id}/resume", post(resume))
         .route("/admin/activities/{id}/stats", get(stats))
-        .route("/admin/activities/{id}/stock-additions", get(stock_additions))
+        .route(
+            "/admin/activities/{id}/stock-additions",
+            get(stock_additions),
+        )
 }
 
 async fn create_activity(
@@ -57,10 +66,14 @@ async fn create_activity(
     let spec = ActivitySpec::parse(body, config.min_payment_window_secs)?;
     let row = insert(&db, merchant.user_id, &spec).await?;
     warm(&mut redis.conn(), &redis.keys, &row, row.total_stock).await?;
-    tracing::info!(activity.id = row.id, merchant.id = merchant.user_id, stock = row.total_stock, "activity created");
+    tracing::info!(
+        activity.id = row.id,
+        merchant.id = merchant.user_id,
+        stock = row.total_stock,
+        "activity created"
+    );
     Ok((StatusCode::CREATED, Json(row.into_activity())))
 }
-
 
 async fn add_stock(
     State(db): State<PgPool>,
@@ -83,30 +96,47 @@ async fn add_stock(
     .fetch_optional(&mut *tx)
     .await?;
     let (total_stock, sold) = updated.ok_or(ApiError::NotFound)?;
-    sqlx::query("INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)")
-        .bind(id)
-        .bind(merchant.user_id)
-        .bind(body.add)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)",
+    )
+    .bind(id)
+    .bind(merchant.user_id)
+    .bind(body.add)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
 
     let mut conn = redis.conn();
     let remaining = add_to_stock(&mut conn, &redis.keys, id, body.add, total_stock - sold).await?;
     sold_out.announce(&mut conn, id).await?;
-    tracing::info!(activity.id = id, merchant.id = merchant.user_id, added = body.add, total_stock, "stock added");
-    Ok(Json(StockLevel { total_stock, remaining }))
+    tracing::info!(
+        activity.id = id,
+        merchant.id = merchant.user_id,
+        added = body.add,
+        total_stock,
+        "stock added"
+    );
+    Ok(Json(StockLevel {
+        total_stock,
+        remaining,
+    }))
 }
 
-async fn set_paused(db: &PgPool, redis: &Redis, id: &str, paused: bool) -> ApiResult<Json<Activity>> {
+async fn set_paused(
+    db: &PgPool,
+    redis: &Redis,
+    id: &str,
+    paused: bool,
+) -> ApiResult<Json<Activity>> {
     let id = parse_id(id)?;
-    let row: ActivityRow =
-        sqlx::query_as(&format!("UPDATE activities SET paused = $2 WHERE id = $1 RETURNING {COLUMNS}"))
-            .bind(id)
-            .bind(paused)
-            .fetch_optional(db)
-            .await?
-            .ok_or(ApiError::NotFound)?;
+    let row: ActivityRow = sqlx::query_as(&format!(
+        "UPDATE activities SET paused = $2 WHERE id = $1 RETURNING {COLUMNS}"
+    ))
+    .bind(id)
+    .bind(paused)
+    .fetch_optional(db)
+    .await?
+    .ok_or(ApiError::NotFound)?;
     let _: () = redis::cmd("HSET")
         .arg(redis.keys.meta(id))
         .arg("paused")
@@ -117,23 +147,45 @@ async fn set_paused(db: &PgPool, redis: &Redis, id: &str, paused: bool) -> ApiRe
     Ok(Json(row.into_activity()))
 }
 
-async fn pause(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<Activity>> {
+async fn pause(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    _: Merchant,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Activity>> {
     set_paused(&db, &redis, &id, true).await
 }
 
-async fn resume(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<Activity>> {
+async fn resume(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    _: Merchant,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Activity>> {
     set_paused(&db, &redis, &id, false).await
 }
 
-async fn stats(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<ActivityStats>> {
+async fn stats(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    _: Merchant,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ActivityStats>> {
     let id = parse_id(&id)?;
     let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
-    let counts: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, count(*) FROM orders WHERE activity_id = $1 GROUP BY status")
-            .bind(id)
-            .fetch_all(&db)
-            .await?;
-    let count = |s: &str| counts.iter().find(|(status, _)| status == s).map(|(_, n)| *n).unwrap_or(0);
+    let counts: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, count(*) FROM orders WHERE activity_id = $1 GROUP BY status",
+    )
+    .bind(id)
+    .fetch_all(&db)
+    .await?;
+    let count = |s: &str| {
+        counts
+            .iter()
+            .find(|(status, _)| status == s)
+            .map(|(_, n)| *n)
+            .unwrap_or(0)
+    };
     let mut conn = redis.conn();
     let remaining = remaining(&mut conn, &redis.keys, id).await?;
     let attempts_per_sec = attempts::last_second(&mut conn, &redis.keys, id).await?;
@@ -150,33 +202,64 @@ async fn stats(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant
     }))
 }
 
-
-async fn list(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant) -> ApiResult<Response> {
-    let rows: Vec<ActivityRow> =
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT $1"))
-            .bind(LIST_LIMIT)
-            .fetch_all(&db)
-            .await?;
+async fn list(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    _: Merchant,
+) -> ApiResult<Response> {
+    let rows: Vec<ActivityRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT $1"
+    ))
+    .bind(LIST_LIMIT)
+    .fetch_all(&db)
+    .await?;
     // One round trip for every activity's remaining stock.
     let in_redis: Vec<Option<i64>> = if rows.is_empty() {
         Vec::new()
     } else {
         let keys: Vec<String> = rows.iter().map(|r| redis.keys.stock(r.id)).collect();
-        redis::cmd("MGET").arg(keys).query_async(&mut redis.conn()).await?
+        redis::cmd("MGET")
+            .arg(keys)
+            .query_async(&mut redis.conn())
+            .await?
     };
     let now = Utc::now();
-    let activities = rows.into_iter().zip(in_redis).map(|(row, in_redis)| admin_item(row, in_redis, now)).collect();
-    Ok(([(header::CACHE_CONTROL, "no-store")], Json(AdminActivityList { activities })).into_response())
+    let activities = rows
+        .into_iter()
+        .zip(in_redis)
+        .map(|(row, in_redis)| admin_item(row, in_redis, now))
+        .collect();
+    Ok((
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(AdminActivityList { activities }),
+    )
+        .into_response())
 }
 
-async fn one(State(db): State<PgPool>, State(redis): State<Redis>, _: Merchant, Path(id): Path<String>) -> ApiResult<Response> {
+async fn one(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    _: Merchant,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     let id = parse_id(&id)?;
     let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
-    let in_redis: Option<i64> = redis::cmd("GET").arg(redis.keys.stock(id)).query_async(&mut redis.conn()).await?;
-    Ok(([(header::CACHE_CONTROL, "no-store")], Json(admin_item(row, in_redis, Utc::now()))).into_response())
+    let in_redis: Option<i64> = redis::cmd("GET")
+        .arg(redis.keys.stock(id))
+        .query_async(&mut redis.conn())
+        .await?;
+    Ok((
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(admin_item(row, in_redis, Utc::now())),
+    )
+        .into_response())
 }
 
-async fn stock_additions(State(db): State<PgPool>, _: Merchant, Path(id): Path<String>) -> ApiResult<Json<StockAdditions>> {
+async fn stock_additions(
+    State(db): State<PgPool>,
+    _: Merchant,
+    Path(id): Path<String>,
+) -> ApiResult<Json<StockAdditions>> {
     let id = parse_id(&id)?;
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1)")
         .bind(id)
@@ -192,7 +275,13 @@ async fn stock_additions(State(db): State<PgPool>, _: Merchant, Path(id): Path<S
     .bind(id)
     .fetch_all(&db)
     .await?;
-    let additions = rows.into_iter().map(|(added, merchant, at)| StockAddition { added, merchant, at: rfc3339(at) }).collect();
+    let additions = rows
+        .into_iter()
+        .map(|(added, merchant, at)| StockAddition {
+            added,
+            merchant,
+            at: rfc3339(at),
+        })
+        .collect();
     Ok(Json(StockAdditions { additions }))
 }
-

@@ -16,13 +16,20 @@ use std::sync::Arc;
 
 /// In front of the `/admin` pages: a visitor is sent to sign in (and back here after), a shopper
 /// gets the page with status 403 (the page itself says "forbidden"). Admin pages are never cached.
-pub async fn guard_pages(State(sessions): State<Arc<SessionKeys>>, req: Request, next: Next) -> Response {
+pub async fn guard_pages(
+    State(sessions): State<Arc<SessionKeys>>,
+    req: Request,
+    next: Next,
+) -> Response {
     let path = req.uri().path();
     if path != "/admin" && !path.starts_with("/admin/") {
         return next.run(req).await;
     }
     let (mut parts, body) = req.into_parts();
-    let role = SignedIn::from_request_parts(&mut parts, &sessions).await.ok().map(|SignedIn(c)| c.role);
+    let role = SignedIn::from_request_parts(&mut parts, &sessions)
+        .await
+        .ok()
+        .map(|SignedIn(c)| c.role);
     let Some(role) = role else {
         let target = parts.uri.path_and_query().map_or("/admin", |p| p.as_str());
         let next_param: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
@@ -33,6 +40,9 @@ pub async fn guard_pages(State(sessions): State<Arc<SessionKeys>>, req: Request,
     if role != Role::Merchant && resp.status().is_success() {
         *resp.status_mut() = StatusCode::FORBIDDEN;
     }
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
     resp
 }

@@ -37,11 +37,17 @@ pub struct AdminOrder {
     pub cancelled_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-fn as_rfc3339<S: serde::Serializer>(t: &chrono::DateTime<chrono::Utc>, s: S) -> Result<S::Ok, S::Error> {
+fn as_rfc3339<S: serde::Serializer>(
+    t: &chrono::DateTime<chrono::Utc>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.serialize_str(&rfc3339(*t))
 }
 
-fn as_rfc3339_opt<S: serde::Serializer>(t: &Option<chrono::DateTime<chrono::Utc>>, s: S) -> Result<S::Ok, S::Error> {
+fn as_rfc3339_opt<S: serde::Serializer>(
+    t: &Option<chrono::DateTime<chrono::Utc>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match t {
         Some(t) => s.serialize_str(&rfc3339(*t)),
         None => s.serialize_none(),
@@ -59,7 +65,11 @@ pub struct OrderFilter {
     offset: Option<String>,
 }
 
-fn optional_number(field: &str, raw: &Option<String>, range: std::ops::RangeInclusive<i64>) -> ApiResult<Option<i64>> {
+fn optional_number(
+    field: &str,
+    raw: &Option<String>,
+    range: std::ops::RangeInclusive<i64>,
+) -> ApiResult<Option<i64>> {
     match raw.as_deref().filter(|r| !r.is_empty()) {
         None => Ok(None),
         Some(r) => r
@@ -67,7 +77,12 @@ fn optional_number(field: &str, raw: &Option<String>, range: std::ops::RangeIncl
             .ok()
             .filter(|n| range.contains(n))
             .map(Some)
-            .ok_or_else(|| ApiError::invalid(field, format!("must be a number in {}..={}", range.start(), range.end()))),
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    field,
+                    format!("must be a number in {}..={}", range.start(), range.end()),
+                )
+            }),
     }
 }
 
@@ -75,7 +90,10 @@ fn status_filter(raw: &Option<String>) -> ApiResult<Option<String>> {
     match raw.as_deref().filter(|r| !r.is_empty()) {
         None => Ok(None),
         Some(s @ ("confirmed" | "paid" | "cancelled" | "failed")) => Ok(Some(s.to_string())),
-        Some(_) => Err(ApiError::invalid("status", "must be confirmed, paid, cancelled or failed")),
+        Some(_) => Err(ApiError::invalid(
+            "status",
+            "must be confirmed, paid, cancelled or failed",
+        )),
     }
 }
 
@@ -91,7 +109,9 @@ where
     PgPool: FromRef<S>,
     Arc<SessionKeys>: FromRef<S>,
 {
-    Router::new().route("/admin/orders", get(admin_orders)).route("/admin/orders.csv", get(admin_orders_csv))
+    Router::new()
+        .route("/admin/orders", get(admin_orders))
+        .route("/admin/orders.csv", get(admin_orders_csv))
 }
 
 async fn admin_orders(
@@ -184,7 +204,9 @@ async fn admin_orders_csv(
             "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id
              WHERE ($1::bigint IS NULL OR o.activity_id = $1) ORDER BY o.id"
         );
-        let mut rows = sqlx::query_as::<_, AdminOrder>(&sql).bind(activity).fetch(&db);
+        let mut rows = sqlx::query_as::<_, AdminOrder>(&sql)
+            .bind(activity)
+            .fetch(&db);
         let mut chunk = String::from(CSV_HEADER);
         while let Some(row) = rows.next().await {
             match row {
@@ -202,12 +224,20 @@ async fn admin_orders_csv(
         let _ = tx.send(Ok(chunk)).await;
     });
     // Fused: a compressing layer may poll again after the end, which a bare `unfold` panics on.
-    let body = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|chunk| (chunk, rx)) }).fuse();
-    let name = activity.map_or("orders.csv".to_string(), |a| format!("orders-activity-{a}.csv"));
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    })
+    .fuse();
+    let name = activity.map_or("orders.csv".to_string(), |a| {
+        format!("orders-activity-{a}.csv")
+    });
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
             (header::CACHE_CONTROL, "no-store".to_string()),
         ],
         axum::body::Body::from_stream(body),
@@ -226,6 +256,9 @@ mod tests {
             csv_field(&mut out, v);
             out.push('|');
         }
-        assert_eq!(out, "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"'=1+1\"|\"'-2\"|\"line\nbreak\"|");
+        assert_eq!(
+            out,
+            "plain|\"a,b\"|\"say \"\"hi\"\"\"|\"'=1+1\"|\"'-2\"|\"line\nbreak\"|"
+        );
     }
 }
