@@ -14,6 +14,9 @@ export LEPTOS_OUTPUT_NAME := seckill
 export DATABASE_URL ?= postgres://seckill@127.0.0.1:55432/seckill
 export REDIS_URL ?= redis://127.0.0.1:56379/0
 export AMQP_URL ?= amqp://guest:guest@127.0.0.1:55672/%2f
+# The 3 + 3 Redis Cluster `scripts/services.sh redis-cluster` starts (the API suite runs on it too).
+CLUSTER_BASE := $(or $(SECKILL_REDIS_CLUSTER_PORT_BASE),17001)
+TEST_CLUSTER_URLS := $(shell for i in 0 1 2 3 4 5; do printf 'redis://127.0.0.1:%s,' $$(($(CLUSTER_BASE) + i)); done | sed 's/,$$//')
 
 CARGO_LEPTOS_VERSION := 0.3.10
 WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"/,"",$$3); print $$3}' Cargo.lock)
@@ -76,6 +79,8 @@ clean-test-dbs:
 test-rust: clean-test-dbs
 	cargo test -p app --features ssr --lib
 	cargo test -p server -- --test-threads=4
+	scripts/services.sh redis-cluster
+	REDIS_CLUSTER_URLS=$(TEST_CLUSTER_URLS) cargo test -p server --test api -- --test-threads=4
 
 test-e2e: clean-test-dbs
 	$(PSQL) -d postgres -c "CREATE DATABASE seckill_e2e"

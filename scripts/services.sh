@@ -54,11 +54,12 @@ start_redis() { # [data folder: the one of a Redis that redis-kill ended]
 }
 
 # A Redis Cluster of 3 masters + 3 replicas on loopback (for the many-box shape and its tests;
-# `start` does not need it). A node's cluster bus listens on its port + 10000, so the ports stay
-# below 55535. Nodes keep their data and nodes.conf under .local/redis-cluster/PORT: started
+# `start` does not need it). A node's cluster bus listens on its port + 10000; both stay below the
+# kernel's ephemeral ports (32768–60999 on Debian), where an outgoing connection (even one in
+# TIME-WAIT) can hold the port a restarted node needs. Nodes keep their data and nodes.conf under .local/redis-cluster/PORT: started
 # again, they form the same cluster. Ready means every slot served and every replica in sync
 # (a master killed before its replica synced is never replaced).
-CLUSTER_BASE=${SECKILL_REDIS_CLUSTER_PORT_BASE:-47001}
+CLUSTER_BASE=${SECKILL_REDIS_CLUSTER_PORT_BASE:-17001}
 cluster_ports() { for i in 0 1 2 3 4 5; do echo $((CLUSTER_BASE + i)); done; }
 
 cluster_ready() {

@@ -76,6 +76,13 @@ pub struct Activity {
     pub captcha_required: bool,
     pub payment_window_secs: i32,
     pub paused: bool,
+    /// How many Redis keys (on a cluster, masters) the stock is split over.
+    #[serde(default = "one_shard")]
+    pub stock_shards: i16,
+}
+
+fn one_shard() -> i16 {
+    1
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,6 +110,8 @@ pub struct NewActivity {
     pub captcha_required: Option<bool>,
     #[serde(default)]
     pub payment_window_secs: Option<i32>,
+    #[serde(default)]
+    pub stock_shards: Option<i16>,
 }
 
 /// Body of `POST /api/admin/activities/{id}/stock`.

@@ -87,7 +87,7 @@ export async function signUpShopper(page: Page): Promise<string> {
 export function captchaAnswer(captchaId: string): string {
   const prefix = process.env.SECKILL_REDIS_PREFIX ?? "sk:";
   const port = process.env.SECKILL_REDIS_PORT ?? "56379";
-  return execFileSync("redis-cli", ["-p", port, "--raw", "GET", `${prefix}cap:${captchaId}`]).toString().trim();
+  return execFileSync("redis-cli", ["-p", port, "--raw", "GET", `${prefix}{cap:${captchaId}}`]).toString().trim();
 }
 
 /** The id of the captcha a page fetched. */

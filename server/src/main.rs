@@ -52,6 +52,9 @@ enum Command {
         /// next instance).
         #[arg(long, default_value_t = 0)]
         retry_secs: u64,
+        /// Split the new sale's stock over this many shards (default: the server chooses).
+        #[arg(long)]
+        stock_shards: Option<i16>,
     },
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
@@ -102,6 +105,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             activity_id,
             rate,
             retry_secs,
+            stock_shards,
         } => {
             let settle = !no_settle;
             let opts = server::crowd::CrowdOptions {
@@ -116,6 +120,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 activity_id,
                 rate,
                 retry_for: std::time::Duration::from_secs(retry_secs),
+                stock_shards,
             };
             let report = server::crowd::run(&config, &opts).await?;
             report.print();

@@ -6,6 +6,7 @@ use crate::{
     buy::{
         activities::ActivityCache,
         attempts::Attempts,
+        blocks::Blocks,
         gate::{Gate, GateParts},
         soldout::SoldOut,
         throttle::LoginThrottle,
@@ -53,8 +54,8 @@ impl AppState {
     pub async fn connect(config: Config) -> anyhow::Result<AppState> {
         let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
         db::migrate(&db).await?;
-        let redis_client = redis::Client::open(config.redis_url.as_str()).context("REDIS_URL")?;
-        let redis = redis_conn::connect(&config.redis_url).await?;
+        let mut conn = redis_conn::connect(&config.redis).await?;
+        let masters = redis_conn::masters(&mut conn).await?;
         let broker = Broker::new(&config.amqp_url);
         if let Err(e) = broker.connection().await {
             tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
@@ -79,10 +80,12 @@ impl AppState {
 
         let site = site::Site::load(&config);
         let keys = Keys::new(&config.redis_prefix);
-        let handle = Redis {
-            conn: redis.clone(),
+        let redis = Redis {
+            conn,
             keys: keys.clone(),
+            masters,
         };
+        let blocks = Blocks::default();
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
         let metrics = Metrics::new();
@@ -91,7 +94,6 @@ impl AppState {
         let deadlines = Deadlines::new(
             db.clone(),
             redis.clone(),
-            keys.clone(),
             sold_out.clone(),
             broker.clone(),
             topology.clone(),
@@ -101,16 +103,17 @@ impl AppState {
             &config.secret.0,
             GateParts {
                 db: db.clone(),
-                redis: handle.clone(),
+                redis: redis.clone(),
                 activities: activities.clone(),
                 sold_out: sold_out.clone(),
+                blocks: blocks.clone(),
                 attempts: attempts.clone(),
                 metrics: metrics.clone(),
             },
         );
         let reconciler = Reconciler {
             db: db.clone(),
-            redis: handle,
+            redis: redis.clone(),
             broker: broker.clone(),
             topology: topology.clone(),
             metrics: metrics.clone(),
@@ -122,9 +125,10 @@ impl AppState {
                 config.cookie_secure,
             )),
             passwords: Passwords::new(config.password_hash_concurrency)?,
-            login_throttle: LoginThrottle::new(config.login_throttle, &config.redis_prefix),
+            login_throttle: LoginThrottle::new(config.login_throttle, keys),
             gate: Arc::new(gate),
             sold_out,
+            blocks,
             topology,
             deadlines,
             reconciler,
@@ -132,11 +136,9 @@ impl AppState {
             activities,
             attempts,
             metrics,
-            keys,
             config: Arc::new(config),
             db,
             redis,
-            redis_client,
             broker,
             leptos: site.options,
             assets: site.assets,
@@ -149,9 +151,8 @@ impl AppState {
         let instance = uuid::Uuid::new_v4().simple().to_string();
         tokio::spawn(
             Relay {
-                // Its own connection: a blocking stream read would hold up everything multiplexed with it.
-                redis: redis_conn::connect(&self.config.redis_url).await?,
-                keys: self.keys.clone(),
+                db: self.db.clone(),
+                redis: self.redis.clone(),
                 broker: self.broker.clone(),
                 topology: self.topology.clone(),
                 metrics: self.metrics.clone(),
@@ -162,7 +163,6 @@ impl AppState {
         let persister = Persister {
             db: self.db.clone(),
             redis: self.redis.clone(),
-            keys: self.keys.clone(),
             broker: self.broker.clone(),
             topology: self.topology.clone(),
             metrics: self.metrics.clone(),
@@ -185,17 +185,46 @@ impl AppState {
     }
 }
 
+/// Restock and block broadcasts, for this instance's sold-out flags and blocked clients.
+fn listen(state: &AppState) -> impl Future<Output = ()> + Send + 'static {
+    let (sold_out, blocks, redis) = (
+        state.sold_out.clone(),
+        state.blocks.clone(),
+        state.redis.clone(),
+    );
+    let restock = redis.keys.restock_channel();
+    let blocked = redis.keys.block_channel();
+    redis_conn::listen(
+        state.config.redis.subscribe_urls(),
+        vec![restock.clone(), blocked],
+        {
+            let (sold_out, blocks) = (sold_out.clone(), blocks.clone());
+            move |channel, payload| {
+                if channel == restock {
+                    sold_out.on_message(payload);
+                } else {
+                    blocks.on_message(payload);
+                }
+            }
+        },
+        move || {
+            let (sold_out, blocks, redis) = (sold_out.clone(), blocks.clone(), redis.clone());
+            async move {
+                sold_out.reset();
+                if let Err(e) = blocks.load(&redis).await {
+                    tracing::warn!(error = %e, "blocked clients not reloaded; broadcasts still arrive");
+                }
+            }
+        },
+    )
+}
+
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Application> {
         let state = AppState::connect(config).await?;
         state.reconciler.warm().await?;
-        tokio::spawn(state.sold_out.clone().listen(state.redis_client.clone()));
-        tokio::spawn(
-            state
-                .attempts
-                .clone()
-                .run(state.redis.clone(), state.keys.clone()),
-        );
+        tokio::spawn(listen(&state));
+        tokio::spawn(state.attempts.clone().run(state.redis.clone()));
         if state.config.run_workers {
             state.spawn_workers().await?;
         }

@@ -3,15 +3,14 @@
 
 use crate::{
     buy::{
-        activities::ActivityCache, attempts::Attempts, gate::Gate, soldout::SoldOut,
-        throttle::LoginThrottle,
+        activities::ActivityCache, attempts::Attempts, blocks::Blocks, gate::Gate,
+        soldout::SoldOut, throttle::LoginThrottle,
     },
     domain::{password::Passwords, payment::PaymentProvider},
     http::session::SessionKeys,
     infra::{
         broker::{Broker, Topology},
         config::Config,
-        keys::Keys,
         metrics::Metrics,
         redis::Redis,
     },
@@ -19,7 +18,6 @@ use crate::{
 };
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
-use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 use std::sync::Arc;
 
@@ -46,9 +44,8 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub config: Arc<Config>,
     pub db: PgPool,
-    pub redis: ConnectionManager,
-    pub keys: Keys,
-    pub redis_client: redis::Client,
+    /// The Redis connection (single or cluster) and the key layout.
+    pub redis: Redis,
     pub broker: Broker,
     pub topology: Topology,
     pub sessions: Arc<SessionKeys>,
@@ -60,27 +57,12 @@ pub struct Shared {
     pub gate: Arc<Gate>,
     pub activities: ActivityCache,
     pub sold_out: SoldOut,
+    pub blocks: Blocks,
     pub attempts: Attempts,
     pub metrics: Arc<Metrics>,
     pub payments: Arc<dyn PaymentProvider>,
     pub deadlines: Deadlines,
     pub reconciler: Reconciler,
-}
-
-impl Shared {
-    /// The Redis handle the domain, buy and pipeline rooms take.
-    pub fn redis(&self) -> Redis {
-        Redis {
-            conn: self.redis.clone(),
-            keys: self.keys.clone(),
-        }
-    }
-}
-
-impl FromRef<AppState> for Redis {
-    fn from_ref(state: &AppState) -> Redis {
-        state.redis()
-    }
 }
 
 /// `FromRef<AppState>` for each part a handler may ask for, cloned out of the state.
@@ -97,6 +79,7 @@ macro_rules! parts {
 parts! {
     config: Arc<Config>,
     db: PgPool,
+    redis: Redis,
     broker: Broker,
     sessions: Arc<SessionKeys>,
     passwords: Passwords,

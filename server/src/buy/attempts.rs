@@ -4,8 +4,7 @@
 //! Redis counters four times a second; the dashboard reads the last complete second, summed over
 //! every instance behind the load balancer.
 
-use crate::infra::keys::Keys;
-use redis::aio::ConnectionManager;
+use crate::infra::redis::Redis;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -38,28 +37,29 @@ impl Attempts {
     }
 
     /// Writes this instance's counts to Redis; on failure they are kept for the next flush.
-    pub async fn flush(
-        &self,
-        redis: &mut ConnectionManager,
-        keys: &Keys,
-    ) -> redis::RedisResult<()> {
-        let counts = self.take();
+    pub async fn flush(&self, redis: &Redis) -> redis::RedisResult<()> {
+        let counts: Vec<((i64, i64), u64)> = self.take().into_iter().collect();
         if counts.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        for (&(activity, second), &n) in &counts {
-            let key = keys.attempts(activity, second);
-            pipe.cmd("INCRBY")
-                .arg(&key)
-                .arg(n)
-                .ignore()
-                .cmd("EXPIRE")
-                .arg(&key)
-                .arg(KEEP_SECS)
-                .ignore();
-        }
-        if let Err(e) = pipe.query_async::<()>(redis).await {
+        let written = redis
+            .by_slot(
+                &counts,
+                |&((activity, second), _)| Some(redis.keys.attempts(activity, second)),
+                |pipe, key, &(_, n)| {
+                    pipe.cmd("INCRBY")
+                        .arg(key)
+                        .arg(n)
+                        .ignore()
+                        .cmd("EXPIRE")
+                        .arg(key)
+                        .arg(KEEP_SECS)
+                        .ignore();
+                },
+            )
+            .await;
+        if let Err(e) = written {
+            // Some groups may have been written: counted twice rather than lost, on a dashboard.
             let oldest = chrono::Utc::now().timestamp() - KEEP_SECS;
             let mut kept = self.counts.lock().expect("attempts lock");
             for ((activity, second), n) in counts.into_iter().filter(|((_, s), _)| *s > oldest) {
@@ -71,12 +71,12 @@ impl Attempts {
     }
 
     /// Flushes until the process ends.
-    pub async fn run(self, mut redis: ConnectionManager, keys: Keys) {
+    pub async fn run(self, redis: Redis) {
         let mut every = tokio::time::interval(FLUSH_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            if let Err(e) = self.flush(&mut redis, &keys).await {
+            if let Err(e) = self.flush(&redis).await {
                 tracing::warn!(error = %e, "buy attempt counts not written; kept for the next flush");
             }
         }
@@ -84,15 +84,11 @@ impl Attempts {
 }
 
 /// Buy attempts on `activity` during the last complete second, over all instances.
-pub async fn last_second(
-    redis: &mut ConnectionManager,
-    keys: &Keys,
-    activity: i64,
-) -> redis::RedisResult<i64> {
+pub async fn last_second(redis: &Redis, activity: i64) -> redis::RedisResult<i64> {
     let second = chrono::Utc::now().timestamp() - 1;
     let n: Option<i64> = redis::cmd("GET")
-        .arg(keys.attempts(activity, second))
-        .query_async(redis)
+        .arg(redis.keys.attempts(activity, second))
+        .query_async(&mut redis.conn())
         .await?;
     Ok(n.unwrap_or(0))
 }

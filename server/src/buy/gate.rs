@@ -1,13 +1,22 @@
 //! The buy path. In-process, before any I/O: the activity (cached), the sale window, the path
-//! HMAC, the input, this instance's sold-out flag and an admission limit that sheds load with
-//! `503` before latency explodes. Then ONE Redis script call (`gate.lua`) decides: captcha,
-//! buckets, pause, per-user limit, stock, token status, journal entry, idempotency record.
-//! The session and the client address are the HTTP layer's to establish (`http/buy.rs`).
+//! HMAC, the input, this instance's sold-out flag, the blocked clients and an admission limit
+//! that sheds load with `503` before latency explodes. A captcha answer is taken from Redis
+//! (`GETDEL`: good once, right or wrong). Then ONE script call (`gate.lua`) on the buyer's home
+//! shard decides: buckets, pause, per-user limit, stock, token status, journal entry,
+//! idempotency record. Only when the home shard of a sharded sale is empty do more calls follow:
+//! the other shards are asked in turn to lend the units (`lend.lua`), and the home shard settles
+//! (`settle.lua`). The session and the client address are the HTTP layer's to establish
+//! (`http/buy.rs`).
 
-use super::{activities::ActivityCache, attempts::Attempts, soldout::SoldOut};
+use super::{activities::ActivityCache, attempts::Attempts, blocks::Blocks, soldout::SoldOut};
 use crate::{
     domain::{rfc3339, ApiError, ApiResult},
-    infra::{config::GateLimits, keys::TOKEN_TTL_SECS, metrics::Metrics, redis::Redis},
+    infra::{
+        config::GateLimits,
+        keys::{home_shard, new_token, ShardKeys, TOKEN_TTL_SECS},
+        metrics::Metrics,
+        redis::Redis,
+    },
 };
 use app::api::BuyRequest;
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
@@ -59,12 +68,24 @@ pub struct GateParts {
     pub redis: Redis,
     pub activities: ActivityCache,
     pub sold_out: SoldOut,
+    pub blocks: Blocks,
     pub attempts: Attempts,
     pub metrics: Arc<Metrics>,
 }
 
+/// One buy as the scripts see it.
+struct Buy<'a> {
+    user: i64,
+    activity: i64,
+    quantity: i64,
+    token: uuid::Uuid,
+    idempotency: Option<&'a str>,
+}
+
 pub struct Gate {
     script: Script,
+    lend: Script,
+    settle: Script,
     admission: Semaphore,
     limits: GateLimits,
     paths: BuyPaths,
@@ -75,6 +96,8 @@ impl Gate {
     pub fn new(limits: GateLimits, secret: &[u8], parts: GateParts) -> Gate {
         Gate {
             script: Script::new(include_str!("gate.lua")),
+            lend: Script::new(include_str!("lend.lua")),
+            settle: Script::new(include_str!("settle.lua")),
             admission: Semaphore::new(limits.max_in_flight),
             limits,
             paths: BuyPaths::new(secret),
@@ -121,75 +144,48 @@ impl Gate {
                 format!("must be between 1 and {}", activity.per_user_limit),
             ));
         }
-        let (captcha_id, captcha_answer) = if activity.captcha_required {
+        let captcha = if activity.captcha_required {
             match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
                 (Some(id), Some(answer))
                     if uuid::Uuid::parse_str(id).is_ok() && (1..=16).contains(&answer.len()) =>
                 {
-                    (id.to_string(), answer.to_string())
+                    Some((id.to_string(), answer.to_lowercase()))
                 }
                 _ => return Err(ApiError::CaptchaInvalid),
             }
         } else {
-            (String::new(), String::new())
+            None
         };
         // A retry with a key may be owed its first answer, so it always goes to Redis.
         if idempotency.is_none() && state.sold_out.is_set(id) {
             return Err(ApiError::SoldOut);
+        }
+        let (who_user, who_ip) = (format!("u:{user}"), format!("ip:{ip}"));
+        if let Some(ms) = state
+            .blocks
+            .remaining(&who_user)
+            .or_else(|| state.blocks.remaining(&who_ip))
+        {
+            return Err(ApiError::Blocked {
+                retry_after: (ms as u64).div_ceil(1000).max(1),
+            });
         }
         let _permit = self
             .admission
             .try_acquire()
             .map_err(|_| ApiError::Overloaded { retry_after: 1 })?;
 
-        let keys = &state.redis.keys;
-        let limits = &self.limits;
-        let (who_user, who_ip) = (format!("u:{user}"), format!("ip:{ip}"));
-        let token = uuid::Uuid::new_v4().to_string();
-        let now_ms = chrono::Utc::now().timestamp_millis();
-        let mut invocation = self.script.prepare_invoke();
-        invocation
-            .key(keys.stock(id))
-            .key(keys.meta(id))
-            .key(keys.holders(id))
-            .key(keys.journal())
-            .key(keys.token(&token))
-            .key(if activity.captcha_required {
-                keys.captcha(&captcha_id)
-            } else {
-                keys.unused()
-            })
-            .key(match &idempotency {
-                Some(k) => keys.idempotency(user, k),
-                None => keys.unused(),
-            })
-            .key(keys.bucket(&who_user))
-            .key(keys.strikes(&who_user))
-            .key(keys.block(&who_user))
-            .key(keys.bucket(&who_ip))
-            .key(keys.strikes(&who_ip))
-            .key(keys.block(&who_ip))
-            .arg(user)
-            .arg(quantity)
-            .arg(&token)
-            .arg(now_ms)
-            .arg(u8::from(activity.captcha_required))
-            .arg(captcha_answer.to_lowercase())
-            .arg(u8::from(idempotency.is_some()))
-            .arg(limits.user_burst)
-            .arg(limits.user_per_sec)
-            .arg(limits.ip_burst)
-            .arg(limits.ip_per_sec)
-            .arg(limits.strikes_before_block)
-            .arg(limits.block_ms)
-            .arg(TOKEN_TTL_SECS)
-            .arg(IDEMPOTENCY_TTL_SECS)
-            .arg(id)
-            .arg(activity.per_user_limit);
-
         let started = Instant::now();
-        let answer: Result<(String, String), _> =
-            invocation.invoke_async(&mut state.redis.conn()).await;
+        let answer = self
+            .ask(
+                &activity,
+                user,
+                quantity,
+                captcha,
+                idempotency.as_deref(),
+                (&who_user, &who_ip),
+            )
+            .await;
         state
             .metrics
             .gate_seconds
@@ -213,9 +209,23 @@ impl Gate {
             "rate_limited" => Err(ApiError::RateLimited {
                 retry_after: millis_to_secs(&detail),
             }),
-            "blocked" => Err(ApiError::Blocked {
-                retry_after: millis_to_secs(&detail),
-            }),
+            "blocked" => {
+                // Just earned: every instance refuses this client on every sale from now on.
+                let (whom, ms) = detail.split_once(' ').unwrap_or(("user", &detail));
+                let who = if whom == "address" {
+                    &who_ip
+                } else {
+                    &who_user
+                };
+                let ms = ms.parse::<i64>().unwrap_or(self.limits.block_ms as i64);
+                if let Err(e) = state.blocks.block(&state.redis, who, ms).await {
+                    tracing::warn!(error = %e, "block not broadcast; this instance keeps it");
+                }
+                tracing::info!(client = %who, block.ms = ms, "client blocked");
+                Err(ApiError::Blocked {
+                    retry_after: (ms as u64).div_ceil(1000).max(1),
+                })
+            }
             "not_warm" => {
                 tracing::warn!(
                     activity.id = id,
@@ -227,6 +237,147 @@ impl Gate {
                 "gate script answered {other:?} {detail:?}"
             ))),
         }
+    }
+
+    /// The Redis side of one buy: the captcha answer, the home shard's decision, and when the
+    /// home shard is out of units, the other shards in turn.
+    async fn ask(
+        &self,
+        activity: &crate::domain::activity::ActivityRow,
+        user: i64,
+        quantity: i64,
+        captcha: Option<(String, String)>,
+        idempotency: Option<&str>,
+        (who_user, who_ip): (&str, &str),
+    ) -> redis::RedisResult<(String, String)> {
+        let redis = &self.parts.redis;
+        let keys = &redis.keys;
+        let limits = &self.limits;
+        let shards = activity.stock_shards;
+        let home_index = home_shard(user, shards);
+        let home = keys.shard(activity.id, home_index, shards);
+        let captcha_flag = match captcha {
+            None => 0,
+            Some((id, answer)) => {
+                let expected: Option<String> = redis::cmd("GETDEL")
+                    .arg(keys.captcha(&id))
+                    .query_async(&mut redis.conn())
+                    .await?;
+                if expected.is_some_and(|e| e.to_lowercase() == answer) {
+                    1
+                } else {
+                    2
+                }
+            }
+        };
+        let token = new_token(activity.id, home_index, shards);
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let mut invocation = self.script.prepare_invoke();
+        invocation
+            .key(home.stock())
+            .key(home.meta())
+            .key(home.holders())
+            .key(home.journal())
+            .key(home.token(&token))
+            .key(match idempotency {
+                Some(k) => home.idempotency(user, k),
+                None => keys.unused(&home),
+            })
+            .key(home.rate(who_user))
+            .key(home.rate(who_ip))
+            .arg(user)
+            .arg(quantity)
+            .arg(token.to_string())
+            .arg(now_ms)
+            .arg(captcha_flag)
+            .arg(u8::from(idempotency.is_some()))
+            .arg(limits.user_burst)
+            .arg(limits.user_per_sec)
+            .arg(limits.ip_burst)
+            .arg(limits.ip_per_sec)
+            .arg(limits.strikes_before_block)
+            .arg(limits.block_ms)
+            .arg(TOKEN_TTL_SECS)
+            .arg(IDEMPOTENCY_TTL_SECS)
+            .arg(activity.id)
+            .arg(activity.per_user_limit)
+            .arg(shards);
+        let (code, detail): (String, String) = invocation.invoke_async(&mut redis.conn()).await?;
+        if code != "borrow" {
+            return Ok((code, detail));
+        }
+        // The token may be an earlier request's, resumed by its Idempotency-Key.
+        let token: uuid::Uuid = detail.parse().map_err(|_| {
+            redis::RedisError::from((redis::ErrorKind::Client, "gate answered a bad token"))
+        })?;
+        let buy = Buy {
+            user,
+            activity: activity.id,
+            quantity,
+            token,
+            idempotency,
+        };
+        let lent = self.borrow(&buy, shards, home_index).await?;
+        self.settle(&buy, &home, lent).await?;
+        Ok(if lent {
+            ("ok".into(), token.to_string())
+        } else {
+            ("sold_out".into(), "0".into())
+        })
+    }
+
+    /// Asks the other shards, in an order fixed by the token (so a resumed borrowing asks the
+    /// shard that lent first), until one lends the units.
+    async fn borrow(&self, buy: &Buy<'_>, shards: i16, home: i16) -> redis::RedisResult<bool> {
+        let redis = &self.parts.redis;
+        let start = (buy.token.as_u128() % shards as u128) as i16;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        for step in 0..shards {
+            let index = (start + step) % shards;
+            if index == home {
+                continue;
+            }
+            let lender = redis.keys.shard(buy.activity, index, shards);
+            let answer: String = self
+                .lend
+                .key(lender.stock())
+                .key(lender.journal())
+                .key(lender.lent(&buy.token))
+                .arg(buy.token.to_string())
+                .arg(buy.activity)
+                .arg(buy.user)
+                .arg(buy.quantity)
+                .arg(now_ms)
+                .arg(TOKEN_TTL_SECS)
+                .invoke_async(&mut redis.conn())
+                .await?;
+            if answer == "ok" {
+                self.parts.metrics.borrowed.inc();
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn settle(&self, buy: &Buy<'_>, home: &ShardKeys, lent: bool) -> redis::RedisResult<()> {
+        let redis = &self.parts.redis;
+        let _: i64 = self
+            .settle
+            .key(home.token(&buy.token))
+            .key(home.holders())
+            .key(match buy.idempotency {
+                Some(k) => home.idempotency(buy.user, k),
+                None => redis.keys.unused(home),
+            })
+            .arg(if lent { "lent" } else { "none" })
+            .arg(buy.user)
+            .arg(buy.quantity)
+            .arg(buy.token.to_string())
+            .arg(IDEMPOTENCY_TTL_SECS)
+            .arg(u8::from(buy.idempotency.is_some()))
+            .invoke_async(&mut redis.conn())
+            .await?;
+        Ok(())
     }
 }
 

@@ -1,9 +1,12 @@
-//! The buy path and what guards it: the gate (`gate.rs` and its one Redis script `gate.lua`),
-//! the activity cache it reads, this instance's sold-out flags, the buy-attempt counters, the
-//! captcha, and the login throttle. Built on `domain` and `infra`; knows nothing of HTTP.
+//! The buy path and what guards it: the gate (`gate.rs` and its Redis scripts: `gate.lua` on the
+//! buyer's home shard, `lend.lua` and `settle.lua` when another shard lends the units), the
+//! activity cache it reads, this instance's sold-out flags, the blocked clients, the buy-attempt
+//! counters, the captcha, and the login throttle. Built on `domain` and `infra`; knows nothing
+//! of HTTP.
 
 pub mod activities;
 pub mod attempts;
+pub mod blocks;
 pub mod captcha;
 pub mod gate;
 pub mod soldout;

@@ -3,8 +3,7 @@
 //! pub/sub) that adding or returning stock sends to every instance, and it also lapses after a
 //! short while, so that a broadcast missed during a reconnect costs one round trip, not sales.
 
-use futures_util::StreamExt;
-use redis::aio::ConnectionManager;
+use crate::infra::redis::Conn;
 use std::{
     collections::HashMap,
     sync::{Arc, RwLock},
@@ -47,11 +46,7 @@ impl SoldOut {
     }
 
     /// Tells every instance (this one included) that `activity` has stock again.
-    pub async fn announce(
-        &self,
-        redis: &mut ConnectionManager,
-        activity: i64,
-    ) -> redis::RedisResult<()> {
+    pub async fn announce(&self, redis: &mut Conn, activity: i64) -> redis::RedisResult<()> {
         self.clear(activity);
         let _: i64 = redis::cmd("PUBLISH")
             .arg(&*self.channel)
@@ -61,27 +56,20 @@ impl SoldOut {
         Ok(())
     }
 
-    /// Listens for restock broadcasts until the process ends, resubscribing after any failure.
-    pub async fn listen(self, client: redis::Client) {
-        loop {
-            if let Err(e) = self.listen_once(&client).await {
-                tracing::warn!(error = %e, "restock subscription lost; resubscribing");
-            }
-            // Whatever was announced meanwhile is lost: forget every flag rather than miss one.
-            self.flags.write().expect("flags lock").clear();
-            tokio::time::sleep(Duration::from_millis(500)).await;
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// A restock broadcast arrived.
+    pub fn on_message(&self, payload: &str) {
+        if let Ok(id) = payload.parse::<i64>() {
+            self.clear(id);
         }
     }
 
-    async fn listen_once(&self, client: &redis::Client) -> redis::RedisResult<()> {
-        let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(&*self.channel).await?;
-        let mut messages = pubsub.on_message();
-        while let Some(msg) = messages.next().await {
-            if let Ok(id) = msg.get_payload::<i64>() {
-                self.clear(id);
-            }
-        }
-        Ok(())
+    /// The subscription was lost: whatever was announced meanwhile is lost too, so every flag
+    /// is forgotten rather than one missed.
+    pub fn reset(&self) {
+        self.flags.write().expect("flags lock").clear();
     }
 }

@@ -43,6 +43,8 @@ pub struct CrowdOptions {
     /// instance and with the same `Idempotency-Key`, as a client behind a load balancer does
     /// (zero: no second try).
     pub retry_for: Duration,
+    /// Stock shards of the sale it creates (`None`: the server's default).
+    pub stock_shards: Option<i16>,
 }
 
 #[derive(Debug)]
@@ -208,6 +210,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
                     "stock": opts.stock,
                     "per_user_limit": opts.per_user_limit,
                     "captcha_required": false,
+                    "stock_shards": opts.stock_shards,
                 }))
                 .send()
                 .await?;

@@ -3,10 +3,9 @@
 //! ever grows.
 
 use super::{rfc3339, ApiError, ApiResult};
-use crate::infra::keys::Keys;
+use crate::infra::{keys::MAX_SHARDS, redis::Redis};
 use app::api::{Activity, AdminActivity, NewActivity, SaleStatus};
 use chrono::{DateTime, Utc};
-use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 
 #[derive(sqlx::FromRow, Clone, Debug)]
@@ -25,10 +24,11 @@ pub struct ActivityRow {
     pub captcha_required: bool,
     pub payment_window_secs: i32,
     pub paused: bool,
+    pub stock_shards: i16,
 }
 
 pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
-                       total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused";
+                       total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards";
 
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
@@ -46,6 +46,7 @@ impl ActivityRow {
             captcha_required: self.captcha_required,
             payment_window_secs: self.payment_window_secs,
             paused: self.paused,
+            stock_shards: self.stock_shards,
         }
     }
 }
@@ -91,6 +92,13 @@ pub struct ActivitySpec {
     per_user_limit: i32,
     captcha_required: bool,
     payment_window_secs: i32,
+    stock_shards: i16,
+}
+
+/// Shards when the merchant names none: one per thousand units, at most one per master (a single
+/// Redis counts as one master: several shards there only cost lending calls at the end).
+pub fn default_shards(stock: i64, masters: usize) -> i16 {
+    (stock / 1000).clamp(1, masters.clamp(1, MAX_SHARDS as usize) as i64) as i16
 }
 
 fn parse_time(field: &str, s: &str) -> ApiResult<DateTime<Utc>> {
@@ -102,7 +110,8 @@ fn parse_time(field: &str, s: &str) -> ApiResult<DateTime<Utc>> {
 }
 
 impl ActivitySpec {
-    pub fn parse(n: NewActivity, min_window: i32) -> ApiResult<ActivitySpec> {
+    /// `masters`: how many Redis masters the deployment has (for the default shard count).
+    pub fn parse(n: NewActivity, min_window: i32, masters: usize) -> ApiResult<ActivitySpec> {
         let title = n.title.trim().to_string();
         if title.is_empty() || title.chars().count() > 120 {
             return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
@@ -162,6 +171,15 @@ impl ActivitySpec {
                 format!("must be between {min_window} and 86400"),
             ));
         }
+        let stock_shards = n
+            .stock_shards
+            .unwrap_or_else(|| default_shards(n.stock, masters));
+        if !(1..=MAX_SHARDS).contains(&stock_shards) || i64::from(stock_shards) > n.stock {
+            return Err(ApiError::invalid(
+                "stock_shards",
+                format!("must be between 1 and {MAX_SHARDS}, and at most the stock"),
+            ));
+        }
         Ok(ActivitySpec {
             title,
             description: n.description,
@@ -174,65 +192,119 @@ impl ActivitySpec {
             per_user_limit,
             captcha_required: n.captcha_required.unwrap_or(true),
             payment_window_secs,
+            stock_shards,
         })
     }
 }
 
-/// Puts an activity's stock and switches into Redis unless they are there already.
-pub async fn warm(
-    redis: &mut ConnectionManager,
-    keys: &Keys,
-    row: &ActivityRow,
-    remaining: i64,
-) -> ApiResult<()> {
-    let _: () = redis::pipe()
-        .atomic()
-        .cmd("SET")
-        .arg(keys.stock(row.id))
-        .arg(remaining.max(0))
-        .arg("NX")
-        .ignore()
-        .cmd("HSETNX")
-        .arg(keys.meta(row.id))
-        .arg("paused")
-        .arg(if row.paused { "1" } else { "0" })
-        .ignore()
-        .query_async(redis)
-        .await?;
+/// How `total` units split over `shards`: as evenly as possible, the first shards taking the rest.
+pub fn split(total: i64, shards: i16) -> Vec<i64> {
+    let k = i64::from(shards.max(1));
+    (0..k)
+        .map(|i| total / k + i64::from(i < total % k))
+        .collect()
+}
+
+/// Puts an activity's stock (split over its shards) and switches into Redis unless they are
+/// there already.
+pub async fn warm(redis: &Redis, row: &ActivityRow, remaining: i64) -> ApiResult<()> {
+    let shards = redis.keys.shards(row.id, row.stock_shards);
+    let parts = split(remaining.max(0), row.stock_shards);
+    let writes = shards.iter().zip(parts).map(|(shard, units)| {
+        let mut conn = redis.conn();
+        async move {
+            redis::pipe()
+                .atomic()
+                .cmd("SET")
+                .arg(shard.stock())
+                .arg(units)
+                .arg("NX")
+                .ignore()
+                .cmd("HSETNX")
+                .arg(shard.meta())
+                .arg("paused")
+                .arg(if row.paused { "1" } else { "0" })
+                .ignore()
+                .query_async::<()>(&mut conn)
+                .await
+        }
+    });
+    for written in futures_util::future::join_all(writes).await {
+        written?;
+    }
     Ok(())
 }
 
-/// Adds to Redis only if the stock is there; otherwise warms it from the database's figures.
+/// Adds to a shard only if its stock is there; otherwise warms it from the database's figures.
 const ADD_STOCK: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end
 redis.call('SET', KEYS[1], ARGV[2])
 return tonumber(ARGV[2])
 ";
 
-/// Puts `add` more units on sale in Redis (after the database took them); `remaining_in_db` is
-/// what the database says is left, for a sale Redis does not hold. Returns the units on sale.
+/// Puts `add` more units on sale in Redis (after the database took them), spread over the
+/// sale's shards; `remaining_in_db` is what the database says is left, for shards Redis does not
+/// hold. Returns the units on sale.
 pub async fn add_to_stock(
-    redis: &mut ConnectionManager,
-    keys: &Keys,
-    id: i64,
+    redis: &Redis,
+    (id, shards): (i64, i16),
     add: i64,
     remaining_in_db: i64,
 ) -> ApiResult<i64> {
-    Ok(redis::Script::new(ADD_STOCK)
-        .key(keys.stock(id))
-        .arg(add)
-        .arg(remaining_in_db)
-        .invoke_async(redis)
-        .await?)
+    let script = redis::Script::new(ADD_STOCK);
+    let adds = split(add, shards);
+    let fallbacks = split(remaining_in_db.max(0), shards);
+    let shards = redis.keys.shards(id, shards);
+    let calls = shards
+        .iter()
+        .zip(adds)
+        .zip(fallbacks)
+        .map(|((shard, add), fallback)| {
+            let mut conn = redis.conn();
+            let mut invocation = script.key(shard.stock());
+            invocation.arg(add).arg(fallback);
+            async move { invocation.invoke_async::<i64>(&mut conn).await }
+        });
+    let mut on_sale = 0;
+    for units in futures_util::future::join_all(calls).await {
+        on_sale += units?.max(0);
+    }
+    Ok(on_sale)
+}
+
+/// Each shard's units as Redis counts them (`None`: the shard is not in Redis).
+pub async fn shard_stock(
+    redis: &Redis,
+    id: i64,
+    shards: i16,
+) -> redis::RedisResult<Vec<Option<i64>>> {
+    let reads = redis.keys.shards(id, shards).into_iter().map(|shard| {
+        let mut conn = redis.conn();
+        async move {
+            redis::cmd("GET")
+                .arg(shard.stock())
+                .query_async::<Option<i64>>(&mut conn)
+                .await
+        }
+    });
+    futures_util::future::join_all(reads)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Units still for sale over every shard; `None` when Redis holds none of the sale's shards.
+pub async fn in_redis(redis: &Redis, id: i64, shards: i16) -> redis::RedisResult<Option<i64>> {
+    let stock = shard_stock(redis, id, shards).await?;
+    Ok(stock
+        .iter()
+        .any(Option::is_some)
+        .then(|| stock.iter().flatten().map(|n| (*n).max(0)).sum()))
 }
 
 /// Units still for sale, as Redis counts them (0 when the sale is not in Redis).
-pub async fn remaining(redis: &mut ConnectionManager, keys: &Keys, id: i64) -> ApiResult<i64> {
-    let n: Option<i64> = redis::cmd("GET")
-        .arg(keys.stock(id))
-        .query_async(redis)
-        .await?;
-    Ok(n.unwrap_or(0).max(0))
+pub async fn remaining(redis: &Redis, id: i64, shards: i16) -> ApiResult<i64> {
+    Ok(in_redis(redis, id, shards).await?.unwrap_or(0))
 }
 
 pub fn sale_status(row: &ActivityRow, remaining: i64, now: DateTime<Utc>) -> SaleStatus {
@@ -262,8 +334,8 @@ pub fn admin_item(row: ActivityRow, in_redis: Option<i64>, now: DateTime<Utc>) -
 pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiResult<ActivityRow> {
     Ok(sqlx::query_as(&format!(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
-             starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+             starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          RETURNING {COLUMNS}"
     ))
     .bind(merchant_id)
@@ -278,6 +350,7 @@ pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiRe
     .bind(spec.per_user_limit)
     .bind(spec.captcha_required)
     .bind(spec.payment_window_secs)
+    .bind(spec.stock_shards)
     .fetch_one(db)
     .await?)
 }
@@ -311,8 +384,10 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
             per_user_limit: Some(1),
             captcha_required: Some(true),
             payment_window_secs: Some(600),
+            stock_shards: None,
         },
         60,
+        1,
     )
     .map_err(|e| anyhow::anyhow!("demo activity: {e}"))?;
     let row = insert(db, merchant, &spec)
@@ -338,11 +413,12 @@ mod tests {
             per_user_limit: None,
             captcha_required: None,
             payment_window_secs: None,
+            stock_shards: None,
         }
     }
 
     fn field_of(n: NewActivity) -> String {
-        match ActivitySpec::parse(n, 60) {
+        match ActivitySpec::parse(n, 60, 3) {
             Err(ApiError::InvalidInput(m)) => m.split(':').next().unwrap().to_string(),
             Err(e) => panic!("{e:?}"),
             Ok(_) => "ok".into(),
@@ -351,7 +427,7 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_api() {
-        let spec = ActivitySpec::parse(valid(), 60).unwrap();
+        let spec = ActivitySpec::parse(valid(), 60, 3).unwrap();
         assert_eq!(
             (
                 spec.per_user_limit,
@@ -448,6 +524,35 @@ mod tests {
             }),
             "payment_window_secs"
         );
+        for bad in [0, 65] {
+            assert_eq!(
+                field_of(NewActivity {
+                    stock_shards: Some(bad),
+                    ..valid()
+                }),
+                "stock_shards"
+            );
+        }
+        assert_eq!(
+            field_of(NewActivity {
+                stock: 3,
+                stock_shards: Some(4),
+                ..valid()
+            }),
+            "stock_shards"
+        );
         assert_eq!(field_of(valid()), "ok");
+    }
+
+    #[test]
+    fn shards_default_from_stock_and_masters_and_split_evenly() {
+        assert_eq!(default_shards(100, 3), 1);
+        assert_eq!(default_shards(2_500, 3), 2);
+        assert_eq!(default_shards(100_000, 3), 3);
+        assert_eq!(default_shards(100_000, 1), 1);
+        assert_eq!(split(10, 4), vec![3, 3, 2, 2]);
+        assert_eq!(split(2, 4), vec![1, 1, 0, 0]);
+        assert_eq!(split(7, 1), vec![7]);
+        assert_eq!(split(1_000_003, 7).iter().sum::<i64>(), 1_000_003);
     }
 }

@@ -96,8 +96,8 @@ async fn get_stock(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let id = parse_id(&id)?;
-    activities.get(&db, id).await?;
-    let remaining = remaining(&mut redis.conn(), &redis.keys, id).await?;
+    let activity = activities.get(&db, id).await?;
+    let remaining = remaining(&redis, id, activity.stock_shards).await?;
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
         Json(Remaining { remaining }),

@@ -92,13 +92,13 @@ async fn order_status(
 ) -> ApiResult<impl IntoResponse> {
     let token = uuid::Uuid::parse_str(&token)
         .map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
-    let cached: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(redis.keys.token(&token.to_string()))
-        .query_async(&mut redis.conn())
-        .await?;
+    let cached = token_record(&redis, &token).await?;
     let owner = cached.get("user_id").and_then(|u| u.parse::<i64>().ok());
     let status = match cached.get("status").map(String::as_str) {
-        Some("queued") if owner == Some(user.user_id) => Some(from_cache(token, &cached, "queued")),
+        // `pending`: its units are being borrowed from another stock shard.
+        Some("queued" | "pending") if owner == Some(user.user_id) => {
+            Some(from_cache(token, &cached, "queued"))
+        }
         _ => {
             let row: Option<OrderRow> =
                 sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE token = $1"))
@@ -121,6 +121,17 @@ async fn order_status(
     // Someone else's token is indistinguishable from no token.
     let status = status.ok_or(ApiError::NotFound)?;
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(status)))
+}
+
+/// A token's record in Redis (empty for a token no gate made, or one long expired).
+async fn token_record(redis: &Redis, token: &uuid::Uuid) -> ApiResult<HashMap<String, String>> {
+    let Some(key) = redis.keys.token(token) else {
+        return Ok(HashMap::new());
+    };
+    Ok(redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(&mut redis.conn())
+        .await?)
 }
 
 async fn list_orders(
@@ -158,11 +169,10 @@ async fn pay(
         Some(r) => r,
         None => {
             // Still queued (or unknown): only its owner learns that it is not payable yet.
-            let owner: Option<i64> = redis::cmd("HGET")
-                .arg(redis.keys.token(&token.to_string()))
-                .arg("user_id")
-                .query_async(&mut redis.conn())
-                .await?;
+            let owner = token_record(&redis, &token)
+                .await?
+                .get("user_id")
+                .and_then(|u| u.parse::<i64>().ok());
             return Err(if owner == Some(user.user_id) {
                 ApiError::NotConfirmed
             } else {
@@ -212,12 +222,14 @@ async fn pay(
         payments.refund(&charge).await?;
         return Err(ApiError::PaymentWindowClosed);
     }
-    let _: () = redis::cmd("HSET")
-        .arg(redis.keys.token(&token.to_string()))
-        .arg("status")
-        .arg("paid")
-        .query_async(&mut redis.conn())
-        .await?;
+    if let Some(key) = redis.keys.token(&token) {
+        let _: () = redis::cmd("HSET")
+            .arg(key)
+            .arg("status")
+            .arg("paid")
+            .query_async(&mut redis.conn())
+            .await?;
+    }
     tracing::info!(order.token = %token, "order paid");
     Ok(Json(PaymentResult {
         status: "paid".into(),

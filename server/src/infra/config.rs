@@ -1,5 +1,6 @@
 //! Configuration from environment variables, with defaults that match `scripts/services.sh`.
 
+use super::redis::Target;
 use anyhow::{bail, Context};
 use std::{net::SocketAddr, time::Duration};
 
@@ -7,7 +8,8 @@ use std::{net::SocketAddr, time::Duration};
 pub struct Config {
     pub addr: SocketAddr,
     pub database_url: String,
-    pub redis_url: String,
+    /// One Redis (`REDIS_URL`) or a Redis Cluster (`REDIS_CLUSTER_URLS`, comma-separated seeds).
+    pub redis: Target,
     pub amqp_url: String,
     /// HMAC key for cookies and buy paths. Never logged.
     pub secret: Secret,
@@ -148,10 +150,27 @@ impl Config {
                 .parse()
                 .context("SECKILL_ADDR must be host:port")?,
             database_url: var_or("DATABASE_URL", DEFAULT_DATABASE_URL),
-            redis_url: var_or("REDIS_URL", DEFAULT_REDIS_URL),
+            redis: Target::new(
+                &var_or("REDIS_URL", DEFAULT_REDIS_URL),
+                &var("REDIS_CLUSTER_URLS")
+                    .map(|v| {
+                        v.split(',')
+                            .map(str::trim)
+                            .filter(|u| !u.is_empty())
+                            .map(String::from)
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default(),
+            ),
             amqp_url: var_or("AMQP_URL", DEFAULT_AMQP_URL),
             secret,
-            redis_prefix: var_or("SECKILL_REDIS_PREFIX", "sk:"),
+            redis_prefix: {
+                let prefix = var_or("SECKILL_REDIS_PREFIX", "sk:");
+                if prefix.contains(['{', '}']) {
+                    bail!("SECKILL_REDIS_PREFIX must not contain braces (they name Redis Cluster hash tags)");
+                }
+                prefix
+            },
             cookie_secure: flag("SECKILL_COOKIE_SECURE"),
             asset_base_url: var_or("SECKILL_ASSET_BASE_URL", "")
                 .trim_end_matches('/')

@@ -1,4 +1,24 @@
 //! Where things live in Redis. Every key starts with the instance's configured prefix.
+//!
+//! Everything one gate call touches for one stock shard of one sale shares the hash tag
+//! `{a:<id>.<shard>}` (plus a short salt that steers the shards of one sale to distinct parts
+//! of the slot space), so the script is single-slot on a Redis Cluster and different shards of
+//! a hot sale land on different masters:
+//!
+//! | key | what |
+//! |---|---|
+//! | `{a:ID.S}:stock` | units for sale in shard S |
+//! | `{a:ID.S}:meta` | switches the gate reads (`paused`) |
+//! | `{a:ID.S}:users` | units each user whose home is S holds |
+//! | `{a:ID.S}:journal` | reservations shard S granted, for the relay |
+//! | `{a:ID.S}:tok:UUID` | a reservation's status; the token names its sale and home shard |
+//! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
+//! | `{a:ID.S}:lent:UUID` | set once shard S lent units to another shard's buyer |
+//! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
+//! | `{a:ID.S}:rate:WHO` | token bucket and strikes of a user or an address, per sale shard |
+//!
+//! Keys outside a script have tags of their own: captcha answers (`{cap:ID}`), the blocked
+//! clients (`blocks`, one sorted set), attempt counters, login throttles.
 
 use std::sync::Arc;
 
@@ -6,9 +26,118 @@ use std::sync::Arc;
 /// so a token's record outlives its order's deadline.
 pub const TOKEN_TTL_SECS: u64 = 3 * 24 * 3600;
 
+/// The most stock shards a sale may have (API.md).
+pub const MAX_SHARDS: i16 = 64;
+
+const SLOTS: u32 = 16_384;
+
+/// The Redis Cluster slot of a key (CRC16 of its hash tag, or of the key without one).
+pub fn slot(key: &str) -> u16 {
+    let bytes = key.as_bytes();
+    let tagged = key
+        .find('{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.find('}')
+                .filter(|&close| close > 0)
+                .map(|close| &bytes[open + 1..open + 1 + close])
+        })
+        .unwrap_or(bytes);
+    (crc16::State::<crc16::XMODEM>::calculate(tagged) as u32 % SLOTS) as u16
+}
+
+/// The shard a user's holdings and idempotency records live in: always the same one for a sale.
+pub fn home_shard(user: i64, shards: i16) -> i16 {
+    let shards = shards.clamp(1, MAX_SHARDS) as u64;
+    // A multiplicative hash, so consecutive user ids spread over the shards.
+    ((user as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).rem_euclid(shards) as i16
+}
+
+/// The hash tag of shard `shard` of `shards` of a sale. One shard: `a:ID.0`. Several: the tag
+/// gets the first salt that puts it in the middle half of its own share of the slot space, so
+/// that on a cluster whose masters own equal ranges (as `redis-cli --cluster create` makes them)
+/// the shards of one sale sit on as many masters as possible.
+pub fn shard_tag(activity: i64, shard: i16, shards: i16) -> String {
+    let plain = format!("a:{activity}.{shard}");
+    if shards <= 1 {
+        return plain;
+    }
+    let k = shards as u32;
+    let part = (shard as u32 + activity.rem_euclid(k as i64) as u32) % k;
+    let width = SLOTS / k;
+    let (low, high) = (part * width + width / 4, part * width + width - width / 4);
+    (0..4096)
+        .map(|salt| format!("{plain}~{salt}"))
+        .find(|tag| (low..=high).contains(&u32::from(slot(&format!("{{{tag}}}")))))
+        .unwrap_or(plain)
+}
+
+/// A reservation token: a UUID (version 8) that carries its sale (32 bits), its home shard and
+/// the sale's shard count, so that whoever holds the token finds its record without asking
+/// anyone. 76 random bits remain.
+pub fn new_token(activity: i64, shard: i16, shards: i16) -> uuid::Uuid {
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[0..4].copy_from_slice(&(activity as u32).to_be_bytes());
+    bytes[7] = shard as u8;
+    // The builder keeps the low six bits of byte 8 (the top two are the variant).
+    bytes[8] = (shards.clamp(1, MAX_SHARDS) - 1) as u8;
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
+/// The sale, home shard and shard count a token names; `None` for tokens not made by
+/// [`new_token`].
+pub fn token_home(token: &uuid::Uuid) -> Option<(i64, i16, i16)> {
+    if token.get_version_num() != 8 {
+        return None;
+    }
+    let b = token.as_bytes();
+    let activity = i64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    Some((activity, i16::from(b[7]), i16::from(b[8] & 0x3f) + 1))
+}
+
 #[derive(Clone)]
 pub struct Keys {
     prefix: Arc<str>,
+}
+
+/// The keys of one stock shard of one sale: all in one hash slot.
+#[derive(Clone, Debug)]
+pub struct ShardKeys {
+    base: String,
+}
+
+impl ShardKeys {
+    fn key(&self, name: &str) -> String {
+        format!("{}:{name}", self.base)
+    }
+    pub fn stock(&self) -> String {
+        self.key("stock")
+    }
+    pub fn meta(&self) -> String {
+        self.key("meta")
+    }
+    pub fn holders(&self) -> String {
+        self.key("users")
+    }
+    pub fn journal(&self) -> String {
+        self.key("journal")
+    }
+    pub fn token(&self, token: &uuid::Uuid) -> String {
+        self.key(&format!("tok:{token}"))
+    }
+    pub fn returned(&self, token: &uuid::Uuid) -> String {
+        self.key(&format!("ret:{token}"))
+    }
+    pub fn lent(&self, token: &uuid::Uuid) -> String {
+        self.key(&format!("lent:{token}"))
+    }
+    pub fn idempotency(&self, user: i64, key: &str) -> String {
+        self.key(&format!("idem:{user}:{key}"))
+    }
+    /// Token bucket and strikes of one client (`u:42` or `ip:1.2.3.4`) on this shard.
+    pub fn rate(&self, who: &str) -> String {
+        self.key(&format!("rate:{who}"))
+    }
 }
 
 impl Keys {
@@ -18,56 +147,125 @@ impl Keys {
         }
     }
 
-    /// Units still for sale.
-    pub fn stock(&self, activity: i64) -> String {
-        format!("{}a:{activity}:stock", self.prefix)
+    /// The keys of shard `shard` of a sale split into `shards`.
+    pub fn shard(&self, activity: i64, shard: i16, shards: i16) -> ShardKeys {
+        ShardKeys {
+            base: format!("{}{{{}}}", self.prefix, shard_tag(activity, shard, shards)),
+        }
     }
-    /// Switches the gate reads on every buy (`paused`).
-    pub fn meta(&self, activity: i64) -> String {
-        format!("{}a:{activity}:meta", self.prefix)
+
+    /// Every shard of a sale, in shard order.
+    pub fn shards(&self, activity: i64, shards: i16) -> Vec<ShardKeys> {
+        (0..shards.max(1))
+            .map(|s| self.shard(activity, s, shards))
+            .collect()
     }
-    /// Units each user holds (field: user id).
-    pub fn holders(&self, activity: i64) -> String {
-        format!("{}a:{activity}:users", self.prefix)
+
+    /// A token's record, found from the token alone (`None` for a token no gate made).
+    pub fn token(&self, token: &uuid::Uuid) -> Option<String> {
+        let (activity, shard, shards) = token_home(token)?;
+        Some(self.shard(activity, shard, shards).token(token))
     }
-    /// The reservation journal (a stream) the relay carries to RabbitMQ.
-    pub fn journal(&self) -> String {
-        format!("{}journal", self.prefix)
+
+    /// The shard a token's record, idempotency record and holdings live in.
+    pub fn home_of(&self, token: &uuid::Uuid) -> Option<ShardKeys> {
+        let (activity, shard, shards) = token_home(token)?;
+        Some(self.shard(activity, shard, shards))
     }
-    /// A reservation's status (hash: status, activity_id, user_id, quantity, order_id, pay_by, reason).
-    pub fn token(&self, token: &str) -> String {
-        format!("{}tok:{token}", self.prefix)
-    }
-    /// Set once the units of a failed or cancelled token went back on sale.
-    pub fn returned(&self, token: &str) -> String {
-        format!("{}ret:{token}", self.prefix)
-    }
+
     pub fn captcha(&self, id: &str) -> String {
-        format!("{}cap:{id}", self.prefix)
+        format!("{}{{cap:{id}}}", self.prefix)
     }
-    pub fn idempotency(&self, user: i64, key: &str) -> String {
-        format!("{}idem:{user}:{key}", self.prefix)
-    }
-    /// Token bucket, strike counter and block flag of one client (`u:42` or `ip:1.2.3.4`).
-    pub fn bucket(&self, who: &str) -> String {
-        format!("{}bucket:{who}", self.prefix)
-    }
-    pub fn strikes(&self, who: &str) -> String {
-        format!("{}strikes:{who}", self.prefix)
-    }
-    pub fn block(&self, who: &str) -> String {
-        format!("{}block:{who}", self.prefix)
+    /// Blocked clients (`u:42`, `ip:1.2.3.4`) with the time their block ends (ms) as score.
+    pub fn blocks(&self) -> String {
+        format!("{}blocks", self.prefix)
     }
     /// Pub/sub channel: an activity id whose sold-out flags every instance must clear.
     pub fn restock_channel(&self) -> String {
         format!("{}restock", self.prefix)
     }
+    /// Pub/sub channel: a client just blocked (`u:42 <until ms>`), for every instance's list.
+    pub fn block_channel(&self) -> String {
+        format!("{}blocked", self.prefix)
+    }
     /// Buy attempts on an activity during one second (summed over instances).
     pub fn attempts(&self, activity: i64, second: i64) -> String {
-        format!("{}a:{activity}:tries:{second}", self.prefix)
+        format!("{}tries:{{a:{activity}}}:{second}", self.prefix)
+    }
+    /// A login throttle counter (`user:NAME` or `ip:ADDR`).
+    pub fn login_failures(&self, who: &str) -> String {
+        format!("{}login:{who}", self.prefix)
     }
     /// Never written: stands in for an optional key the script does not use this time.
-    pub fn unused(&self) -> String {
-        format!("{}unused", self.prefix)
+    pub fn unused(&self, shard: &ShardKeys) -> String {
+        shard.key("unused")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_follow_the_hash_tag_as_redis_computes_them() {
+        // Figures from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+        assert_eq!(slot("123456789"), 12739);
+        assert_eq!(slot("foo"), 12182);
+        assert_eq!(slot("{foo}.bar"), slot("foo"));
+        assert_eq!(slot("x{}y"), slot("x{}y")); // an empty tag hashes the whole key
+        assert_ne!(slot("x{}y"), slot(""));
+    }
+
+    #[test]
+    fn every_key_of_a_shard_is_in_one_slot_and_shards_spread() {
+        let keys = Keys::new("sk:");
+        let token = new_token(42, 3, 4);
+        let s = keys.shard(42, 3, 4);
+        let slots: std::collections::HashSet<u16> = [
+            s.stock(),
+            s.meta(),
+            s.holders(),
+            s.journal(),
+            s.token(&token),
+            s.returned(&token),
+            s.lent(&token),
+            s.idempotency(7, "k"),
+            s.rate("ip:1.2.3.4"),
+            keys.unused(&s),
+        ]
+        .iter()
+        .map(|k| slot(k))
+        .collect();
+        assert_eq!(slots.len(), 1);
+        // Three shards: one in each third of the slot space, i.e. on each of three masters.
+        let thirds: std::collections::HashSet<u32> = keys
+            .shards(42, 3)
+            .iter()
+            .map(|s| u32::from(slot(&s.stock())) * 3 / SLOTS)
+            .collect();
+        assert_eq!(thirds.len(), 3);
+    }
+
+    #[test]
+    fn a_token_names_its_sale_and_home_shard() {
+        let token = new_token(1_234_567, 63, 64);
+        assert_eq!(token_home(&token), Some((1_234_567, 63, 64)));
+        assert_eq!(token.get_version_num(), 8);
+        assert_eq!(token_home(&new_token(5, 0, 1)), Some((5, 0, 1)));
+        assert_ne!(new_token(1, 0, 1), new_token(1, 0, 1));
+        assert_eq!(token_home(&uuid::Uuid::new_v4()), None);
+        let keys = Keys::new("p:");
+        assert_eq!(
+            keys.token(&token),
+            Some(keys.shard(1_234_567, 63, 64).token(&token))
+        );
+    }
+
+    #[test]
+    fn a_user_always_has_the_same_home_and_users_spread() {
+        assert_eq!(home_shard(99, 8), home_shard(99, 8));
+        assert_eq!(home_shard(99, 1), 0);
+        let homes: std::collections::HashSet<i16> = (1..200).map(|u| home_shard(u, 8)).collect();
+        assert_eq!(homes.len(), 8);
     }
 }

@@ -28,6 +28,7 @@ pub struct Metrics {
     pub gate_seconds: Histogram,
     pub journal_lag: Gauge,
     pub relayed: Counter,
+    pub borrowed: Counter,
     pub persisted: Counter,
     pub dead_lettered: Counter,
     pub stock_drift: Family<ActivityLabel, Gauge>,
@@ -56,6 +57,12 @@ impl Metrics {
             "Reservations published to RabbitMQ and confirmed",
             relayed.clone(),
         );
+        let borrowed = Counter::default();
+        registry.register(
+            "borrowed_reservations",
+            "Buys whose home stock shard was empty and another shard lent the units",
+            borrowed.clone(),
+        );
         let persisted = Counter::default();
         registry.register(
             "persisted_orders",
@@ -80,6 +87,7 @@ impl Metrics {
             gate_seconds,
             journal_lag,
             relayed,
+            borrowed,
             persisted,
             dead_lettered,
             stock_drift,

@@ -8,13 +8,12 @@ use crate::{
     buy::soldout::SoldOut,
     infra::{
         broker::{Broker, Topology},
-        keys::Keys,
+        redis::Redis,
     },
 };
 use anyhow::Context;
 use futures_util::StreamExt;
 use lapin::{options::*, types::FieldTable, BasicProperties, Channel, Confirmation};
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use std::{collections::HashSet, sync::Arc, time::Duration};
@@ -40,8 +39,7 @@ impl Due {
 #[derive(Clone)]
 pub struct Deadlines {
     pub db: PgPool,
-    pub redis: ConnectionManager,
-    pub keys: Keys,
+    pub redis: Redis,
     pub sold_out: SoldOut,
     pub broker: Broker,
     pub topology: Topology,
@@ -61,8 +59,7 @@ pub enum Expiry {
 impl Deadlines {
     pub fn new(
         db: PgPool,
-        redis: ConnectionManager,
-        keys: Keys,
+        redis: Redis,
         sold_out: SoldOut,
         broker: Broker,
         topology: Topology,
@@ -70,7 +67,6 @@ impl Deadlines {
         Deadlines {
             db,
             redis,
-            keys,
             sold_out,
             broker,
             topology,
@@ -178,7 +174,7 @@ impl Deadlines {
                     status: "cancelled",
                     reason: "payment window closed",
                 };
-                give_back(&mut self.redis.clone(), &self.keys, &self.sold_out, g).await?;
+                give_back(&self.redis, &self.sold_out, g).await?;
                 if cancelled.is_some() {
                     tracing::info!(order.token = %token, activity.id = activity_id, "unpaid order cancelled; stock returned");
                     return Ok(Expiry::Cancelled);

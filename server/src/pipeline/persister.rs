@@ -15,14 +15,14 @@ use crate::{
     domain::rfc3339,
     infra::{
         broker::{Broker, Topology},
-        keys::{Keys, TOKEN_TTL_SECS},
+        keys::TOKEN_TTL_SECS,
         metrics::Metrics,
+        redis::Redis,
     },
 };
 use anyhow::Context;
 use futures_util::StreamExt;
 use lapin::{message::Delivery, options::*, types::FieldTable, Channel};
-use redis::aio::ConnectionManager;
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -34,8 +34,7 @@ const LINGER: Duration = Duration::from_millis(5);
 #[derive(Clone)]
 pub struct Persister {
     pub db: PgPool,
-    pub redis: ConnectionManager,
-    pub keys: Keys,
+    pub redis: Redis,
     pub broker: Broker,
     pub topology: Topology,
     pub metrics: Arc<Metrics>,
@@ -268,20 +267,25 @@ impl Persister {
         self.metrics.persisted.inc_by(inserted as u64);
 
         let by_token: HashMap<uuid::Uuid, &Persisted> = rows.iter().map(|p| (p.token, p)).collect();
-        let mut pipe = redis::pipe();
-        for p in &rows {
-            let key = self.keys.token(&p.token.to_string());
-            let mut fields = vec![("status", p.status.clone()), ("order_id", p.id.to_string())];
-            if let Some(pay_by) = p.pay_by {
-                fields.push(("pay_by", rfc3339(pay_by)));
-            }
-            pipe.hset_multiple(&key, &fields)
-                .ignore()
-                .expire(&key, TOKEN_TTL_SECS as i64)
-                .ignore();
-        }
-        let mut redis = self.redis.clone();
-        let marked: redis::RedisResult<()> = pipe.query_async(&mut redis).await;
+        // One pipeline per home shard: on a cluster a pipeline goes to one node.
+        let marked = self
+            .redis
+            .by_slot(
+                &rows,
+                |p| self.redis.keys.token(&p.token),
+                |pipe, key, p| {
+                    let mut fields =
+                        vec![("status", p.status.clone()), ("order_id", p.id.to_string())];
+                    if let Some(pay_by) = p.pay_by {
+                        fields.push(("pay_by", rfc3339(pay_by)));
+                    }
+                    pipe.hset_multiple(key, &fields)
+                        .ignore()
+                        .expire(key, TOKEN_TTL_SECS as i64)
+                        .ignore();
+                },
+            )
+            .await;
         marked.map_err(|e| {
             Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed"))
         })?;
@@ -353,7 +357,7 @@ impl Persister {
                     status: "failed",
                     reason: "could not be persisted",
                 };
-                if give_back(&mut self.redis.clone(), &self.keys, &self.sold_out, g).await? {
+                if give_back(&self.redis, &self.sold_out, g).await? {
                     self.metrics.dead_lettered.inc();
                     tracing::warn!(order.token = %r.token, activity.id = r.activity_id, "reservation failed; stock returned");
                 }

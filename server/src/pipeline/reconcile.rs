@@ -15,6 +15,7 @@ use crate::{
     domain::activity::{self, ActivityRow},
     infra::{
         broker::{Broker, Topology},
+        keys,
         metrics::Metrics,
         redis::Redis,
     },
@@ -53,12 +54,31 @@ pub struct Drift {
 
 impl Reconciler {
     /// Reservations that left Redis but are not orders yet, as far as can be seen: journal entries
-    /// and ready messages on the reservation queue.
+    /// (of every shard of every sale the relay reads) and ready messages on the reservation queue.
     async fn in_flight(&self) -> anyhow::Result<u64> {
-        let journal: u64 = redis::cmd("XLEN")
-            .arg(self.redis.keys.journal())
-            .query_async(&mut self.redis.conn())
-            .await?;
+        let sales: Vec<(i64, i16)> = sqlx::query_as(
+            "SELECT id, stock_shards FROM activities WHERE ends_at > now() - interval '7 days'",
+        )
+        .fetch_all(&self.db)
+        .await?;
+        let journals: Vec<String> = sales
+            .iter()
+            .flat_map(|&(id, shards)| self.redis.keys.shards(id, shards))
+            .map(|s| s.journal())
+            .collect();
+        let lengths = journals.iter().map(|journal| {
+            let mut conn = self.redis.conn();
+            async move {
+                redis::cmd("XLEN")
+                    .arg(journal)
+                    .query_async::<u64>(&mut conn)
+                    .await
+            }
+        });
+        let mut journal = 0;
+        for length in futures_util::future::join_all(lengths).await {
+            journal += length?;
+        }
         let channel = self.broker.channel(&self.topology).await?;
         let queue = channel
             .queue_declare(
@@ -92,9 +112,13 @@ impl Reconciler {
         }
     }
 
-    /// Puts a lost activity back into Redis from the database: its remaining stock, its switches and
-    /// what each user holds (so the per-user limit survives).
-    async fn rebuild(&self, row: &ActivityRow) -> anyhow::Result<i64> {
+    /// Puts a lost activity (or the lost shards of one) back into Redis from the database: its
+    /// remaining stock, its switches and what each user holds (so the per-user limit survives).
+    /// When every shard was lost, the remaining units are split over them; when only some were
+    /// (a master lost without a replica), the shards that survived keep selling meanwhile, so
+    /// the lost ones come back empty and the units return by the idle-time repair below, which
+    /// cannot count a unit twice.
+    async fn rebuild(&self, row: &ActivityRow, stock: &[Option<i64>]) -> anyhow::Result<i64> {
         self.wait_for_idle_queue().await?;
         let (total, sold): (i64, i64) =
             sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
@@ -108,40 +132,50 @@ impl Reconciler {
         .bind(row.id)
         .fetch_all(&self.db)
         .await?;
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for (user, units) in &holders {
-            pipe.cmd("HSETNX")
-                .arg(self.redis.keys.holders(row.id))
-                .arg(user)
-                .arg(units)
-                .ignore();
-        }
-        pipe.cmd("HSETNX")
-            .arg(self.redis.keys.meta(row.id))
-            .arg("paused")
-            .arg(if row.paused { "1" } else { "0" })
-            .ignore();
-        pipe.cmd("SET")
-            .arg(self.redis.keys.stock(row.id))
-            .arg(total - sold)
-            .arg("NX")
-            .ignore();
-        let _: () = pipe.query_async(&mut self.redis.conn()).await?;
+        let shards = self.redis.keys.shards(row.id, row.stock_shards);
+        let everything_lost = stock.iter().all(Option::is_none);
+        let parts = if everything_lost {
+            activity::split(total - sold, row.stock_shards)
+        } else {
+            vec![0; shards.len()]
+        };
+        let lost: Vec<usize> = (0..shards.len()).filter(|&i| stock[i].is_none()).collect();
+        self.redis
+            .by_slot(
+                &holders,
+                |(user, _)| {
+                    let home = keys::home_shard(*user, row.stock_shards) as usize;
+                    lost.contains(&home).then(|| shards[home].holders())
+                },
+                |pipe, key, (user, units)| {
+                    pipe.cmd("HSETNX").arg(key).arg(user).arg(units).ignore();
+                },
+            )
+            .await?;
+        let paused = if row.paused { "1" } else { "0" };
+        self.redis
+            .by_slot(
+                &lost,
+                |&i| Some(shards[i].stock()),
+                |pipe, key, &i| {
+                    pipe.cmd("HSETNX")
+                        .arg(shards[i].meta())
+                        .arg("paused")
+                        .arg(paused)
+                        .ignore();
+                    pipe.cmd("SET").arg(key).arg(parts[i]).arg("NX").ignore();
+                },
+            )
+            .await?;
+        let restored: i64 = lost.iter().map(|&i| parts[i]).sum();
         tracing::warn!(
             activity.id = row.id,
-            remaining = total - sold,
+            shards.lost = lost.len(),
+            restored,
             holders = holders.len(),
             "stock rebuilt in Redis from the database"
         );
-        Ok(total - sold)
-    }
-
-    async fn remaining(&self, id: i64) -> anyhow::Result<Option<i64>> {
-        Ok(redis::cmd("GET")
-            .arg(self.redis.keys.stock(id))
-            .query_async(&mut self.redis.conn())
-            .await?)
+        Ok(restored + stock.iter().flatten().sum::<i64>())
     }
 
     /// Start-up: every live activity gets its stock in Redis before this instance takes buys.
@@ -150,30 +184,62 @@ impl Reconciler {
             .await
             .map_err(|e| anyhow::anyhow!("{e:?}"))?
         {
-            if self.remaining(row.id).await?.is_none() {
-                self.rebuild(&row)
+            let stock = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
+            if stock.iter().any(Option::is_none) {
+                self.rebuild(&row, &stock)
                     .await
                     .with_context(|| format!("rebuilding activity {}", row.id))?;
             } else {
-                let _: () = redis::cmd("HSETNX")
-                    .arg(self.redis.keys.meta(row.id))
-                    .arg("paused")
-                    .arg(if row.paused { "1" } else { "0" })
-                    .query_async(&mut self.redis.conn())
-                    .await?;
+                let paused = if row.paused { "1" } else { "0" };
+                for shard in self.redis.keys.shards(row.id, row.stock_shards) {
+                    let _: () = redis::cmd("HSETNX")
+                        .arg(shard.meta())
+                        .arg("paused")
+                        .arg(paused)
+                        .query_async(&mut self.redis.conn())
+                        .await?;
+                }
             }
         }
         Ok(())
     }
 
-    async fn compare_and_set(&self, id: i64, from: i64, to: i64) -> anyhow::Result<bool> {
+    async fn compare_and_set(&self, key: &str, from: i64, to: i64) -> anyhow::Result<bool> {
         let swapped: i64 = redis::Script::new(CAS)
-            .key(self.redis.keys.stock(id))
+            .key(key)
             .arg(from)
             .arg(to)
             .invoke_async(&mut self.redis.conn())
             .await?;
         Ok(swapped == 1)
+    }
+
+    /// Lowers the shards by `excess` units in all, each by what it holds at most.
+    async fn lower(
+        &self,
+        row: &ActivityRow,
+        stock: &[Option<i64>],
+        excess: i64,
+    ) -> anyhow::Result<bool> {
+        let mut left = excess;
+        for (shard, units) in self
+            .redis
+            .keys
+            .shards(row.id, row.stock_shards)
+            .iter()
+            .zip(stock)
+        {
+            let units = units.unwrap_or(0);
+            let take = units.clamp(0, left);
+            if take > 0
+                && self
+                    .compare_and_set(&shard.stock(), units, units - take)
+                    .await?
+            {
+                left -= take;
+            }
+        }
+        Ok(left == 0)
     }
 
     /// One round over every live activity.
@@ -184,8 +250,9 @@ impl Reconciler {
             .map_err(|e| anyhow::anyhow!("{e:?}"))?
         {
             let expected = row.total_stock - row.sold;
-            let Some(redis_remaining) = self.remaining(row.id).await? else {
-                let rebuilt = self.rebuild(&row).await?;
+            let stock = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
+            if stock.iter().any(Option::is_none) {
+                let rebuilt = self.rebuild(&row, &stock).await?;
                 report.push(Drift {
                     activity_id: row.id,
                     redis_remaining: None,
@@ -194,13 +261,12 @@ impl Reconciler {
                     repaired: true,
                 });
                 continue;
-            };
+            }
+            let redis_remaining: i64 = stock.iter().flatten().sum();
             let drift = redis_remaining - expected;
             let mut repaired = false;
             if drift > 0 {
-                repaired = self
-                    .compare_and_set(row.id, redis_remaining, expected)
-                    .await?;
+                repaired = self.lower(&row, &stock, drift).await?;
             } else if drift < 0 && self.in_flight().await? == 0 {
                 // Look again: the figures must hold still, with nothing in flight, before raising.
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -209,11 +275,15 @@ impl Reconciler {
                         .bind(row.id)
                         .fetch_one(&self.db)
                         .await?;
-                let still = self.remaining(row.id).await? == Some(redis_remaining);
-                if still && again == (row.total_stock, row.sold) && self.in_flight().await? == 0 {
-                    repaired = self
-                        .compare_and_set(row.id, redis_remaining, expected)
-                        .await?;
+                let now = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
+                if now == stock
+                    && again == (row.total_stock, row.sold)
+                    && self.in_flight().await? == 0
+                {
+                    // The missing units go back to the first shard (others borrow from it).
+                    let first = self.redis.keys.shard(row.id, 0, row.stock_shards).stock();
+                    let units = stock[0].unwrap_or(0);
+                    repaired = self.compare_and_set(&first, units, units - drift).await?;
                 }
             }
             self.metrics.drift(row.id, drift);

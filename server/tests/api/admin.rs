@@ -218,15 +218,15 @@ async fn buy_attempts_are_counted_per_second_over_every_instance() {
 
     let counted = eventually(5, "ten attempts flushed to Redis", || async {
         let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}a:{id}:tries:*", app.config.redis_prefix))
-            .query_async(&mut app.redis.clone())
+            .arg(format!("{}tries:{{a:{id}}}:*", app.config.redis_prefix))
+            .query_async(&mut app.redis.conn())
             .await
             .unwrap();
         let mut total = 0i64;
         for k in &keys {
             let n: i64 = redis::cmd("GET")
                 .arg(k)
-                .query_async(&mut app.redis.clone())
+                .query_async(&mut app.redis.conn())
                 .await
                 .unwrap();
             total += n;
@@ -236,8 +236,8 @@ async fn buy_attempts_are_counted_per_second_over_every_instance() {
     .await;
     assert!(counted >= 1);
     let stray: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}a:999999:tries:*", app.config.redis_prefix))
-        .query_async(&mut app.redis.clone())
+        .arg(format!("{}tries:{{a:999999}}:*", app.config.redis_prefix))
+        .query_async(&mut app.redis.conn())
         .await
         .unwrap();
     assert!(stray.is_empty(), "{stray:?}");

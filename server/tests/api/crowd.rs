@@ -25,6 +25,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         activity_id: None,
         rate: 0,
         retry_for: std::time::Duration::ZERO,
+        stock_shards: None,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();

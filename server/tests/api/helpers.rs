@@ -2,13 +2,17 @@
 //! `make test` started: a fresh database and a Redis key prefix per test, port 0.
 
 use app::api::Role;
-use redis::aio::ConnectionManager;
 use reqwest::{header, Client, Response};
 use serde_json::Value;
 use server::{
     http::session::{Claims, SessionKeys},
-    infra::config::{
-        Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL,
+    infra::{
+        config::{
+            Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL,
+            DEFAULT_REDIS_URL,
+        },
+        keys::{home_shard, new_token, ShardKeys},
+        redis::{Redis, Target},
     },
     Application,
 };
@@ -21,7 +25,8 @@ pub struct TestApp {
     pub base: String,
     pub config: Config,
     pub db: PgPool,
-    pub redis: ConnectionManager,
+    /// The app's own Redis handle (connection and key layout).
+    pub redis: Redis,
     /// A client that keeps cookies, like a browser.
     pub client: Client,
     /// The running instance's state, for driving its workers' functions directly.
@@ -39,7 +44,15 @@ pub fn test_config() -> Config {
     Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         database_url: env_or("DATABASE_URL", DEFAULT_DATABASE_URL),
-        redis_url: env_or("REDIS_URL", DEFAULT_REDIS_URL),
+        // `REDIS_CLUSTER_URLS` set: the whole suite runs against a Redis Cluster.
+        redis: Target::new(
+            &env_or("REDIS_URL", DEFAULT_REDIS_URL),
+            &env_or("REDIS_CLUSTER_URLS", "")
+                .split(',')
+                .filter(|u| !u.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>(),
+        ),
         amqp_url: env_or("AMQP_URL", DEFAULT_AMQP_URL),
         secret: Secret(SECRET.to_vec()),
         redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
@@ -280,13 +293,42 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Units on sale over every stock shard (fails if Redis holds none of them).
     pub async fn remaining(&self, activity: i64) -> i64 {
-        let n: Option<i64> = redis::cmd("GET")
-            .arg(format!("{}a:{activity}:stock", self.config.redis_prefix))
-            .query_async(&mut self.redis.clone())
+        server::domain::activity::in_redis(&self.redis, activity, self.shards_of(activity).await)
             .await
-            .unwrap();
-        n.unwrap()
+            .unwrap()
+            .expect("the sale is in Redis")
+    }
+
+    /// How many stock shards the sale has.
+    pub async fn shards_of(&self, activity: i64) -> i16 {
+        sqlx::query_scalar("SELECT stock_shards FROM activities WHERE id = $1")
+            .bind(activity)
+            .fetch_one(&self.db)
+            .await
+            .unwrap()
+    }
+
+    /// Every stock shard's keys of a sale.
+    pub async fn shard_keys(&self, activity: i64) -> Vec<ShardKeys> {
+        self.redis
+            .keys
+            .shards(activity, self.shards_of(activity).await)
+    }
+
+    /// Entries waiting in the journals of every shard of a sale.
+    pub async fn journal_len(&self, activity: i64) -> i64 {
+        let mut total = 0;
+        for shard in self.shard_keys(activity).await {
+            let n: i64 = redis::cmd("XLEN")
+                .arg(shard.journal())
+                .query_async(&mut self.redis.conn())
+                .await
+                .unwrap();
+            total += n;
+        }
+        total
     }
 
     /// Orders of an activity by status, and the activity's `sold`.
@@ -344,12 +386,7 @@ pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
     assert!(active <= total, "oversold: {active} > {total}");
     assert_eq!(sold, active, "activities.sold matches the orders");
     eventually(30, "the journal drained", || async {
-        let len: i64 = redis::cmd("XLEN")
-            .arg(format!("{}journal", app.config.redis_prefix))
-            .query_async(&mut app.redis.clone())
-            .await
-            .unwrap();
-        (len == 0).then_some(())
+        (app.journal_len(activity).await == 0).then_some(())
     })
     .await;
     assert_eq!(
@@ -408,20 +445,22 @@ pub async fn reserve_behind_the_gate(
     activity: i64,
     user: i64,
 ) -> server::pipeline::journal::Reservation {
-    let token = uuid::Uuid::new_v4();
-    let p = &app.config.redis_prefix;
+    let shards = app.shards_of(activity).await;
+    let home_index = home_shard(user, shards);
+    let token = new_token(activity, home_index, shards);
+    let home = app.redis.keys.shard(activity, home_index, shards);
     let _: () = redis::pipe()
         .cmd("DECRBY")
-        .arg(format!("{p}a:{activity}:stock"))
+        .arg(home.stock())
         .arg(1)
         .ignore()
         .cmd("HINCRBY")
-        .arg(format!("{p}a:{activity}:users"))
+        .arg(home.holders())
         .arg(user)
         .arg(1)
         .ignore()
         .cmd("HSET")
-        .arg(format!("{p}tok:{token}"))
+        .arg(home.token(&token))
         .arg("status")
         .arg("queued")
         .arg("user_id")
@@ -431,7 +470,7 @@ pub async fn reserve_behind_the_gate(
         .arg("quantity")
         .arg(1)
         .ignore()
-        .query_async(&mut app.redis.clone())
+        .query_async(&mut app.redis.conn())
         .await
         .unwrap();
     server::pipeline::journal::Reservation {
@@ -477,10 +516,15 @@ pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::
 }
 
 pub async fn token_status(app: &TestApp, token: &str) -> Option<String> {
+    let key = app
+        .redis
+        .keys
+        .token(&token.parse().unwrap())
+        .expect("a token the gate made");
     redis::cmd("HGET")
-        .arg(format!("{}tok:{token}", app.config.redis_prefix))
+        .arg(key)
         .arg("status")
-        .query_async(&mut app.redis.clone())
+        .query_async(&mut app.redis.conn())
         .await
         .unwrap()
 }
@@ -490,7 +534,16 @@ pub fn server_command(app: &TestApp, sub: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_server"));
     cmd.arg(sub)
         .env("DATABASE_URL", &app.config.database_url)
-        .env("REDIS_URL", &app.config.redis_url)
+        .env(
+            match &app.config.redis {
+                Target::Single(_) => "REDIS_URL",
+                Target::Cluster(_) => "REDIS_CLUSTER_URLS",
+            },
+            match &app.config.redis {
+                Target::Single(url) => url.clone(),
+                Target::Cluster(urls) => urls.join(","),
+            },
+        )
         .env("AMQP_URL", &app.config.amqp_url)
         .env("SECKILL_REDIS_PREFIX", &app.config.redis_prefix)
         .env("SECKILL_AMQP_PREFIX", &app.config.amqp_prefix)

@@ -27,8 +27,8 @@ async fn fingerprint(app: &TestApp, activity: i64) -> Value {
     .await
     .unwrap();
     let holders: std::collections::BTreeMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{}a:{activity}:users", app.config.redis_prefix))
-        .query_async(&mut app.redis.clone())
+        .arg(app.shard_keys(activity).await[0].holders())
+        .query_async(&mut app.redis.conn())
         .await
         .unwrap();
     json!({"db": db, "remaining": app.remaining(activity).await, "holders": holders})

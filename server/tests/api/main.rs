@@ -10,4 +10,5 @@ mod hostile;
 mod input;
 mod lifecycle;
 mod seckill;
+mod shards;
 mod site;

@@ -305,6 +305,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         activity_id: Some(id),
         rate: size.rate,
         retry_for: Duration::from_secs(60),
+        stock_shards: None,
     };
     let config = app.config.clone();
     let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
@@ -422,15 +423,31 @@ async fn settle(app: &TestApp, tokens: &[String]) -> Vec<String> {
     loop {
         poll.tick().await;
         let unsettled = unsettled(app, tokens).await;
-        let journal: i64 = redis::cmd("XLEN")
-            .arg(format!("{}journal", app.config.redis_prefix))
-            .query_async(&mut app.redis.clone())
-            .await
-            .unwrap_or(-1);
+        let mut journal = 0;
+        for shard in journal_shards(app, tokens) {
+            journal += redis::cmd("XLEN")
+                .arg(shard.journal())
+                .query_async::<i64>(&mut app.redis.conn())
+                .await
+                .unwrap_or(1);
+        }
         if (unsettled.is_empty() && journal == 0) || Instant::now() > deadline {
             return unsettled;
         }
     }
+}
+
+/// Every stock shard of the sales the tokens are of (a token names its sale and shard count).
+fn journal_shards(app: &TestApp, tokens: &[String]) -> Vec<server::infra::keys::ShardKeys> {
+    let sales: std::collections::BTreeSet<(i64, i16)> = tokens
+        .iter()
+        .filter_map(|t| server::infra::keys::token_home(&t.parse().ok()?))
+        .map(|(activity, _, shards)| (activity, shards))
+        .collect();
+    sales
+        .into_iter()
+        .flat_map(|(activity, shards)| app.redis.keys.shards(activity, shards))
+        .collect()
 }
 
 /// Accepted tokens with no order in the database whose status in Redis is not `failed`.
@@ -451,9 +468,9 @@ async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
     let mut left = Vec::new();
     for token in missing {
         let status: redis::RedisResult<Option<String>> = redis::cmd("HGET")
-            .arg(format!("{}tok:{token}", app.config.redis_prefix))
+            .arg(app.redis.keys.token(&token).expect("a token the gate made"))
             .arg("status")
-            .query_async(&mut app.redis.clone())
+            .query_async(&mut app.redis.conn())
             .await;
         if !matches!(status, Ok(Some(s)) if s == "failed") {
             left.push(token.to_string());
@@ -465,9 +482,7 @@ async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
 /// The activity's remaining stock in Redis (asked again while the connection is re-established).
 async fn remaining(app: &TestApp, id: i64) -> i64 {
     eventually(30, "Redis answers", || async {
-        redis::cmd("GET")
-            .arg(format!("{}a:{id}:stock", app.config.redis_prefix))
-            .query_async::<Option<i64>>(&mut app.redis.clone())
+        server::domain::activity::in_redis(&app.redis, id, 1)
             .await
             .ok()
             .flatten()

@@ -19,6 +19,8 @@ pub struct Draft {
     pub per_user_limit: String,
     pub captcha_required: bool,
     pub payment_window_mins: String,
+    /// Stock shards; empty lets the server choose from the stock and its Redis masters.
+    pub stock_shards: String,
 }
 
 /// Field errors, keyed by the API's field names.
@@ -146,6 +148,19 @@ impl Draft {
                 "The payment window is 1 to 1440 minutes.".into(),
             );
         }
+        let shards = match self.stock_shards.trim() {
+            "" => None,
+            typed => {
+                let n = parse_int(typed).filter(|n| (1..=64).contains(n));
+                if n.is_none() || stock.is_some_and(|s| n.is_some_and(|n| n > s)) {
+                    errors.insert(
+                        "stock_shards",
+                        "Split the stock over 1 to 64 shards, at most one per unit.".into(),
+                    );
+                }
+                n
+            }
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -161,6 +176,7 @@ impl Draft {
             per_user_limit: limit.map(|n| n as i32),
             captcha_required: Some(self.captcha_required),
             payment_window_secs: window.map(|m| (m * 60) as i32),
+            stock_shards: shards.map(|n| n as i16),
         })
     }
 }
@@ -168,7 +184,7 @@ impl Draft {
 /// The form field a server `invalid_input` message is about: API.md's messages start with the
 /// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
 pub fn field_of_message(message: &str) -> Option<&'static str> {
-    const FIELDS: [&str; 11] = [
+    const FIELDS: [&str; 12] = [
         "title",
         "description",
         "image_url",
@@ -180,6 +196,7 @@ pub fn field_of_message(message: &str) -> Option<&'static str> {
         "per_user_limit",
         "captcha_required",
         "payment_window_secs",
+        "stock_shards",
     ];
     let head = message.split([':', ' ']).next().unwrap_or_default();
     FIELDS.into_iter().find(|f| *f == head)

@@ -121,6 +121,7 @@ pub fn ActivityForm() -> impl IntoView {
     let (stock, set_stock) = bind!(stock);
     let (limit, set_limit) = bind!(per_user_limit);
     let (window_mins, set_window_mins) = bind!(payment_window_mins);
+    let (shards, set_shards) = bind!(stock_shards);
     let described = |id: &str| format!("{id}-error");
 
     view! {
@@ -171,6 +172,11 @@ pub fn ActivityForm() -> impl IntoView {
                     <Field id="payment_window_secs" label="Payment window (minutes)" errors>
                         <input id="field-payment_window_secs" name="payment_window" type="number" min="1" max="1440" data-testid="admin-field-payment_window"
                             aria-describedby=described("payment_window_secs") prop:value=window_mins on:input=set_window_mins/>
+                    </Field>
+                    <Field id="stock_shards" label="Stock shards (optional)" errors
+                        hint=Signal::derive(|| "A hot sale's stock split over Redis masters; empty chooses for you.".to_string())>
+                        <input id="field-stock_shards" name="stock_shards" type="number" min="1" max="64" data-testid="admin-field-stock_shards"
+                            aria-describedby=described("stock_shards") prop:value=shards on:input=set_shards/>
                     </Field>
                 </div>
                 <label class="check">

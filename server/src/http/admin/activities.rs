@@ -5,8 +5,8 @@ use crate::{
     buy::{attempts, soldout::SoldOut},
     domain::{
         activity::{
-            add_to_stock, admin_item, insert, load, remaining, warm, ActivityRow, ActivitySpec,
-            COLUMNS,
+            add_to_stock, admin_item, in_redis, insert, load, remaining, warm, ActivityRow,
+            ActivitySpec, COLUMNS,
         },
         rfc3339, ApiError, ApiResult,
     },
@@ -63,9 +63,9 @@ async fn create_activity(
     Merchant(merchant): Merchant,
     AppJson(body): AppJson<NewActivity>,
 ) -> ApiResult<(StatusCode, Json<Activity>)> {
-    let spec = ActivitySpec::parse(body, config.min_payment_window_secs)?;
+    let spec = ActivitySpec::parse(body, config.min_payment_window_secs, redis.masters)?;
     let row = insert(&db, merchant.user_id, &spec).await?;
-    warm(&mut redis.conn(), &redis.keys, &row, row.total_stock).await?;
+    warm(&redis, &row, row.total_stock).await?;
     tracing::info!(
         activity.id = row.id,
         merchant.id = merchant.user_id,
@@ -88,14 +88,14 @@ async fn add_stock(
         return Err(ApiError::invalid("add", "must be between 1 and 10000000"));
     }
     let mut tx = db.begin().await?;
-    let updated: Option<(i64, i64)> = sqlx::query_as(
-        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 RETURNING total_stock, sold",
+    let updated: Option<(i64, i64, i16)> = sqlx::query_as(
+        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 RETURNING total_stock, sold, stock_shards",
     )
     .bind(id)
     .bind(body.add)
     .fetch_optional(&mut *tx)
     .await?;
-    let (total_stock, sold) = updated.ok_or(ApiError::NotFound)?;
+    let (total_stock, sold, shards) = updated.ok_or(ApiError::NotFound)?;
     sqlx::query(
         "INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)",
     )
@@ -106,9 +106,8 @@ async fn add_stock(
     .await?;
     tx.commit().await?;
 
-    let mut conn = redis.conn();
-    let remaining = add_to_stock(&mut conn, &redis.keys, id, body.add, total_stock - sold).await?;
-    sold_out.announce(&mut conn, id).await?;
+    let remaining = add_to_stock(&redis, (id, shards), body.add, total_stock - sold).await?;
+    sold_out.announce(&mut redis.conn(), id).await?;
     tracing::info!(
         activity.id = id,
         merchant.id = merchant.user_id,
@@ -137,12 +136,14 @@ async fn set_paused(
     .fetch_optional(db)
     .await?
     .ok_or(ApiError::NotFound)?;
-    let _: () = redis::cmd("HSET")
-        .arg(redis.keys.meta(id))
-        .arg("paused")
-        .arg(if paused { "1" } else { "0" })
-        .query_async(&mut redis.conn())
-        .await?;
+    for shard in redis.keys.shards(id, row.stock_shards) {
+        let _: () = redis::cmd("HSET")
+            .arg(shard.meta())
+            .arg("paused")
+            .arg(if paused { "1" } else { "0" })
+            .query_async(&mut redis.conn())
+            .await?;
+    }
     tracing::info!(activity.id = id, paused, "activity switched");
     Ok(Json(row.into_activity()))
 }
@@ -186,9 +187,8 @@ async fn stats(
             .map(|(_, n)| *n)
             .unwrap_or(0)
     };
-    let mut conn = redis.conn();
-    let remaining = remaining(&mut conn, &redis.keys, id).await?;
-    let attempts_per_sec = attempts::last_second(&mut conn, &redis.keys, id).await?;
+    let remaining = remaining(&redis, id, row.stock_shards).await?;
+    let attempts_per_sec = attempts::last_second(&redis, id).await?;
     Ok(Json(ActivityStats {
         total_stock: row.total_stock,
         remaining,
@@ -213,16 +213,12 @@ async fn list(
     .bind(LIST_LIMIT)
     .fetch_all(&db)
     .await?;
-    // One round trip for every activity's remaining stock.
-    let in_redis: Vec<Option<i64>> = if rows.is_empty() {
-        Vec::new()
-    } else {
-        let keys: Vec<String> = rows.iter().map(|r| redis.keys.stock(r.id)).collect();
-        redis::cmd("MGET")
-            .arg(keys)
-            .query_async(&mut redis.conn())
-            .await?
-    };
+    // Every activity's shards at once (on a cluster they live on different masters).
+    let reads = rows.iter().map(|r| in_redis(&redis, r.id, r.stock_shards));
+    let in_redis: Vec<Option<i64>> = futures_util::future::join_all(reads)
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
     let now = Utc::now();
     let activities = rows
         .into_iter()
@@ -244,13 +240,10 @@ async fn one(
 ) -> ApiResult<Response> {
     let id = parse_id(&id)?;
     let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
-    let in_redis: Option<i64> = redis::cmd("GET")
-        .arg(redis.keys.stock(id))
-        .query_async(&mut redis.conn())
-        .await?;
+    let on_sale = in_redis(&redis, id, row.stock_shards).await?;
     Ok((
         [(header::CACHE_CONTROL, "no-store")],
-        Json(admin_item(row, in_redis, Utc::now())),
+        Json(admin_item(row, on_sale, Utc::now())),
     )
         .into_response())
 }

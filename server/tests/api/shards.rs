@@ -1,0 +1,353 @@
+//! Stock shards: one sale's stock split over several Redis keys (on a cluster, several masters).
+//! The promises of a single stock hold: exact stock, exact per-user limit, no unit stranded in
+//! a shard, idempotent retries, units of cancelled orders back on sale. `make test` runs these
+//! against the single Redis and against a 3 + 3 Redis Cluster.
+
+use crate::helpers::*;
+use futures_util::{stream, StreamExt};
+use serde_json::{json, Value};
+use server::infra::keys::{home_shard, token_home};
+use std::collections::HashSet;
+
+async fn sharded_sale(app: &TestApp, stock: i64, shards: i16, fields: Value) -> i64 {
+    let merchant = merchant(app).await;
+    let mut body = json!({"stock_shards": shards});
+    for (k, v) in fields.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let activity = live_activity(app, &merchant, stock, body).await;
+    assert_eq!(activity["stock_shards"], shards, "{activity}");
+    activity["id"].as_i64().unwrap()
+}
+
+async fn buy_once(app: &TestApp, s: &Shopper, id: i64) -> (u16, Value) {
+    let path = app.path(&s.client, id).await;
+    json(app.buy(&s.client, id, json!({"path": path})).await).await
+}
+
+/// Each shard's units.
+async fn shard_stock(app: &TestApp, id: i64) -> Vec<i64> {
+    let stock = server::domain::activity::shard_stock(&app.redis, id, app.shards_of(id).await)
+        .await
+        .unwrap();
+    stock
+        .into_iter()
+        .map(|n| n.expect("every shard is in Redis"))
+        .collect()
+}
+
+/// Puts every unit of the sale in shard `keep`, the others empty (as a sale looks once most
+/// shards sold out).
+async fn move_all_units_to(app: &TestApp, id: i64, keep: usize) {
+    let total: i64 = shard_stock(app, id).await.iter().sum();
+    for (i, shard) in app.shard_keys(id).await.iter().enumerate() {
+        let units = if i == keep { total } else { 0 };
+        let _: () = redis::cmd("SET")
+            .arg(shard.stock())
+            .arg(units)
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn two_thousand_buyers_for_a_hundred_units_over_four_shards_get_exactly_a_hundred() {
+    let app = spawn_app().await;
+    let id = sharded_sale(&app, 100, 4, json!({})).await;
+    assert_eq!(shard_stock(&app, id).await, vec![25, 25, 25, 25]);
+    let buyers = shoppers(&app, 2000).await;
+
+    let paths: Vec<String> = stream::iter(&buyers)
+        .map(|s| app.path(&s.client, id))
+        .buffered(64)
+        .collect()
+        .await;
+    let app = &app;
+    let requests = buyers.iter().zip(paths).map(|(s, path)| async move {
+        json(app.buy(&s.client, id, json!({"path": path})).await).await
+    });
+    let answers = futures_util::future::join_all(requests).await;
+
+    let accepted: Vec<String> = answers
+        .iter()
+        .filter(|(s, _)| *s == 202)
+        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
+        .collect();
+    let mut refusals = std::collections::BTreeMap::<String, usize>::new();
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
+        *refusals
+            .entry(format!("{status} {}", body["error"]))
+            .or_default() += 1;
+    }
+    assert_eq!(
+        accepted.len(),
+        100,
+        "{refusals:?} shards left {:?}",
+        shard_stock(app, id).await
+    );
+    assert_eq!(accepted.iter().collect::<HashSet<_>>().len(), 100);
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
+        assert_eq!(
+            (*status, body["error"].as_str()),
+            (409, Some("sold_out")),
+            "{body}"
+        );
+    }
+    // The tokens come from every shard, so every shard's journal carried orders.
+    let homes: HashSet<i16> = accepted
+        .iter()
+        .map(|t| token_home(&t.parse().unwrap()).unwrap().1)
+        .collect();
+    assert_eq!(homes.len(), 4, "{homes:?}");
+    assert_settled(app, id, &accepted).await;
+    assert_eq!(shard_stock(app, id).await, vec![0, 0, 0, 0]);
+    assert_eq!(app.order_units(id, "confirmed").await, 100);
+}
+
+#[tokio::test]
+async fn one_user_firing_fifty_concurrent_buys_on_a_sharded_sale_gets_exactly_two() {
+    let app = spawn_app().await;
+    let id = sharded_sale(&app, 100, 4, json!({"per_user_limit": 2})).await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    // The user's home shard has one unit only: the second unit must be borrowed, and the
+    // limit still counted at home.
+    let home = home_shard(shopper.id, 4) as usize;
+    let _: () = redis::cmd("SET")
+        .arg(app.shard_keys(id).await[home].stock())
+        .arg(1)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    let before: i64 = shard_stock(&app, id).await.iter().sum();
+    let path = app.path(&shopper.client, id).await;
+
+    let requests = (0..50).map(|i| {
+        let path = path.clone();
+        let shopper = &shopper;
+        let app = &app;
+        async move {
+            let resp = shopper
+                .client
+                .post(app.url(&format!("/api/activities/{id}/buy")))
+                .header("Idempotency-Key", format!("k-{i}"))
+                .json(&json!({"path": path}))
+                .send()
+                .await
+                .unwrap();
+            json(resp).await
+        }
+    });
+    let answers = futures_util::future::join_all(requests).await;
+
+    let accepted: Vec<String> = answers
+        .iter()
+        .filter(|(s, _)| *s == 202)
+        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(accepted.len(), 2, "{answers:?}");
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
+        let code = body["error"].as_str().unwrap();
+        assert!(
+            matches!(
+                (*status, code),
+                (403, "limit_reached") | (429, "rate_limited") | (403, "blocked")
+            ),
+            "{body}"
+        );
+    }
+    assert_eq!(shard_stock(&app, id).await.iter().sum::<i64>(), before - 2);
+    assert_eq!(shard_stock(&app, id).await[home], 0);
+    // Both orders are the user's, and no unit was held for nothing.
+    let holders: Option<i64> = redis::cmd("HGET")
+        .arg(app.shard_keys(id).await[home].holders())
+        .arg(shopper.id)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(holders, Some(2));
+    eventually(60, "both orders persisted", || async {
+        (app.order_units(id, "confirmed").await == 2).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_sale_whose_units_sit_in_one_shard_still_sells_every_unit() {
+    let app = spawn_app().await;
+    let id = sharded_sale(&app, 12, 4, json!({})).await;
+    move_all_units_to(&app, id, 3).await;
+    // Shoppers of every home shard: most must borrow from shard 3.
+    let buyers = shoppers(&app, 40).await;
+    assert_eq!(
+        buyers
+            .iter()
+            .map(|s| home_shard(s.id, 4))
+            .collect::<HashSet<_>>()
+            .len(),
+        4
+    );
+
+    let answers: Vec<(u16, Value)> = stream::iter(&buyers)
+        .map(|s| buy_once(&app, s, id))
+        .buffered(8)
+        .collect()
+        .await;
+
+    let accepted: Vec<String> = answers
+        .iter()
+        .filter(|(s, _)| *s == 202)
+        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(accepted.len(), 12, "{answers:?}");
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
+        assert_eq!(
+            (*status, body["error"].as_str()),
+            (409, Some("sold_out")),
+            "{body}"
+        );
+    }
+    assert_settled(&app, id, &accepted).await;
+    assert_eq!(shard_stock(&app, id).await, vec![0, 0, 0, 0]);
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let borrowed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("seckill_borrowed_reservations_total "))
+        .and_then(|n| n.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    assert!(borrowed >= 6, "most units were lent by shard 3: {borrowed}");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_retry_on_a_sharded_sale_takes_nothing_more_even_when_borrowing() {
+    let app = spawn_app().await;
+    let id = sharded_sale(&app, 40, 4, json!({"per_user_limit": 5})).await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let home = home_shard(shopper.id, 4) as usize;
+    // Nothing at home: the buy borrows.
+    move_all_units_to(&app, id, (home + 2) % 4).await;
+    let path = app.path(&shopper.client, id).await;
+
+    let requests = (0..20).map(|_| async {
+        let resp = shopper
+            .client
+            .post(app.url(&format!("/api/activities/{id}/buy")))
+            .header("Idempotency-Key", "retry-after-timeout")
+            .json(&json!({"path": path}))
+            .send()
+            .await
+            .unwrap();
+        json(resp).await
+    });
+    let answers = futures_util::future::join_all(requests).await;
+
+    assert!(answers.iter().all(|a| a == &answers[0]), "{answers:?}");
+    assert_eq!(answers[0].0, 202, "{answers:?}");
+    assert_eq!(shard_stock(&app, id).await.iter().sum::<i64>(), 39);
+    let token = answers[0].1["token"].as_str().unwrap().to_string();
+    assert_settled(&app, id, std::slice::from_ref(&token)).await;
+    // Later retries answer the same too.
+    let (status, body) = json(
+        shopper
+            .client
+            .post(app.url(&format!("/api/activities/{id}/buy")))
+            .header("Idempotency-Key", "retry-after-timeout")
+            .json(&json!({"path": path}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["token"].as_str()),
+        (202, Some(token.as_str()))
+    );
+    assert_eq!(app.remaining(id).await, 39);
+}
+
+#[tokio::test]
+async fn a_cancelled_orders_unit_goes_back_to_a_shard_and_sells_again() {
+    let app = spawn_app().await;
+    let id = sharded_sale(&app, 2, 2, json!({"payment_window_secs": 1})).await;
+    let buyers = shoppers(&app, 3).await;
+    let mut tokens = Vec::new();
+    for s in &buyers[..2] {
+        let (status, body) = buy_once(&app, s, id).await;
+        assert_eq!(status, 202, "{body}");
+        tokens.push(body["token"].as_str().unwrap().to_string());
+    }
+    let (status, body) = buy_once(&app, &buyers[2], id).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("sold_out")),
+        "{body}"
+    );
+    assert_settled(&app, id, &tokens).await;
+
+    // Nobody pays: after a second both are cancelled and their units are back.
+    eventually(30, "both orders cancelled and their units back", || async {
+        (app.order_units(id, "cancelled").await == 2 && app.remaining(id).await == 2).then_some(())
+    })
+    .await;
+    let (status, body) = buy_once(&app, &buyers[2], id).await;
+    assert_eq!(status, 202, "{body}");
+    let token = body["token"].as_str().unwrap().to_string();
+    eventually(30, "the resold unit is an order", || async {
+        (app.order_units(id, "confirmed").await == 1).then_some(())
+    })
+    .await;
+    assert_eq!(app.remaining(id).await, 1);
+    assert!(!tokens.contains(&token));
+}
+
+#[tokio::test]
+async fn shards_are_checked_and_adding_stock_spreads_over_them() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let now = chrono::Utc::now();
+    for bad in [json!(0), json!(65), json!("four")] {
+        let resp = merchant
+            .post(app.url("/api/admin/activities"))
+            .json(&json!({
+                "title": "t", "price_cents": 100, "seckill_price_cents": 50,
+                "starts_at": now.to_rfc3339(), "ends_at": (now + chrono::Duration::hours(1)).to_rfc3339(),
+                "stock": 100, "stock_shards": bad,
+            }))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = json(resp).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid_input")),
+            "{bad}: {body}"
+        );
+    }
+    let id = sharded_sale(&app, 10, 4, json!({})).await;
+    assert_eq!(shard_stock(&app, id).await, vec![3, 3, 2, 2]);
+    let resp = merchant
+        .post(app.url(&format!("/api/admin/activities/{id}/stock")))
+        .json(&json!({"add": 6}))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json(resp).await;
+    assert_eq!(
+        (status, body["remaining"].as_i64()),
+        (200, Some(16)),
+        "{body}"
+    );
+    assert_eq!(shard_stock(&app, id).await, vec![5, 5, 3, 3]);
+    // The figures the merchant sees sum the shards.
+    let (_, stats) = json(
+        merchant
+            .get(app.url(&format!("/api/admin/activities/{id}/stats")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(stats["remaining"], 16, "{stats}");
+    let (_, stock) = json(app.get(&format!("/api/activities/{id}/stock")).await).await;
+    assert_eq!(stock["remaining"], 16, "{stock}");
+}
