@@ -46,8 +46,8 @@ cargo build --release -p server 2>&1 | tail -1
 BIN=target/release/server
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
 
-serve() { # serve [extra env...]
-  env SECKILL_ADDR=127.0.0.1:$PORT SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_MAX_IN_FLIGHT=8192 RUST_LOG=warn "$@" "$BIN" serve >"$out/server.log" 2>&1 &
+serve() { # serve [extra env...]; SERVE_BIN picks another build
+  env SECKILL_ADDR=127.0.0.1:$PORT SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_MAX_IN_FLIGHT=8192 RUST_LOG=warn "$@" "${SERVE_BIN:-$BIN}" serve >"$out/server.log" 2>&1 &
   SERVER=$!; pids+=("$SERVER")
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && return; sleep 0.2; done
   echo "server did not become ready" >&2; cat "$out/server.log" >&2; exit 1
@@ -138,6 +138,29 @@ crowd_ok=$(grep -c "→ OK" "$out/crowd.txt" || true)
 rss=$(rss_peak)
 echo "   server peak RSS ${rss} MB"
 
+echo "== in-stock buy path on a 3 + 3 Redis Cluster, 1 and 4 stock shards (same machine)"
+scripts/services.sh redis-cluster >/dev/null
+CLUSTER_URLS=$(for i in 0 1 2 3 4 5; do printf 'redis://127.0.0.1:%s,' $((${SECKILL_REDIS_CLUSTER_PORT_BASE:-17001} + i)); done | sed 's/,$//')
+kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+serve env REDIS_CLUSTER_URLS="$CLUSTER_URLS"
+crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 --stock-shards 1 | tee "$out/cluster1.txt"
+crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 --stock-shards 4 | tee "$out/cluster4.txt"
+# BEFORE_BIN=path/to/an/older/server: the same in-stock run against that build (its own database,
+# one Redis), for a before/after figure of a change to the buy path.
+before_row=""
+if [ -n "${BEFORE_BIN:-}" ]; then
+  echo "== in-stock buy path, the build in BEFORE_BIN"
+  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+  $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench_before WITH (FORCE)" -c "CREATE DATABASE seckill_bench_before"
+  SERVE_BIN=$BEFORE_BIN serve env DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before SECKILL_REDIS_PREFIX="before:$RUN:"
+  DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 | tee "$out/before.txt"
+  before_row="| in-stock buy path, the build before (BEFORE_BIN, one Redis) | $(sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$out/before.txt") shoppers/s, p99 $(sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$out/before.txt") ms | — | — | — |"
+fi
+shoppers_of() { sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$1"; }
+p99_of() { sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$1"; }
+cluster1=$(shoppers_of "$out/cluster1.txt"); cluster1_p99=$(p99_of "$out/cluster1.txt")
+cluster4=$(shoppers_of "$out/cluster4.txt"); cluster4_p99=$(p99_of "$out/cluster4.txt")
+
 ratio() { echo "scale=0; 100 * $1 / $2" | bc; }
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
 report=BENCHMARKS.md
@@ -157,6 +180,9 @@ generator on the same machine as the server. One run; on this shared VM figures 
 | sold-out path: \`POST …/buy\` on a sold-out sale (wrk, 256 connections) | $soldout req/s | $healthz | $(ratio "$soldout" "$healthz") % | ≥ 80 % |
 | in-stock buy path: shoppers/s, each GET path + POST buy (1,000 in flight) | $instock_shoppers shoppers/s = $((2 * ${instock_shoppers:-0})) req/s | $healthz | $(ratio "$((2 * ${instock_shoppers:-0}))" "$healthz") % | ≥ 40 % |
 | in-stock buy p99 latency at 1,000 concurrent | $instock_p99 ms | — | — | ≤ 30 ms |
+| in-stock buy path on the Redis Cluster, 1 stock shard | $cluster1 shoppers/s, p99 $cluster1_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster1:-0}" "${instock_shoppers:-1}") % | — |
+| in-stock buy path on the Redis Cluster, 4 stock shards | $cluster4 shoppers/s, p99 $cluster4_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster4:-0}" "${instock_shoppers:-1}") % | — |
+$before_row
 | persister draining a backlog of $BACKLOG (relay + persister, own process) | $persist_rate orders/s | — | — | ≥ 20,000 |
 | server peak RSS over the whole run | $rss MB | — | — | ≤ 200 MB |
 
@@ -168,6 +194,13 @@ $(cat "$out/crowd.txt")
 ## In-stock run
 \`\`\`
 $(cat "$out/instock.txt")
+\`\`\`
+
+## In-stock runs on the Redis Cluster (1 shard, then 4)
+\`\`\`
+$(cat "$out/cluster1.txt")
+
+$(cat "$out/cluster4.txt")
 \`\`\`
 MD
 cat scripts/bench-analysis.md >>"$report"

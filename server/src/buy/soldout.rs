@@ -1,7 +1,8 @@
 //! This instance's sold-out flags: once the gate says an activity is sold out, further buys are
 //! answered here without a Redis round trip. A flag is cleared by the restock broadcast (Redis
-//! pub/sub) that adding or returning stock sends to every instance, and it also lapses after a
-//! short while, so that a broadcast missed during a reconnect costs one round trip, not sales.
+//! pub/sub, listened to in `startup.rs`) that adding or returning stock sends to every instance,
+//! and it also lapses after a short while, so that a broadcast missed during a reconnect costs one
+//! round trip, not sales.
 
 use crate::infra::redis::Conn;
 use std::{
@@ -54,10 +55,6 @@ impl SoldOut {
             .query_async(redis)
             .await?;
         Ok(())
-    }
-
-    pub fn channel(&self) -> &str {
-        &self.channel
     }
 
     /// A restock broadcast arrived.

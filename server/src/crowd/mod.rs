@@ -198,20 +198,24 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms)
                 .context("server time")?
                 + chrono::Duration::seconds(opts.lead_secs);
+            let mut sale = serde_json::json!({
+                "title": format!("Crowd {run}"),
+                "price_cents": 10_000,
+                "seckill_price_cents": 1_000,
+                "starts_at": starts.to_rfc3339(),
+                "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+                "stock": opts.stock,
+                "per_user_limit": opts.per_user_limit,
+                "captcha_required": false,
+            });
+            // Named only when asked, so that the tool also drives servers that predate shards.
+            if let Some(shards) = opts.stock_shards {
+                sale["stock_shards"] = shards.into();
+            }
             let resp = http
                 .post(format!("{base}/api/admin/activities"))
                 .header("cookie", cookie(merchant, Role::Merchant))
-                .json(&serde_json::json!({
-                    "title": format!("Crowd {run}"),
-                    "price_cents": 10_000,
-                    "seckill_price_cents": 1_000,
-                    "starts_at": starts.to_rfc3339(),
-                    "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-                    "stock": opts.stock,
-                    "per_user_limit": opts.per_user_limit,
-                    "captcha_required": false,
-                    "stock_shards": opts.stock_shards,
-                }))
+                .json(&sale)
                 .send()
                 .await?;
             anyhow::ensure!(

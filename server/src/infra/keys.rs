@@ -196,6 +196,11 @@ impl Keys {
     pub fn login_failures(&self, who: &str) -> String {
         format!("{}login:{who}", self.prefix)
     }
+    /// The one journal of every sale before stock shards: still drained by the relay (cold), so
+    /// that reservations granted just before an upgrade become orders too.
+    pub fn legacy_journal(&self) -> String {
+        format!("{}journal", self.prefix)
+    }
     /// Never written: stands in for an optional key the script does not use this time.
     pub fn unused(&self, shard: &ShardKeys) -> String {
         shard.key("unused")

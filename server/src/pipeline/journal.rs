@@ -121,7 +121,7 @@ impl Relay {
         .fetch_all(&self.db)
         .await
         .context("listing the journals")?;
-        let (mut hot, mut cold) = (Vec::new(), Vec::new());
+        let (mut hot, mut cold) = (Vec::new(), vec![self.redis.keys.legacy_journal()]);
         for (id, shards, on) in sales {
             let list = if on { &mut hot } else { &mut cold };
             list.extend(
@@ -324,19 +324,24 @@ impl Relay {
 
     /// Entries in the given journals not yet confirmed by RabbitMQ.
     async fn lag(&self, journals: &[String]) -> anyhow::Result<i64> {
-        let lengths = journals.iter().map(|journal| {
-            let mut redis = self.redis.conn();
-            async move {
-                redis::cmd("XLEN")
-                    .arg(journal)
-                    .query_async::<i64>(&mut redis)
-                    .await
-            }
-        });
-        let mut lag = 0;
-        for length in futures_util::future::join_all(lengths).await {
-            lag += length?;
-        }
-        Ok(lag)
+        Ok(entries(&self.redis, journals).await? as i64)
     }
+}
+
+/// Entries in the given journals (asked at once: on a cluster they live on several masters).
+pub async fn entries(redis: &Redis, journals: &[String]) -> redis::RedisResult<u64> {
+    let lengths = journals.iter().map(|journal| {
+        let mut conn = redis.conn();
+        async move {
+            redis::cmd("XLEN")
+                .arg(journal)
+                .query_async::<u64>(&mut conn)
+                .await
+        }
+    });
+    let mut total = 0;
+    for length in futures_util::future::join_all(lengths).await {
+        total += length?;
+    }
+    Ok(total)
 }

@@ -65,20 +65,9 @@ impl Reconciler {
             .iter()
             .flat_map(|&(id, shards)| self.redis.keys.shards(id, shards))
             .map(|s| s.journal())
+            .chain([self.redis.keys.legacy_journal()])
             .collect();
-        let lengths = journals.iter().map(|journal| {
-            let mut conn = self.redis.conn();
-            async move {
-                redis::cmd("XLEN")
-                    .arg(journal)
-                    .query_async::<u64>(&mut conn)
-                    .await
-            }
-        });
-        let mut journal = 0;
-        for length in futures_util::future::join_all(lengths).await {
-            journal += length?;
-        }
+        let journal = super::journal::entries(&self.redis, &journals).await?;
         let channel = self.broker.channel(&self.topology).await?;
         let queue = channel
             .queue_declare(

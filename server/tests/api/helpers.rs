@@ -293,6 +293,24 @@ impl TestApp {
             .unwrap()
     }
 
+    /// A buy with an `Idempotency-Key`, as a client retrying after a timeout sends it.
+    pub async fn buy_keyed(
+        &self,
+        client: &Client,
+        activity: i64,
+        key: &str,
+        body: Value,
+    ) -> (u16, Value) {
+        let resp = client
+            .post(self.url(&format!("/api/activities/{activity}/buy")))
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        json(resp).await
+    }
+
     /// Units on sale over every stock shard (fails if Redis holds none of them).
     pub async fn remaining(&self, activity: i64) -> i64 {
         server::domain::activity::in_redis(&self.redis, activity, self.shards_of(activity).await)
@@ -394,6 +412,15 @@ pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
         total,
         "conservation: remaining + active = total"
     );
+}
+
+/// The tokens of the accepted (`202`) answers.
+pub fn tokens_of(answers: &[(u16, Value)]) -> Vec<String> {
+    answers
+        .iter()
+        .filter(|(s, _)| *s == 202)
+        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// A username unique across tests and runs.

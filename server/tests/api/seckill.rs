@@ -17,14 +17,6 @@ async fn buy_all(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<(u16, 
     futures_util::future::join_all(requests).await
 }
 
-fn tokens_of(answers: &[(u16, Value)]) -> Vec<String> {
-    answers
-        .iter()
-        .filter(|(s, _)| *s == 202)
-        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders() {
     let app = spawn_app().await;
@@ -114,16 +106,13 @@ async fn the_same_idempotency_key_twenty_times_makes_one_reservation_and_twenty_
     let shopper = shoppers(&app, 1).await.remove(0);
     let path = app.path(&shopper.client, id).await;
 
-    let requests = (0..20).map(|_| async {
-        let resp = shopper
-            .client
-            .post(app.url(&format!("/api/activities/{id}/buy")))
-            .header("Idempotency-Key", "retry-after-timeout-1")
-            .json(&json!({"path": path}))
-            .send()
-            .await
-            .unwrap();
-        json(resp).await
+    let requests = (0..20).map(|_| {
+        app.buy_keyed(
+            &shopper.client,
+            id,
+            "retry-after-timeout-1",
+            json!({"path": path}),
+        )
     });
     let answers = futures_util::future::join_all(requests).await;
 

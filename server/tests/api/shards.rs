@@ -69,11 +69,7 @@ async fn two_thousand_buyers_for_a_hundred_units_over_four_shards_get_exactly_a_
     });
     let answers = futures_util::future::join_all(requests).await;
 
-    let accepted: Vec<String> = answers
-        .iter()
-        .filter(|(s, _)| *s == 202)
-        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
-        .collect();
+    let accepted = tokens_of(&answers);
     let mut refusals = std::collections::BTreeMap::<String, usize>::new();
     for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
         *refusals
@@ -122,29 +118,13 @@ async fn one_user_firing_fifty_concurrent_buys_on_a_sharded_sale_gets_exactly_tw
     let before: i64 = shard_stock(&app, id).await.iter().sum();
     let path = app.path(&shopper.client, id).await;
 
-    let requests = (0..50).map(|i| {
-        let path = path.clone();
-        let shopper = &shopper;
-        let app = &app;
-        async move {
-            let resp = shopper
-                .client
-                .post(app.url(&format!("/api/activities/{id}/buy")))
-                .header("Idempotency-Key", format!("k-{i}"))
-                .json(&json!({"path": path}))
-                .send()
-                .await
-                .unwrap();
-            json(resp).await
-        }
-    });
+    let keys: Vec<String> = (0..50).map(|i| format!("k-{i}")).collect();
+    let requests = keys
+        .iter()
+        .map(|key| app.buy_keyed(&shopper.client, id, key, json!({"path": path})));
     let answers = futures_util::future::join_all(requests).await;
 
-    let accepted: Vec<String> = answers
-        .iter()
-        .filter(|(s, _)| *s == 202)
-        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
-        .collect();
+    let accepted = tokens_of(&answers);
     assert_eq!(accepted.len(), 2, "{answers:?}");
     for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
         let code = body["error"].as_str().unwrap();
@@ -194,11 +174,7 @@ async fn a_sale_whose_units_sit_in_one_shard_still_sells_every_unit() {
         .collect()
         .await;
 
-    let accepted: Vec<String> = answers
-        .iter()
-        .filter(|(s, _)| *s == 202)
-        .map(|(_, b)| b["token"].as_str().unwrap().to_string())
-        .collect();
+    let accepted = tokens_of(&answers);
     assert_eq!(accepted.len(), 12, "{answers:?}");
     for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
         assert_eq!(
@@ -228,16 +204,13 @@ async fn an_idempotency_key_retry_on_a_sharded_sale_takes_nothing_more_even_when
     move_all_units_to(&app, id, (home + 2) % 4).await;
     let path = app.path(&shopper.client, id).await;
 
-    let requests = (0..20).map(|_| async {
-        let resp = shopper
-            .client
-            .post(app.url(&format!("/api/activities/{id}/buy")))
-            .header("Idempotency-Key", "retry-after-timeout")
-            .json(&json!({"path": path}))
-            .send()
-            .await
-            .unwrap();
-        json(resp).await
+    let requests = (0..20).map(|_| {
+        app.buy_keyed(
+            &shopper.client,
+            id,
+            "retry-after-timeout",
+            json!({"path": path}),
+        )
     });
     let answers = futures_util::future::join_all(requests).await;
 
@@ -247,17 +220,14 @@ async fn an_idempotency_key_retry_on_a_sharded_sale_takes_nothing_more_even_when
     let token = answers[0].1["token"].as_str().unwrap().to_string();
     assert_settled(&app, id, std::slice::from_ref(&token)).await;
     // Later retries answer the same too.
-    let (status, body) = json(
-        shopper
-            .client
-            .post(app.url(&format!("/api/activities/{id}/buy")))
-            .header("Idempotency-Key", "retry-after-timeout")
-            .json(&json!({"path": path}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = app
+        .buy_keyed(
+            &shopper.client,
+            id,
+            "retry-after-timeout",
+            json!({"path": path}),
+        )
+        .await;
     assert_eq!(
         (status, body["token"].as_str()),
         (202, Some(token.as_str()))
