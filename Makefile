@@ -23,7 +23,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e clean-test-dbs bench profile chaos
+.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench profile chaos cluster cluster-stop
 
 run: setup build
 	mkdir -p .local
@@ -34,7 +34,7 @@ run: setup build
 	SECKILL_SECRET=$$(cat .local/secret) SECKILL_ADMIN_USER=demo SECKILL_ADMIN_PASSWORD=$$(cat .local/demo-password) \
 	SECKILL_DEMO=1 LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/debug/server serve
 
-test: setup test-tools build test-rust test-e2e
+test: setup test-tools build test-rust test-e2e test-e2e-cluster
 
 setup: tools services
 
@@ -54,10 +54,12 @@ tools:
 	  (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
 	fi
 
+# Chromium for Playwright; nginx for the cluster shape (failover suite, e2e through nginx).
+TEST_PACKAGES := chromium nginx libnginx-mod-http-brotli-static
 test-tools:
-	if ! dpkg -s chromium >/dev/null 2>&1; then
+	if ! dpkg -s $(TEST_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_PACKAGES) >/dev/null
 	fi
 
 services:
@@ -66,13 +68,21 @@ services:
 services-stop:
 	scripts/services.sh stop
 
+# The many-box shape on loopback (README "make cluster"): nginx on :3400 in front of three release
+# instances, a Redis Cluster, a RabbitMQ cluster, this PostgreSQL. `cluster-stop` ends exactly that.
+cluster: setup
+	scripts/cluster.sh up
+
+cluster-stop:
+	scripts/cluster.sh down
+
 build:
 	cargo leptos build
 	scripts/precompress.sh target/site/pkg
 
 # Each integration test makes a database of its own; drop those of earlier runs first.
 clean-test-dbs:
-	for db in $$($(PSQL) -d postgres -tAc "SELECT datname FROM pg_database WHERE datname LIKE 'test\_%' OR datname = 'seckill_e2e'"); do
+	for db in $$($(PSQL) -d postgres -tAc "SELECT datname FROM pg_database WHERE datname LIKE 'test\_%' OR datname IN ('seckill_e2e', 'seckill_e2e_cluster')"); do
 	  $(PSQL) -d postgres -c "DROP DATABASE \"$$db\" WITH (FORCE)"
 	done
 
@@ -89,6 +99,21 @@ test-e2e: clean-test-dbs
 	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
 	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
 	npx playwright test
+
+# The same journeys through nginx against the cluster shape (debug build, a database of its own).
+test-e2e-cluster: clean-test-dbs
+	export SECKILL_CLUSTER_PROFILE=debug SECKILL_CLUSTER_PORT=3300 SECKILL_CLUSTER_DATABASE=seckill_e2e_cluster \
+	  SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password SECKILL_DEMO=0 \
+	  SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e SECKILL_REDIS_PREFIX=e2ec:$$(date +%s%N): \
+	  SECKILL_TRUST_FORWARDED_FOR=2 RUST_LOG=warn \
+	  DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e_cluster REDIS_CLUSTER_URLS=$(TEST_CLUSTER_URLS)
+	trap '$(CURDIR)/scripts/cluster.sh down' EXIT
+	scripts/cluster.sh up
+	# A crowd through nginx: 20,000 shoppers for 10,000 units over 4 stock shards; the load tool
+	# fails unless exactly the stock is sold, every order persisted, nobody over the limit.
+	target/debug/server crowd --base-url http://127.0.0.1:3300 --users 20000 --stock 10000 --stock-shards 4 --concurrency 512
+	cd e2e
+	E2E_CLUSTER_URL=http://127.0.0.1:3300 E2E_REDIS_CLUSTER_PORT=$(CLUSTER_BASE) npx playwright test
 
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
 # down 10 s; prints the table and records it in RELIABILITY.md. See server/tests/chaos/main.rs.

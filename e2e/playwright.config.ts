@@ -2,8 +2,11 @@ import { defineConfig, devices } from "@playwright/test";
 
 // The server under test is started by Playwright from the debug build, against the services that
 // `make test` started, with a database and a Redis key prefix of its own (see the Makefile).
+// With E2E_CLUSTER_URL the same journeys run as the project "cluster" against `make cluster`'s
+// nginx (started by the Makefile's test-e2e-cluster), and Playwright starts no server.
 const port = Number(process.env.E2E_PORT ?? 3100);
-export const baseURL = `http://127.0.0.1:${port}`;
+const clusterURL = process.env.E2E_CLUSTER_URL;
+export const baseURL = clusterURL ?? `http://127.0.0.1:${port}`;
 
 export default defineConfig({
   testDir: "./tests",
@@ -30,8 +33,8 @@ export default defineConfig({
       ],
     },
   },
-  projects: [{ name: "chromium", use: { ...devices["Desktop Chrome"], channel: undefined } }],
-  webServer: {
+  projects: [{ name: clusterURL ? "cluster" : "chromium", use: { ...devices["Desktop Chrome"], channel: undefined } }],
+  webServer: clusterURL ? undefined : {
     command: process.env.E2E_SERVER_CMD ?? "../target/debug/server serve",
     url: `${baseURL}/readyz`,
     timeout: 120_000,

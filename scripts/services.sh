@@ -148,7 +148,171 @@ start_rabbitmq() {
   echo "rabbitmq: started on 127.0.0.1:$AMQP_PORT"
 }
 
+# A RabbitMQ cluster of three nodes on loopback (for the many-box shape and its tests): nodes
+# seckill1..3@localhost, AMQP on RABBIT_CLUSTER_BASE+0..2, Erlang distribution on +10..12, data
+# under .local/rabbitmq-cluster/N. Nodes 2 and 3 join node 1 once; started again, a node rejoins
+# the cluster it knew. Quorum queues declared on it get a member on every node.
+RABBIT_CLUSTER_BASE=${SECKILL_RABBIT_CLUSTER_PORT_BASE:-18001}
+
+rabbit_node_env() { # node number 1..3
+  rabbit_env
+  local dir="$state/rabbitmq-cluster/$1"
+  mkdir -p "$dir/log" "$dir/mnesia"
+  export RABBITMQ_NODENAME="seckill$1@localhost"
+  export RABBITMQ_NODE_PORT=$((RABBIT_CLUSTER_BASE + $1 - 1))
+  export RABBITMQ_DIST_PORT=$((RABBIT_CLUSTER_BASE + 9 + $1))
+  export RABBITMQ_MNESIA_BASE="$dir/mnesia"
+  export RABBITMQ_LOG_BASE="$dir/log"
+  export RABBITMQ_PID_FILE="$dir/rabbitmq.pid"
+  export RABBITMQ_CONFIG_FILE="$dir/rabbitmq"
+  export RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins"
+  [ -f "$RABBITMQ_ENABLED_PLUGINS_FILE" ] || echo "[]." >"$RABBITMQ_ENABLED_PLUGINS_FILE"
+  printf 'loopback_users.guest = true\nlisteners.tcp.default = %s\n' "$RABBITMQ_NODE_PORT" >"$RABBITMQ_CONFIG_FILE.conf"
+}
+
+rabbit_node_start() { # node number
+  local port=$((RABBIT_CLUSTER_BASE + $1 - 1))
+  if answers "$port"; then return; fi
+  ( rabbit_node_env "$1"
+    /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1
+    wait_for "rabbitmq node $1" "$port" 120
+    local tries=0
+    until /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup >/dev/null 2>&1; do
+      tries=$((tries + 1)); ((tries < 30)) || { echo "rabbitmq node $1 did not start" >&2; return 1; }
+      sleep 1
+    done )
+  grep -qx "$1" "$state/rabbitmq-cluster.started" 2>/dev/null || echo "$1" >>"$state/rabbitmq-cluster.started"
+}
+
+start_rabbitmq_cluster() {
+  local n
+  for n in 1 2 3; do rabbit_node_start "$n"; done
+  for n in 2 3; do
+    ( rabbit_node_env "$n"
+      if ! /usr/lib/rabbitmq/bin/rabbitmqctl -q cluster_status --formatter json 2>/dev/null | grep -q 'seckill1@localhost'; then
+        /usr/lib/rabbitmq/bin/rabbitmqctl -q stop_app >/dev/null
+        /usr/lib/rabbitmq/bin/rabbitmqctl -q join_cluster seckill1@localhost >/dev/null
+        /usr/lib/rabbitmq/bin/rabbitmqctl -q start_app >/dev/null
+      fi )
+  done
+  ( rabbit_node_env 1
+    local deadline=$((SECONDS + 60))
+    until [ "$(/usr/lib/rabbitmq/bin/rabbitmqctl -q cluster_status --formatter json | grep -o '"running_nodes":\[[^]]*\]' | grep -o '@localhost' | wc -l)" = 3 ]; do
+      ((SECONDS < deadline)) || { echo "rabbitmq cluster: not 3 running nodes within 60 s" >&2; return 1; }
+      sleep 0.5
+    done )
+  echo "rabbitmq cluster: 3 nodes on 127.0.0.1:$RABBIT_CLUSTER_BASE-$((RABBIT_CLUSTER_BASE + 2))"
+}
+
+rabbit_node_stop() { # node number
+  ( rabbit_node_env "$1"
+    if ! timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1; then
+      pid=$(cat "$RABBITMQ_PID_FILE" 2>/dev/null || true)
+      [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    fi )
+}
+
+stop_rabbitmq_cluster() {
+  [ -f "$state/rabbitmq-cluster.started" ] || return 0
+  local n
+  # The last node to stop is the first to start again: stop them in the reverse order of joining.
+  for n in 3 2 1; do grep -qx "$n" "$state/rabbitmq-cluster.started" && rabbit_node_stop "$n"; done
+  rm -f "$state/rabbitmq-cluster.started"; echo "rabbitmq cluster: stopped"
+}
+
+# Fault injection: a cluster node SIGKILLed, as in a crash (the Erlang VM, not only the app).
+rabbit_node_kill() { # node number
+  local pid
+  pid=$(cat "$state/rabbitmq-cluster/$1/rabbitmq.pid" 2>/dev/null || true)
+  [ -n "$pid" ] || { echo "rabbitmq node $1 has no pid file" >&2; return 1; }
+  kill -9 "$pid"
+  local port=$((RABBIT_CLUSTER_BASE + $1 - 1)) deadline=$((SECONDS + 30))
+  while answers "$port"; do
+    ((SECONDS < deadline)) || { echo "rabbitmq node $1 still answers after SIGKILL" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+# Fault injection: the master serving a key's slot SIGKILLed; prints its port and returns once the
+# cluster has promoted its replica. `redis-cluster` starts the node again (it rejoins as a replica).
+redis_cluster_kill_master() { # key
+  local port slot pid
+  slot=$(redis-cli -h 127.0.0.1 -p "$CLUSTER_BASE" cluster keyslot "$1")
+  for port in $(cluster_ports); do
+    # `cluster nodes`: the line of "myself,master" lists its slot ranges from field 9 on.
+    if redis-cli -h 127.0.0.1 -p "$port" cluster nodes 2>/dev/null | awk -v s="$slot" '
+        $3 ~ /myself/ && $3 ~ /master/ { for (i = 9; i <= NF; i++) { n = split($i, r, "-");
+          if (n == 1) r[2] = r[1]; if (s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) found = 1 } }
+        END { exit !found }'; then
+      pid=$(cat "$state/redis-cluster/$port/redis.pid")
+      kill -9 "$pid"
+      echo "$port"
+      wait_failover "$slot" "$port"
+      return 0
+    fi
+  done
+  echo "no master serves slot $slot" >&2; return 1
+}
+
+wait_failover() { # slot killed-port: until another node masters the slot and the cluster is ok
+  local other=$CLUSTER_BASE deadline=$((SECONDS + 60)) served
+  [ "$other" = "$2" ] && other=$((CLUSTER_BASE + 1))
+  while :; do
+    served=$(redis-cli -h 127.0.0.1 -p "$other" cluster nodes 2>/dev/null | awk -v s="$1" '
+      $3 ~ /master/ && $3 !~ /fail/ { for (i = 9; i <= NF; i++) { n = split($i, r, "-");
+        if (n == 1) r[2] = r[1]; if (s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) { split($2, a, "[:@]"); print a[2] } } }')
+    if [ -n "$served" ] && [ "$served" != "$2" ] &&
+       redis-cli -h 127.0.0.1 -p "$other" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; then
+      return 0
+    fi
+    ((SECONDS < deadline)) || { echo "slot $1: no replica promoted within 60 s" >&2; return 1; }
+    sleep 0.1
+  done
+}
+
+# nginx in front of the instances: a load balancer on one port and the origin of /pkg/ (the
+# configuration is scripts/nginx.conf; this fills in the ports and paths).
+NGINX_DIR="$state/nginx"
+nginx_start() { # port site-root upstream-port...
+  local port=$1 site=$2; shift 2
+  command -v nginx >/dev/null || { echo "nginx is not installed (make cluster installs it)" >&2; return 1; }
+  mkdir -p "$NGINX_DIR/logs" "$NGINX_DIR/tmp"
+  local servers="" p
+  for p in "$@"; do servers+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
+  SERVERS="$servers" PORT="$port" SITE="$(cd "$site" && pwd)" PREFIX="$NGINX_DIR" \
+    perl -pe 's/\@SERVERS\@\n?/$ENV{SERVERS}/; s/\@(PORT|SITE|PREFIX)\@/$ENV{$1}/g' \
+    "$root/scripts/nginx.conf" >"$NGINX_DIR/nginx.conf"
+  cp "$root/scripts/nginx-proxy.conf" "$NGINX_DIR/proxy.conf"
+  if [ -f "$NGINX_DIR/nginx.pid" ] && kill -0 "$(cat "$NGINX_DIR/nginx.pid")" 2>/dev/null; then
+    nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR" -s reload
+  else
+    nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"
+  fi
+  wait_for nginx "$port" 30
+  echo "$NGINX_DIR/nginx.pid" >"$state/nginx.started"
+}
+
+nginx_stop() {
+  [ -f "$state/nginx.started" ] || return 0
+  nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR" -s quit 2>/dev/null || true
+  local deadline=$((SECONDS + 30))
+  while [ -f "$NGINX_DIR/nginx.pid" ] && ((SECONDS < deadline)); do sleep 0.1; done
+  rm -f "$state/nginx.started"; echo "nginx: stopped"
+}
+
+# Fault injection: nginx ended at once (SIGTERM: fast shutdown, open connections cut) and started
+# again with the same configuration.
+nginx_restart() {
+  local pid
+  pid=$(cat "$NGINX_DIR/nginx.pid")
+  kill -TERM "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"
+}
+
 stop_all() {
+  nginx_stop
+  stop_rabbitmq_cluster
   stop_redis_cluster
   if [ -f "$state/rabbitmq.started" ]; then
     ( rabbit_env
@@ -218,11 +382,19 @@ case "${1:-start}" in
   stop) stop_all ;;
   redis-cluster) start_redis_cluster ;;
   redis-cluster-stop) stop_redis_cluster ;;
+  redis-cluster-kill-master) redis_cluster_kill_master "$2" ;;
+  rabbitmq-cluster) start_rabbitmq_cluster ;;
+  rabbitmq-cluster-stop) stop_rabbitmq_cluster ;;
+  rabbitmq-node-kill) rabbit_node_kill "$2" ;;
+  rabbitmq-node-start) rabbit_node_start "$2" ;;
+  nginx-start) shift; nginx_start "$@" ;;
+  nginx-stop) nginx_stop ;;
+  nginx-restart) nginx_restart ;;
   rabbitmq-down) rabbitmq_app stop_app ;;
   rabbitmq-up) rabbitmq_app start_app ;;
   rabbitmq-drop-connections) rabbit_env; /usr/lib/rabbitmq/bin/rabbitmqctl -q close_all_connections "fault test" >/dev/null ;;
   redis-kill) redis_kill ;;
   redis-start) redis_restart ;;
   postgres-restart) postgres_crash_restart ;;
-  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|redis-cluster-kill-master KEY|rabbitmq-cluster|rabbitmq-cluster-stop|rabbitmq-node-kill N|rabbitmq-node-start N|nginx-start PORT SITE UPSTREAM...|nginx-stop|nginx-restart|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
 esac

@@ -86,8 +86,10 @@ export async function signUpShopper(page: Page): Promise<string> {
  */
 export function captchaAnswer(captchaId: string): string {
   const prefix = process.env.SECKILL_REDIS_PREFIX ?? "sk:";
-  const port = process.env.SECKILL_REDIS_PORT ?? "56379";
-  return execFileSync("redis-cli", ["-p", port, "--raw", "GET", `${prefix}{cap:${captchaId}}`]).toString().trim();
+  // On the cluster (E2E_REDIS_CLUSTER_PORT: any node) redis-cli follows the redirect to the key's master.
+  const cluster = process.env.E2E_REDIS_CLUSTER_PORT;
+  const where = cluster ? ["-c", "-p", cluster] : ["-p", process.env.SECKILL_REDIS_PORT ?? "56379"];
+  return execFileSync("redis-cli", [...where, "--raw", "GET", `${prefix}{cap:${captchaId}}`]).toString().trim();
 }
 
 /** The id of the captcha a page fetched. */

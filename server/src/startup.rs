@@ -20,6 +20,7 @@ use crate::{
         keys::Keys,
         metrics::Metrics,
         redis::{self as redis_conn, Redis},
+        replication::Replication,
         retry::until_available,
     },
     pipeline::{deadline::Deadlines, journal::Relay, persister::Persister, reconcile::Reconciler},
@@ -56,6 +57,15 @@ impl AppState {
         db::migrate(&db).await?;
         let mut conn = redis_conn::connect(&config.redis).await?;
         let masters = redis_conn::masters(&mut conn).await?;
+        // `WAIT` blocks the connection it is sent on: it gets one of its own.
+        let replication = Replication::new(
+            match config.redis_wait_replicas {
+                0 => None,
+                _ => Some(redis_conn::connect(&config.redis).await?),
+            },
+            config.redis_wait_replicas,
+            config.redis_wait_timeout,
+        );
         let broker = Broker::new(&config.amqp_url);
         if let Err(e) = broker.connection().await {
             tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
@@ -109,6 +119,7 @@ impl AppState {
                 blocks: blocks.clone(),
                 attempts: attempts.clone(),
                 metrics: metrics.clone(),
+                replication,
             },
         );
         let reconciler = Reconciler {

@@ -16,6 +16,7 @@ use crate::{
         keys::{home_shard, new_token, ShardKeys, TOKEN_TTL_SECS},
         metrics::Metrics,
         redis::Redis,
+        replication::{Confirmed, Replication},
     },
 };
 use app::api::BuyRequest;
@@ -71,6 +72,7 @@ pub struct GateParts {
     pub blocks: Blocks,
     pub attempts: Attempts,
     pub metrics: Arc<Metrics>,
+    pub replication: Replication,
 }
 
 /// One buy as the scripts see it.
@@ -303,6 +305,9 @@ impl Gate {
             .arg(activity.per_user_limit)
             .arg(shards);
         let (code, detail): (String, String) = invocation.invoke_async(&mut redis.conn()).await?;
+        if code == "ok" {
+            self.confirm(&[home.stock()]).await?;
+        }
         if code != "borrow" {
             return Ok((code, detail));
         }
@@ -317,18 +322,47 @@ impl Gate {
             token,
             idempotency,
         };
-        let lent = self.borrow(&buy, shards, home_index).await?;
-        self.settle(&buy, &home, lent).await?;
-        Ok(if lent {
-            ("ok".into(), token.to_string())
-        } else {
-            ("sold_out".into(), "0".into())
+        let lender = self.borrow(&buy, shards, home_index).await?;
+        self.settle(&buy, &home, lender.is_some()).await?;
+        Ok(match lender {
+            Some(lender) => {
+                self.confirm(&[lender.stock(), home.stock()]).await?;
+                ("ok".into(), token.to_string())
+            }
+            None => ("sold_out".into(), "0".into()),
         })
+    }
+
+    /// Until the writes to these keys' slots are on a replica (see `infra/replication.rs`).
+    async fn confirm(&self, keys: &[String]) -> redis::RedisResult<()> {
+        let replication = &self.parts.replication;
+        let answers =
+            futures_util::future::join_all(keys.iter().map(|k| replication.confirm(k))).await;
+        for answer in answers {
+            match answer? {
+                Confirmed::Replicated => {}
+                Confirmed::NoReplica => {
+                    self.parts.metrics.unreplicated.inc();
+                }
+                Confirmed::NotYet => {
+                    return Err(redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "the reservation is not on a replica yet",
+                    )))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Asks the other shards, in an order fixed by the token (so a resumed borrowing asks the
     /// shard that lent first), until one lends the units.
-    async fn borrow(&self, buy: &Buy<'_>, shards: i16, home: i16) -> redis::RedisResult<bool> {
+    async fn borrow(
+        &self,
+        buy: &Buy<'_>,
+        shards: i16,
+        home: i16,
+    ) -> redis::RedisResult<Option<ShardKeys>> {
         let redis = &self.parts.redis;
         let start = (buy.token.as_u128() % shards as u128) as i16;
         let now_ms = chrono::Utc::now().timestamp_millis();
@@ -353,10 +387,10 @@ impl Gate {
                 .await?;
             if answer == "ok" {
                 self.parts.metrics.borrowed.inc();
-                return Ok(true);
+                return Ok(Some(lender));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     async fn settle(&self, buy: &Buy<'_>, home: &ShardKeys, lent: bool) -> redis::RedisResult<()> {

@@ -140,7 +140,8 @@ impl From<redis::RedisError> for ApiError {
     }
 }
 
-/// Connection failures, timeouts, and a Redis that is still loading its data.
+/// Connection failures, timeouts, a Redis that is still loading its data, and a Redis Cluster
+/// whose slot is between two masters (redirects the client could not follow in time).
 pub fn redis_unavailable(e: &redis::RedisError) -> bool {
     e.is_io_error()
         || e.is_connection_dropped()
@@ -152,6 +153,11 @@ pub fn redis_unavailable(e: &redis::RedisError) -> bool {
                 redis::ServerErrorKind::BusyLoading
                     | redis::ServerErrorKind::TryAgain
                     | redis::ServerErrorKind::MasterDown
+                    // A cluster in a failover: the slot's master is gone and not yet replaced.
+                    | redis::ServerErrorKind::Moved
+                    | redis::ServerErrorKind::Ask
+                    | redis::ServerErrorKind::ClusterDown
+                    | redis::ServerErrorKind::ReadOnly
             )
         )
 }

@@ -1,5 +1,7 @@
-//! Where a request comes from: the peer address, or the last `X-Forwarded-For` hop when the
-//! server is configured to sit behind a load balancer that sets it.
+//! Where a request comes from: the peer address, or, when the server is configured to sit behind
+//! N proxies that each append the address they saw to `X-Forwarded-For` (a load balancer; a CDN
+//! and then a load balancer), the N-th hop from the end: the one the outermost trusted proxy
+//! wrote. Hops before it are whatever the client sent and are never believed.
 
 use crate::infra::config::Config;
 use axum::{
@@ -23,17 +25,23 @@ where
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Infallible> {
-        if Arc::<Config>::from_ref(state).trust_forwarded_for {
-            let forwarded = parts
+        let trusted = usize::from(Arc::<Config>::from_ref(state).trusted_proxies);
+        if trusted > 0 {
+            let hops: Vec<IpAddr> = parts
                 .headers
                 .get_all("x-forwarded-for")
                 .iter()
                 .filter_map(|v| v.to_str().ok())
                 .flat_map(|v| v.split(','))
                 .filter_map(|hop| hop.trim().parse::<IpAddr>().ok())
-                .last();
-            if let Some(ip) = forwarded {
-                return Ok(ClientIp(ip));
+                .collect();
+            // Fewer hops than proxies: the earliest is still one a trusted proxy wrote.
+            if let Some(ip) = hops
+                .len()
+                .checked_sub(trusted)
+                .map_or(hops.first(), |i| hops.get(i))
+            {
+                return Ok(ClientIp(*ip));
             }
         }
         let peer = parts

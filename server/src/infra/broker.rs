@@ -3,24 +3,46 @@
 //! is missing. lapin's own recovery is off: after a hard connection error from RabbitMQ 3.10 it
 //! stayed "reconnecting" for good (seen under the bench), while every user of the broker here
 //! already re-opens its channel after an error.
+//!
+//! `AMQP_URL` may name several nodes of a RabbitMQ cluster, comma-separated. A connection goes to
+//! one of them (each process starts at a different one, spreading connections); when that node
+//! dies, the next caller connects to the next node that answers. The queues are quorum queues
+//! with a member on every node, so any live node serves them.
 
 use anyhow::Context;
 use lapin::{Connection, ConnectionProperties};
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 use tokio::sync::Mutex;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 #[derive(Clone)]
 pub struct Broker {
-    url: Arc<str>,
+    urls: Arc<[String]>,
+    /// The node to try first: the one of the live connection, or the next after a failure.
+    next: Arc<AtomicUsize>,
     conn: Arc<Mutex<Option<Arc<Connection>>>>,
 }
 
 impl Broker {
-    pub fn new(url: &str) -> Broker {
+    /// `urls`: one AMQP URL, or several (the nodes of a cluster) separated by commas.
+    pub fn new(urls: &str) -> Broker {
+        let urls: Arc<[String]> = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(String::from)
+            .collect();
+        let start = rand::random_range(0..urls.len().max(1));
         Broker {
-            url: url.into(),
+            urls,
+            next: Arc::new(AtomicUsize::new(start)),
             conn: Arc::new(Mutex::new(None)),
         }
     }
@@ -33,14 +55,39 @@ impl Broker {
                 return Ok(conn.clone());
             }
         }
-        let props = ConnectionProperties::default().with_connection_name("seckill".into());
-        let conn = tokio::time::timeout(CONNECT_TIMEOUT, Connection::connect(&self.url, props))
+        if slot.take().is_some() && self.urls.len() > 1 {
+            // The node of the lost connection is tried last.
+            self.next.fetch_add(1, Ordering::Relaxed);
+        }
+        anyhow::ensure!(!self.urls.is_empty(), "AMQP_URL names no node");
+        let first = self.next.load(Ordering::Relaxed);
+        let mut failure = None;
+        for step in 0..self.urls.len() {
+            let index = (first + step) % self.urls.len();
+            let props = ConnectionProperties::default().with_connection_name("seckill".into());
+            let attempt = tokio::time::timeout(
+                CONNECT_TIMEOUT,
+                Connection::connect(&self.urls[index], props),
+            )
             .await
-            .context("connecting to RabbitMQ timed out")?
-            .context("connecting to RabbitMQ")?;
-        let conn = Arc::new(conn);
-        *slot = Some(conn.clone());
-        Ok(conn)
+            .context("connecting to RabbitMQ timed out")
+            .and_then(|r| r.context("connecting to RabbitMQ"));
+            match attempt {
+                Ok(conn) => {
+                    self.next.store(index, Ordering::Relaxed);
+                    let conn = Arc::new(conn);
+                    *slot = Some(conn.clone());
+                    return Ok(conn);
+                }
+                Err(e) => {
+                    if self.urls.len() > 1 {
+                        tracing::warn!(error = %e, node = index, "RabbitMQ node unavailable; trying the next");
+                    }
+                    failure = Some(e);
+                }
+            }
+        }
+        Err(failure.expect("at least one node was tried"))
     }
 
     /// A fresh channel on the live connection, with this deployment's queues declared.

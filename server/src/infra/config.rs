@@ -10,6 +10,11 @@ pub struct Config {
     pub database_url: String,
     /// One Redis (`REDIS_URL`) or a Redis Cluster (`REDIS_CLUSTER_URLS`, comma-separated seeds).
     pub redis: Target,
+    /// Replicas that must hold a reservation before its `202` (see `infra/replication.rs`);
+    /// `SECKILL_REDIS_WAIT_REPLICAS`, by default 1 on a cluster and 0 on a single Redis.
+    pub redis_wait_replicas: u32,
+    /// How long a buy waits for them (`SECKILL_REDIS_WAIT_MS`, 1 s), else `503`.
+    pub redis_wait_timeout: Duration,
     pub amqp_url: String,
     /// HMAC key for cookies and buy paths. Never logged.
     pub secret: Secret,
@@ -22,8 +27,9 @@ pub struct Config {
     pub site_root: String,
     pub session_ttl: Duration,
     pub login_throttle: LoginThrottle,
-    /// Take the client address from the last `X-Forwarded-For` hop (set when behind a load balancer).
-    pub trust_forwarded_for: bool,
+    /// Proxies in front that append to `X-Forwarded-For` (0: none, the peer is the client; 1: a
+    /// load balancer, whose hop is the last; 2: a CDN and a load balancer…).
+    pub trusted_proxies: u8,
     /// Merchant to create at start-up if missing.
     pub admin: Option<(String, String)>,
     pub gate: GateLimits,
@@ -145,23 +151,29 @@ impl Config {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
+        let redis = Target::new(
+            &var_or("REDIS_URL", DEFAULT_REDIS_URL),
+            &var("REDIS_CLUSTER_URLS")
+                .map(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|u| !u.is_empty())
+                        .map(String::from)
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
+        );
         Ok(Config {
+            redis_wait_replicas: number(
+                "SECKILL_REDIS_WAIT_REPLICAS",
+                u32::from(redis.is_cluster()),
+            )?,
+            redis_wait_timeout: Duration::from_millis(number("SECKILL_REDIS_WAIT_MS", 1000)?.max(1)),
+            redis,
             addr: var_or("SECKILL_ADDR", "127.0.0.1:3000")
                 .parse()
                 .context("SECKILL_ADDR must be host:port")?,
             database_url: var_or("DATABASE_URL", DEFAULT_DATABASE_URL),
-            redis: Target::new(
-                &var_or("REDIS_URL", DEFAULT_REDIS_URL),
-                &var("REDIS_CLUSTER_URLS")
-                    .map(|v| {
-                        v.split(',')
-                            .map(str::trim)
-                            .filter(|u| !u.is_empty())
-                            .map(String::from)
-                            .collect::<Vec<_>>()
-                    })
-                    .unwrap_or_default(),
-            ),
             amqp_url: var_or("AMQP_URL", DEFAULT_AMQP_URL),
             secret,
             redis_prefix: {
@@ -182,7 +194,13 @@ impl Config {
                 max_failures_per_ip: number("SECKILL_LOGIN_MAX_FAILURES_PER_IP", 50)?,
                 window: Duration::from_secs(number("SECKILL_LOGIN_WINDOW_SECS", 900)?),
             },
-            trust_forwarded_for: flag("SECKILL_TRUST_FORWARDED_FOR"),
+            trusted_proxies: match var("SECKILL_TRUST_FORWARDED_FOR").as_deref() {
+                None | Some("0" | "false" | "no" | "off") => 0,
+                Some("1" | "true" | "yes" | "on") => 1,
+                Some(n) => n.parse().context(
+                    "SECKILL_TRUST_FORWARDED_FOR must be 1/true (one proxy in front) or the number of proxies",
+                )?,
+            },
             admin,
             password_hash_concurrency: number("SECKILL_PASSWORD_HASH_CONCURRENCY", cores.max(1))?,
             gate: {

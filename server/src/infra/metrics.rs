@@ -29,6 +29,7 @@ pub struct Metrics {
     pub journal_lag: Gauge,
     pub relayed: Counter,
     pub borrowed: Counter,
+    pub unreplicated: Counter,
     pub persisted: Counter,
     pub dead_lettered: Counter,
     pub stock_drift: Family<ActivityLabel, Gauge>,
@@ -63,6 +64,12 @@ impl Metrics {
             "Buys whose home stock shard was empty and another shard lent the units",
             borrowed.clone(),
         );
+        let unreplicated = Counter::default();
+        registry.register(
+            "unreplicated_reservations",
+            "Buys answered while their master had no replica connected (durable by its AOF only)",
+            unreplicated.clone(),
+        );
         let persisted = Counter::default();
         registry.register(
             "persisted_orders",
@@ -88,6 +95,7 @@ impl Metrics {
             journal_lag,
             relayed,
             borrowed,
+            unreplicated,
             persisted,
             dead_lettered,
             stock_drift,

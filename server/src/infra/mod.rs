@@ -1,5 +1,5 @@
 //! The plumbing every other room stands on: configuration, the PostgreSQL pool and migrations,
-//! the RabbitMQ connection and topology, the Redis connection and key layout, the metrics
+//! the RabbitMQ connection and topology, the Redis connection, key layout and replication wait, the metrics
 //! registry. Nothing here knows HTTP, the buy path or the pipeline: `infra` imports no other
 //! folder of the crate (checked by `src/layers.rs`).
 
@@ -9,4 +9,5 @@ pub mod db;
 pub mod keys;
 pub mod metrics;
 pub mod redis;
+pub mod replication;
 pub mod retry;

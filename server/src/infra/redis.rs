@@ -17,9 +17,14 @@ use redis::{
     cluster_async::ClusterConnection,
     Cmd, Pipeline, RedisFuture, Value,
 };
-use std::{collections::HashMap, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Long enough for a burst that queues thousands of calls on one connection (a debug build under
 /// the 2,000-shopper tests saw 2 s on one Redis, more on the cluster client); a Redis that does
 /// not answer within it costs the shopper a `503`, after which a retry with the same
@@ -61,14 +66,28 @@ impl Target {
 #[derive(Clone)]
 pub enum Conn {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(SharedCluster),
+}
+
+/// The cluster connection every clone uses, replaced as a whole by [`watch`] when it stops
+/// answering while a fresh one would.
+#[derive(Clone)]
+pub struct SharedCluster(Arc<RwLock<ClusterConnection>>);
+
+impl SharedCluster {
+    pub fn get(&self) -> ClusterConnection {
+        self.0.read().expect("the cluster connection lock").clone()
+    }
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Cluster(shared) => {
+                let mut conn = shared.get();
+                Box::pin(async move { conn.req_packed_command(cmd).await })
+            }
         }
     }
 
@@ -80,14 +99,17 @@ impl ConnectionLike for Conn {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(shared) => {
+                let mut conn = shared.get();
+                Box::pin(async move { conn.req_packed_commands(pipeline, offset, count).await })
+            }
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
+            Conn::Cluster(_) => 0,
         }
     }
 }
@@ -163,11 +185,51 @@ pub async fn connect(target: &Target) -> anyhow::Result<Conn> {
                 .max_retry_wait(1_000)
                 .build()
                 .context("REDIS_CLUSTER_URLS")?;
-            until_available("Redis Cluster", || {
+            let conn = until_available("Redis Cluster", || {
                 let client = client.clone();
-                async move { Ok(Conn::Cluster(client.get_async_connection().await?)) }
+                async move { Ok(client.get_async_connection().await?) }
             })
-            .await
+            .await?;
+            let shared = SharedCluster(Arc::new(RwLock::new(conn)));
+            tokio::spawn(watch(client, shared.clone()));
+            Ok(Conn::Cluster(shared))
+        }
+    }
+}
+
+/// Seen here under load: after a master was killed and its replica promoted, redis-rs' cluster
+/// connection (1.8) stayed stuck, every command timing out for minutes although every node
+/// answered. So a probe asks a random master every second; after three failures in a row, a
+/// fresh connection is made and, if it answers, replaces the stuck one for every clone.
+async fn watch(client: ClusterClient, shared: SharedCluster) {
+    use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+    async fn probe(mut conn: ClusterConnection) -> bool {
+        let ping = conn.route_command(
+            redis::cmd("PING"),
+            RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
+        );
+        matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
+    }
+    let mut failures = 0;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if probe(shared.get()).await {
+            failures = 0;
+            continue;
+        }
+        failures += 1;
+        if failures < 3 {
+            continue;
+        }
+        let fresh = tokio::time::timeout(PROBE_TIMEOUT, client.get_async_connection()).await;
+        if let Ok(Ok(fresh)) = fresh {
+            if probe(fresh.clone()).await {
+                *shared.0.write().expect("the cluster connection lock") = fresh;
+                tracing::warn!(
+                    "the Redis Cluster connection stopped answering; replaced by a fresh one"
+                );
+                failures = 0;
+            }
         }
     }
 }

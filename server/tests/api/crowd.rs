@@ -8,7 +8,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
     // Each simulated shopper comes from an address of its own, as behind a load balancer; the
     // address buckets are the production defaults.
     let app = spawn_app_with(|c| {
-        c.trust_forwarded_for = true;
+        c.trusted_proxies = 1;
         c.gate.ip_burst = server::infra::config::GateLimits::default().ip_burst;
         c.gate.ip_per_sec = server::infra::config::GateLimits::default().ip_per_sec;
     })

@@ -41,18 +41,22 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 pub fn test_config() -> Config {
+    let redis = Target::new(
+        &env_or("REDIS_URL", DEFAULT_REDIS_URL),
+        &env_or("REDIS_CLUSTER_URLS", "")
+            .split(',')
+            .filter(|u| !u.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>(),
+    );
     Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         database_url: env_or("DATABASE_URL", DEFAULT_DATABASE_URL),
-        // `REDIS_CLUSTER_URLS` set: the whole suite runs against a Redis Cluster.
-        redis: Target::new(
-            &env_or("REDIS_URL", DEFAULT_REDIS_URL),
-            &env_or("REDIS_CLUSTER_URLS", "")
-                .split(',')
-                .filter(|u| !u.is_empty())
-                .map(String::from)
-                .collect::<Vec<_>>(),
-        ),
+        // `REDIS_CLUSTER_URLS` set: the whole suite runs against a Redis Cluster, each buy
+        // answered once its reservation is on a replica, as in production.
+        redis_wait_replicas: u32::from(redis.is_cluster()),
+        redis_wait_timeout: Duration::from_millis(1000),
+        redis,
         amqp_url: env_or("AMQP_URL", DEFAULT_AMQP_URL),
         secret: Secret(SECRET.to_vec()),
         redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
@@ -65,7 +69,7 @@ pub fn test_config() -> Config {
             max_failures_per_ip: 1000,
             window: Duration::from_secs(60),
         },
-        trust_forwarded_for: false,
+        trusted_proxies: 0,
         admin: None,
         password_hash_concurrency: 2,
         // Every test client comes from 127.0.0.1: the address bucket must not be what limits them.
@@ -512,7 +516,8 @@ pub async fn reserve_behind_the_gate(
 /// Publishes reservations straight onto the app's queue, with confirms.
 pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::Reservation]) {
     use lapin::{options::*, BasicProperties, Connection, ConnectionProperties};
-    let conn = Connection::connect(&app.config.amqp_url, ConnectionProperties::default())
+    let first_node = app.config.amqp_url.split(',').next().unwrap_or_default();
+    let conn = Connection::connect(first_node, ConnectionProperties::default())
         .await
         .unwrap();
     let channel = conn.create_channel().await.unwrap();
@@ -575,6 +580,10 @@ pub fn server_command(app: &TestApp, sub: &str) -> std::process::Command {
         .env("SECKILL_REDIS_PREFIX", &app.config.redis_prefix)
         .env("SECKILL_AMQP_PREFIX", &app.config.amqp_prefix)
         .env("SECKILL_QUEUE_EXPIRES_MS", "600000")
+        .env(
+            "SECKILL_REDIS_WAIT_REPLICAS",
+            app.config.redis_wait_replicas.to_string(),
+        )
         .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
         .env("RUST_LOG", "warn");
     cmd

@@ -9,6 +9,7 @@ mod helpers;
 mod hostile;
 mod input;
 mod lifecycle;
+mod replication;
 mod seckill;
 mod shards;
 mod site;

@@ -1,13 +1,20 @@
-//! The fault-injection suite. A deployment of real processes — instance A (HTTP, relay and
-//! persister), instance B (HTTP only) and a worker W (relay and persister) — takes a flash sale from
-//! the load tool, which spreads its shoppers over A and B and retries a transport error or a `503`
-//! on the other instance with the same `Idempotency-Key`, as a client behind a load balancer does.
+//! The fault-injection suite, on two shapes of deployment made of real processes.
+//!
+//! One box: instance A (HTTP, relay and persister), instance B (HTTP only) and a worker W (relay
+//! and persister) on one Redis and one RabbitMQ. The load tool spreads its shoppers over A and B
+//! and retries a transport error or a `503` on the other instance with the same
+//! `Idempotency-Key`, as a client behind a load balancer does.
+//!
+//! The cluster (`make cluster`'s shape): nginx in front of instances A, B and C (each with relay
+//! and persister), a Redis Cluster of 3 masters + 3 replicas, a RabbitMQ cluster of 3 nodes. The
+//! load tool talks to nginx only; the sale's stock is split over 4 shards.
+//!
 //! Mid-sale one fault strikes; once everything is healthy again the suite checks DESIGN.md's
 //! invariants in PostgreSQL and Redis and prints one row per fault.
 //!
-//! `cargo test -p server --test chaos` (in `make test`) runs the short form; with
+//! `cargo test -p server --test chaos` (in `make test`) runs the short form of both; with
 //! `SECKILL_CHAOS=full` (`make chaos`) the crowds are larger, RabbitMQ stays down 10 s, and the
-//! table is also written into RELIABILITY.md. Any broken invariant fails the run.
+//! tables are also written into RELIABILITY.md. Any broken invariant fails the run.
 
 #[path = "../api/helpers.rs"]
 #[allow(dead_code)]
@@ -56,17 +63,51 @@ enum Fault {
     PostgresRestart,
     PersisterKill,
     RedisRestart,
+    InstanceKill,
+    RedisMasterKill,
+    RabbitmqNodeKill,
+    NginxRestart,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    OneBox,
+    Cluster,
+}
+
+/// The cluster's engines, as `scripts/services.sh` and `make cluster` start them.
+const REDIS_CLUSTER_BASE: u16 = 17001;
+const RABBIT_CLUSTER_BASE: u16 = 18001;
+const CLUSTER_SHARDS: i16 = 4;
+
+impl Shape {
+    fn faults(self) -> &'static [Fault] {
+        match self {
+            Shape::OneBox => &[
+                Fault::ServerKill,
+                Fault::RabbitmqStop,
+                Fault::PostgresRestart,
+                Fault::PersisterKill,
+                Fault::RedisRestart,
+            ],
+            Shape::Cluster => &[
+                Fault::InstanceKill,
+                Fault::RedisMasterKill,
+                Fault::RabbitmqNodeKill,
+                Fault::NginxRestart,
+            ],
+        }
+    }
+
+    fn shards(self) -> i16 {
+        match self {
+            Shape::OneBox => 1,
+            Shape::Cluster => CLUSTER_SHARDS,
+        }
+    }
 }
 
 impl Fault {
-    const ALL: [Fault; 5] = [
-        Fault::ServerKill,
-        Fault::RabbitmqStop,
-        Fault::PostgresRestart,
-        Fault::PersisterKill,
-        Fault::RedisRestart,
-    ];
-
     fn describe(self, size: &Size) -> String {
         match self {
             Fault::ServerKill => {
@@ -82,6 +123,18 @@ impl Fault {
                 "Redis SIGKILLed, down {} s, restarted from its AOF",
                 size.redis_down.as_secs()
             ),
+            Fault::InstanceKill => {
+                "instance A behind nginx SIGKILLed, restarted".into()
+            }
+            Fault::RedisMasterKill => {
+                "the Redis master of the sale's first shard SIGKILLed; its replica promoted; the node restarted as a replica".into()
+            }
+            Fault::RabbitmqNodeKill => {
+                "a RabbitMQ node SIGKILLed (the quorum keeps 2 of 3), restarted".into()
+            }
+            Fault::NginxRestart => {
+                "nginx stopped at once (open connections cut) and started again".into()
+            }
         }
     }
 }
@@ -128,10 +181,14 @@ impl Drop for Process {
 }
 
 struct Deployment {
+    shape: Shape,
     control: TestApp,
-    a: Process,
-    b: Process,
-    w: Process,
+    /// The HTTP instances (A, B; on the cluster A, B, C).
+    instances: Vec<Process>,
+    /// The one-box worker W.
+    worker: Option<Process>,
+    /// nginx's port, on the cluster.
+    front: Option<u16>,
 }
 
 fn free_port() -> u16 {
@@ -142,62 +199,126 @@ fn free_port() -> u16 {
         .port()
 }
 
+fn serve(name: &'static str, workers: bool, proxies: u8) -> Process {
+    let port = free_port();
+    let mut env = vec![
+        ("SECKILL_ADDR", format!("127.0.0.1:{port}")),
+        ("SECKILL_TRUST_FORWARDED_FOR", proxies.to_string()),
+    ];
+    if !workers {
+        env.push(("SECKILL_NO_WORKERS", "1".into()));
+    }
+    Process {
+        name,
+        sub: "serve",
+        env,
+        base: Some(format!("http://127.0.0.1:{port}")),
+        child: None,
+    }
+}
+
 impl Deployment {
-    async fn start() -> Deployment {
+    async fn start(shape: Shape) -> Deployment {
         // The in-process instance only creates the database and the sales; it runs no workers.
-        let control = spawn_app_with(|c| c.run_workers = false).await;
-        let serve = |name, workers: bool| {
-            let port = free_port();
-            let mut env = vec![
-                ("SECKILL_ADDR", format!("127.0.0.1:{port}")),
-                ("SECKILL_TRUST_FORWARDED_FOR", "1".into()),
-            ];
-            if !workers {
-                env.push(("SECKILL_NO_WORKERS", "1".into()));
+        let control = spawn_app_with(|c| {
+            c.run_workers = false;
+            if shape == Shape::Cluster {
+                c.redis = server::infra::redis::Target::Cluster(
+                    (0..6)
+                        .map(|i| format!("redis://127.0.0.1:{}", REDIS_CLUSTER_BASE + i))
+                        .collect(),
+                );
+                c.redis_wait_replicas = 1;
+                c.amqp_url = (0..3)
+                    .map(|i| {
+                        format!(
+                            "amqp://guest:guest@127.0.0.1:{}/%2f",
+                            RABBIT_CLUSTER_BASE + i
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",");
             }
-            Process {
-                name,
-                sub: "serve",
-                env,
-                base: Some(format!("http://127.0.0.1:{port}")),
-                child: None,
-            }
-        };
-        let mut deployment = Deployment {
-            a: serve("a", true),
-            b: serve("b", false),
-            w: Process {
-                name: "w",
-                sub: "worker",
-                env: vec![],
-                base: None,
-                child: None,
+        })
+        .await;
+        let mut deployment = match shape {
+            Shape::OneBox => Deployment {
+                shape,
+                instances: vec![serve("a", true, 1), serve("b", false, 1)],
+                worker: Some(Process {
+                    name: "w",
+                    sub: "worker",
+                    env: vec![],
+                    base: None,
+                    child: None,
+                }),
+                front: None,
+                control,
             },
-            control,
+            // The load tool names each shopper's address, nginx appends its own: two proxies.
+            Shape::Cluster => Deployment {
+                shape,
+                instances: vec![
+                    serve("cluster-a", true, 2),
+                    serve("cluster-b", true, 2),
+                    serve("cluster-c", true, 2),
+                ],
+                worker: None,
+                front: Some(free_port()),
+                control,
+            },
         };
-        for p in [&mut deployment.a, &mut deployment.b, &mut deployment.w] {
+        let control = &deployment.control;
+        for p in deployment
+            .instances
+            .iter_mut()
+            .chain(deployment.worker.as_mut())
+        {
             let _ = std::fs::remove_file(p.log());
-            p.start(&deployment.control);
+            p.start(control);
+        }
+        if let Some(port) = deployment.front {
+            let mut args = vec![port.to_string(), "../target/site".into()];
+            args.extend(deployment.instances.iter().filter_map(|p| {
+                p.base
+                    .as_deref()
+                    .and_then(|b| b.rsplit(':').next())
+                    .map(String::from)
+            }));
+            services_with("nginx-start", args).await;
         }
         deployment.wait_ready(60).await;
         deployment
     }
 
+    /// Where shoppers send their requests: every instance, or nginx.
     fn bases(&self) -> Vec<String> {
-        [&self.a, &self.b]
-            .iter()
-            .filter_map(|p| p.base.clone())
-            .collect()
+        match self.front {
+            Some(port) => vec![format!("http://127.0.0.1:{port}")],
+            None => self
+                .instances
+                .iter()
+                .filter_map(|p| p.base.clone())
+                .collect(),
+        }
     }
 
     /// Until every HTTP instance answers `/readyz` with 200 (PostgreSQL, Redis and RabbitMQ all
-    /// answer it).
+    /// answer it), and nginx, if there is one, passes requests on.
     async fn wait_ready(&self, secs: u64) {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(3))
             .build()
             .unwrap();
-        for base in self.bases() {
+        let mut bases: Vec<String> = self
+            .instances
+            .iter()
+            .filter_map(|p| p.base.clone())
+            .collect();
+        if self.front.is_some() {
+            bases.extend(self.bases());
+        }
+        for base in bases {
             eventually(secs, &format!("{base}/readyz answers 200"), || async {
                 let resp = http.get(format!("{base}/readyz")).send().await.ok()?;
                 (resp.status() == 200).then_some(())
@@ -207,11 +328,12 @@ impl Deployment {
     }
 
     /// Strikes once mid-sale; returns when the fault is lifted (the service or process is back).
-    async fn strike(&mut self, fault: Fault, size: &Size) {
+    async fn strike(&mut self, fault: Fault, size: &Size, activity: i64) {
+        let control = &self.control;
         match fault {
-            Fault::ServerKill => {
-                self.a.kill();
-                self.a.start(&self.control);
+            Fault::ServerKill | Fault::InstanceKill => {
+                self.instances[0].kill();
+                self.instances[0].start(control);
             }
             Fault::RabbitmqStop => {
                 services("rabbitmq-down").await;
@@ -221,8 +343,9 @@ impl Deployment {
             }
             Fault::PostgresRestart => services("postgres-restart").await,
             Fault::PersisterKill => {
-                self.w.kill();
-                self.w.start(&self.control);
+                let w = self.worker.as_mut().expect("the one-box worker");
+                w.kill();
+                w.start(control);
             }
             Fault::RedisRestart => {
                 services("redis-kill").await;
@@ -230,14 +353,44 @@ impl Deployment {
                 tokio::time::sleep(size.redis_down).await;
                 services("redis-start").await;
             }
+            Fault::RedisMasterKill => {
+                let key = control
+                    .redis
+                    .keys
+                    .shard(activity, 0, CLUSTER_SHARDS)
+                    .stock();
+                services_with("redis-cluster-kill-master", vec![key]).await;
+                // The cluster promotes the replica by itself; the buys on its slots meet a
+                // failing master meanwhile. Then the node comes back and rejoins as a replica
+                // (`redis-cluster` waits until every slot is served and every replica in sync).
+                services("redis-cluster").await;
+            }
+            Fault::RabbitmqNodeKill => {
+                services_with("rabbitmq-node-kill", vec!["1".into()]).await;
+                tokio::time::sleep(size.rabbitmq_down).await;
+                services_with("rabbitmq-node-start", vec!["1".into()]).await;
+            }
+            Fault::NginxRestart => services("nginx-restart").await,
+        }
+    }
+
+    /// Ends what the cluster shape started besides its processes (nginx).
+    async fn stop(self) {
+        if self.front.is_some() {
+            services("nginx-stop").await;
         }
     }
 }
 
 async fn services(action: &'static str) {
+    services_with(action, vec![]).await
+}
+
+async fn services_with(action: &'static str, args: Vec<String>) {
     let run = move || {
         Command::new("../scripts/services.sh")
             .arg(action)
+            .args(args)
             .stdout(Stdio::null())
             .status()
     };
@@ -253,7 +406,13 @@ struct RestoreServices;
 
 impl Drop for RestoreServices {
     fn drop(&mut self) {
-        for action in ["rabbitmq-up", "start"] {
+        for action in [
+            "nginx-stop",
+            "rabbitmq-up",
+            "start",
+            "redis-cluster",
+            "rabbitmq-cluster",
+        ] {
             let _ = Command::new("../scripts/services.sh")
                 .arg(action)
                 .stdout(Stdio::null())
@@ -277,6 +436,9 @@ struct Row {
     probes_unavailable: u64,
     /// Units taken at the gate but not yet orders when the fault ended.
     backlog: i64,
+    /// From the strike until the fault was lifted (a failover: until the replica was promoted and
+    /// the node back as a replica in sync).
+    lasted: Duration,
     recovered: Duration,
     settled: Duration,
     broken: Vec<String>,
@@ -285,11 +447,12 @@ struct Row {
 async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     let app = &dep.control;
     let merchant = merchant(app).await;
+    let shards = dep.shape.shards();
     let activity = live_activity(
         app,
         &merchant,
         size.stock,
-        json!({"title": format!("Chaos: {fault:?}")}),
+        json!({"title": format!("Chaos: {fault:?}"), "stock_shards": shards}),
     )
     .await;
     let id = activity["id"].as_i64().unwrap();
@@ -317,11 +480,13 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         orders_of(app, id).await.filter(|n| *n >= size.stock / 10)
     })
     .await;
-    dep.strike(fault, &size).await;
+    let struck = Instant::now();
+    dep.strike(fault, &size, id).await;
+    let lasted = struck.elapsed();
     let lifted = Instant::now();
     let app = &dep.control;
     // Recovered: every instance ready, and every unit taken until the fault ended is an order.
-    let taken = size.stock - remaining(app, id).await;
+    let taken = size.stock - remaining(app, id, shards).await;
     let persisted_at_lift = eventually(60, "PostgreSQL answers", || orders_of(app, id)).await;
     dep.wait_ready(120).await;
     eventually(
@@ -341,7 +506,17 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     let crowd_ended = Instant::now();
     let lost = settle(app, &report.tokens).await;
     let settled = crowd_ended.elapsed();
-    let mut row = check(app, id, fault, &size, report, lost, recovered, settled).await;
+    let mut row = check(
+        app,
+        (id, shards),
+        fault,
+        &size,
+        report,
+        lost,
+        recovered,
+        settled,
+    )
+    .await;
     let failed: Vec<String> = probes
         .iter()
         .filter(|(&s, _)| s >= 500 && s != 503)
@@ -354,6 +529,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         ));
     }
     row.backlog = (taken - persisted_at_lift).max(0);
+    row.lasted = lasted;
     row.probes = probes.values().sum();
     row.probes_unavailable = probes.get(&503).copied().unwrap_or(0);
     row
@@ -480,9 +656,9 @@ async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
 }
 
 /// The activity's remaining stock in Redis (asked again while the connection is re-established).
-async fn remaining(app: &TestApp, id: i64) -> i64 {
+async fn remaining(app: &TestApp, id: i64, shards: i16) -> i64 {
     eventually(30, "Redis answers", || async {
-        server::domain::activity::in_redis(&app.redis, id, 1)
+        server::domain::activity::in_redis(&app.redis, id, shards)
             .await
             .ok()
             .flatten()
@@ -493,7 +669,7 @@ async fn remaining(app: &TestApp, id: i64) -> i64 {
 #[allow(clippy::too_many_arguments)]
 async fn check(
     app: &TestApp,
-    id: i64,
+    (id, shards): (i64, i16),
     fault: Fault,
     size: &Size,
     report: Report,
@@ -523,7 +699,7 @@ async fn check(
     .fetch_one(&app.db)
     .await
     .unwrap();
-    let remaining = remaining(app, id).await;
+    let remaining = remaining(app, id, shards).await;
     let server_errors: u64 = report
         .outcomes
         .iter()
@@ -600,24 +776,34 @@ async fn check(
         probes: 0,
         probes_unavailable: 0,
         backlog: 0,
+        lasted: Duration::ZERO,
         recovered,
         settled,
         broken,
     }
 }
 
-fn table(rows: &[Row], size: &Size) -> String {
-    let mut out = format!(
-        "{} shoppers per fault for {} units, started at {}/s, spread over two instances; each shopper retries a \
-         transport error or a 503 for up to 60 s with the same Idempotency-Key.\n\n",
-        size.shoppers, size.stock, size.rate
-    );
-    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | reads (503s) | backlog at the fault's end | time to recover | settled after the crowd |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+fn table(shape: Shape, rows: &[Row], size: &Size) -> String {
+    let mut out = match shape {
+        Shape::OneBox => format!(
+            "{} shoppers per fault for {} units, started at {}/s, spread over two instances; each shopper retries a \
+             transport error or a 503 for up to 60 s with the same Idempotency-Key.\n\n",
+            size.shoppers, size.stock, size.rate
+        ),
+        Shape::Cluster => format!(
+            "{} shoppers per fault for {} units over {CLUSTER_SHARDS} stock shards, started at {}/s, all through nginx in front of \
+             three instances, on a Redis Cluster (3 masters + 3 replicas, a buy answered once on a replica) and a \
+             RabbitMQ cluster of 3 nodes; each shopper retries a transport error or a 503 for up to 60 s with the same \
+             Idempotency-Key.\n\n",
+            size.shoppers, size.stock, size.rate
+        ),
+    };
+    out.push_str("| fault | shoppers | retried requests | 202s | orders persisted | oversold | lost tokens | unsold | 500s | reads (503s) | backlog at the fault's end | fault lasted | time to recover | settled after the crowd |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {:.1} s | {:.1} s |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {:.1} s | {:.1} s | {:.1} s |",
             r.fault,
             r.requests,
             r.retried,
@@ -630,14 +816,17 @@ fn table(rows: &[Row], size: &Size) -> String {
             r.probes,
             r.probes_unavailable,
             r.backlog,
+            r.lasted.as_secs_f64(),
             r.recovered.as_secs_f64(),
             r.settled.as_secs_f64()
         );
     }
-    out.push_str("\nReads: GETs of the sale list, the sale, its stock, its stats, its orders and a shopper's orders on both \
-                  instances every 100 ms from the sale's start until recovery; during an outage they may answer 503, never another 5xx. ");
+    out.push_str("\nReads: GETs of the sale list, the sale, its stock, its stats, its orders and a shopper's orders on every instance (on the cluster: through nginx) \
+                  every 100 ms from the sale's start until recovery; during an outage they may answer 503, never another 5xx. ");
     out.push_str(
-        "Backlog: units taken at the gate that were not orders yet when the fault ended. ",
+        "Backlog: units taken at the gate that were not orders yet when the fault ended. \
+         Fault lasted: from the strike until the fault was lifted (the process or service back; for a Redis \
+         master, until its replica was promoted and the killed node rejoined as a replica in sync). ",
     );
     out.push_str("Time to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
                   until then is an order in PostgreSQL. Settled: from the crowd's \
@@ -665,41 +854,70 @@ fn record(table: &str) {
 fn main() {
     let full = std::env::var("SECKILL_CHAOS").is_ok_and(|v| v == "full");
     let size = if full { FULL } else { SHORT };
+    // SECKILL_CHAOS_SHAPES=one-box or cluster runs one of them; both by default.
+    let only = std::env::var("SECKILL_CHAOS_SHAPES").unwrap_or_default();
+    let shapes: Vec<Shape> = [(Shape::OneBox, "one-box"), (Shape::Cluster, "cluster")]
+        .into_iter()
+        .filter(|(_, name)| only.is_empty() || only.split(',').any(|o| o.trim() == *name))
+        .map(|(shape, _)| shape)
+        .collect();
     std::fs::create_dir_all("../target/chaos").expect("the log folder");
     let _restore = RestoreServices;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a runtime");
-    let rows = runtime.block_on(async {
-        let mut dep = Deployment::start().await;
-        let mut rows = Vec::new();
-        for fault in Fault::ALL {
-            eprintln!("chaos: {}", fault.describe(&size));
-            rows.push(scenario(&mut dep, fault, size).await);
+    let mut report = String::new();
+    let mut broken: Vec<String> = Vec::new();
+    for shape in shapes {
+        let (mut rows, names) = runtime.block_on(async {
+            if shape == Shape::Cluster {
+                services("redis-cluster").await;
+                services("rabbitmq-cluster").await;
+            }
+            let mut dep = Deployment::start(shape).await;
+            let mut rows = Vec::new();
+            for &fault in shape.faults() {
+                eprintln!("chaos: {}", fault.describe(&size));
+                rows.push(scenario(&mut dep, fault, size).await);
+            }
+            let names: Vec<&str> = dep
+                .instances
+                .iter()
+                .chain(dep.worker.as_ref())
+                .map(|p| p.name)
+                .collect();
+            dep.stop().await;
+            (rows, names)
+        });
+        // No process of the deployment may have panicked, whatever it met.
+        for name in names {
+            let log =
+                std::fs::read_to_string(format!("../target/chaos/{name}.log")).unwrap_or_default();
+            let panics = log.lines().filter(|l| l.contains("panicked")).count();
+            if panics > 0 {
+                rows[0].broken.push(format!(
+                    "{panics} panics in the log of process {name} (target/chaos/{name}.log)"
+                ));
+            }
         }
-        rows
-    });
-    let mut rows = rows;
-    // No process of the deployment may have panicked, whatever it met.
-    for name in ["a", "b", "w"] {
-        let log =
-            std::fs::read_to_string(format!("../target/chaos/{name}.log")).unwrap_or_default();
-        let panics = log.lines().filter(|l| l.contains("panicked")).count();
-        if panics > 0 {
-            rows[0].broken.push(format!(
-                "{panics} panics in the log of process {name} (target/chaos/{name}.log)"
-            ));
-        }
+        let table = table(shape, &rows, &size);
+        println!("\n{table}");
+        let _ = write!(
+            report,
+            "### {}\n\n{table}\n",
+            match shape {
+                Shape::OneBox => "One box",
+                Shape::Cluster => "The cluster (`make cluster`'s shape)",
+            }
+        );
+        broken.extend(
+            rows.iter()
+                .flat_map(|r| r.broken.iter().map(move |b| format!("{}: {b}", r.fault))),
+        );
     }
-    let table = table(&rows, &size);
-    println!("\n{table}");
-    let broken: Vec<String> = rows
-        .iter()
-        .flat_map(|r| r.broken.iter().map(move |b| format!("{}: {b}", r.fault)))
-        .collect();
-    if full && broken.is_empty() {
-        record(&table);
+    if full && broken.is_empty() && only.is_empty() {
+        record(&report);
     }
     if !broken.is_empty() {
         eprintln!(

@@ -1,0 +1,179 @@
+//! A `202` only once the reservation is on a replica (infra/replication.rs), on a Redis master
+//! with one replica of the test's own: real `redis-server` processes, so the replica can be
+//! stopped (SIGSTOP) and killed without touching what other tests use.
+
+use crate::helpers::*;
+use serde_json::json;
+use server::infra::redis::Target;
+use std::{
+    net::TcpListener,
+    process::{Child, Command, Stdio},
+};
+
+/// A redis-server process, SIGKILLed when dropped (also when the test fails).
+struct RedisProcess {
+    port: u16,
+    child: Child,
+}
+
+impl RedisProcess {
+    fn start(replica_of: Option<u16>) -> RedisProcess {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // A folder of its own: a replica writes the master's snapshot there when it syncs.
+        let dir = std::env::temp_dir().join(format!("seckill-test-redis-{port}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null());
+        if let Some(master) = replica_of {
+            cmd.args(["--replicaof", "127.0.0.1", &master.to_string()]);
+        }
+        RedisProcess {
+            port,
+            child: cmd.spawn().expect("redis-server starts"),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    async fn info(&self) -> Option<String> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        redis::cmd("INFO")
+            .arg("replication")
+            .query_async(&mut conn)
+            .await
+            .ok()
+    }
+
+    async fn exists(&self, key: &str) -> bool {
+        let client = redis::Client::open(self.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        redis::cmd("EXISTS")
+            .arg(key)
+            .query_async::<i64>(&mut conn)
+            .await
+            .unwrap()
+            == 1
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        let _ = self.signal_quiet("-CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl RedisProcess {
+    fn signal_quiet(&self, signal: &str) -> std::io::Result<std::process::ExitStatus> {
+        Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status()
+    }
+}
+
+#[tokio::test]
+async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
+    let master = RedisProcess::start(None);
+    eventually(30, "the master answers", || master.info()).await;
+    let replica = RedisProcess::start(Some(master.port));
+    eventually(30, "the replica is in sync", || async {
+        let info = replica.info().await?;
+        info.contains("master_link_status:up").then_some(())
+    })
+    .await;
+    let app = spawn_app_with(|c| {
+        c.redis = Target::Single(master.url());
+        c.redis_wait_replicas = 1;
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let activity = live_activity(&app, &merchant, 10, json!({})).await;
+    let id = activity["id"].as_i64().unwrap();
+    let buyers = shoppers(&app, 3).await;
+
+    // Replica in sync: the token the 202 names is already on the replica, the moment it is said.
+    let path = app.path(&buyers[0].client, id).await;
+    let (status, body) = app
+        .buy_keyed(&buyers[0].client, id, "first", json!({"path": path}))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let token: uuid::Uuid = body["token"].as_str().unwrap().parse().unwrap();
+    assert!(
+        replica.exists(&app.redis.keys.token(&token).unwrap()).await,
+        "a 202 was said before the reservation reached the replica"
+    );
+
+    // Replica connected but not answering (stopped): no 202 may be said; 503, and nothing is
+    // lost: once it answers again, the retry with the same key gets the same reservation.
+    let path = app.path(&buyers[1].client, id).await;
+    replica.signal("-STOP");
+    let (status, body) = app
+        .buy_keyed(
+            &buyers[1].client,
+            id,
+            "second",
+            json!({"path": path.clone()}),
+        )
+        .await;
+    replica.signal("-CONT");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"], "overloaded", "{body}");
+    let token = eventually(30, "the retry is answered 202", || async {
+        let (status, body) = app
+            .buy_keyed(
+                &buyers[1].client,
+                id,
+                "second",
+                json!({"path": path.clone()}),
+            )
+            .await;
+        (status == 202).then(|| body["token"].as_str().unwrap().to_string())
+    })
+    .await;
+    let (status, again) = app
+        .buy_keyed(&buyers[1].client, id, "second", json!({"path": path}))
+        .await;
+    assert_eq!(
+        (status, again["token"].as_str()),
+        (202, Some(token.as_str()))
+    );
+    assert_eq!(app.remaining(id).await, 8, "one unit per buyer, none twice");
+
+    // No replica connected at all (it died): nothing to wait for, the buy is answered as on a
+    // single Redis rather than refused until a replica returns.
+    drop(replica);
+    eventually(30, "the master sees its replica gone", || async {
+        master
+            .info()
+            .await
+            .filter(|i| i.contains("connected_slaves:0"))
+    })
+    .await;
+    let path = app.path(&buyers[2].client, id).await;
+    let (status, body) = app
+        .buy_keyed(&buyers[2].client, id, "third", json!({"path": path}))
+        .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(app.remaining(id).await, 7);
+}
