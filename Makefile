@@ -125,6 +125,7 @@ chaos: setup clean-test-dbs
 # Benchmarks are not tests: they measure and write BENCHMARKS.md (see README).
 bench: setup
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
+	if ! dpkg -s nginx libnginx-mod-http-brotli-static >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; fi
 	scripts/bench.sh
 
 # The same run under `perf record -a`; writes PROFILE.md (CPU per process, hottest functions).

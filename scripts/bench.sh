@@ -80,23 +80,7 @@ crowd --users 2 --stock 1 --concurrency 2 --lead-secs 1 >"$out/soldout-setup.txt
 ACT=$(sed -n 's/^activity \([0-9]*\):.*/\1/p' "$out/soldout-setup.txt")
 # A shopper of that sale who holds no unit: the answer is sold_out, never limit_reached.
 USER=$($PSQL -d seckill_bench -tAc "SELECT max(u.id) FROM users u WHERE u.username LIKE 'crowd\_%' AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.activity_id = $ACT)")
-read -r COOKIE PATHV < <(python3 - "$SECRET" "$USER" "$ACT" <<'PY'
-import base64, hashlib, hmac, sys, time
-secret, user, act = sys.argv[1].encode(), sys.argv[2], sys.argv[3]
-payload = f"{user}.shopper.{int(time.time()) + 3600}"
-sig = hmac.new(secret, b"sid\0" + payload.encode(), hashlib.sha256).digest()
-path = hmac.new(secret, f"path\0{user}\0{act}".encode(), hashlib.sha256).digest()[:18]
-b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
-print(f"{payload}.{b64(sig)}", b64(path))
-PY
-)
-cat >"$out/soldout.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '{"path":"$PATHV"}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Cookie"] = "sid=$COOKIE"
-wrk.headers["X-Forwarded-For"] = "10.200.0.1"
-LUA
+read -r COOKIE PATHV < <(scripts/sign-buyer.py "$SECRET" "$USER" "$ACT" "$out/soldout.lua")
 curl -s -o /dev/null -w "   first answer %{http_code}\n" -X POST -H "Content-Type: application/json" -H "Cookie: sid=$COOKIE" -H "X-Forwarded-For: 10.200.0.1" -d "{\"path\":\"$PATHV\"}" "http://127.0.0.1:$PORT/api/activities/$ACT/buy"
 profile_start sold-out
 wrk -t1 -c256 -d10s -s "$out/soldout.lua" "http://127.0.0.1:$PORT/api/activities/$ACT/buy" >"$out/soldout.txt"
@@ -156,11 +140,17 @@ if [ -n "${BEFORE_BIN:-}" ]; then
   echo "== in-stock buy path, the build in BEFORE_BIN"
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
   $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench_before WITH (FORCE)" -c "CREATE DATABASE seckill_bench_before"
-  SERVE_BIN=$BEFORE_BIN serve env DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before SECKILL_REDIS_PREFIX="before:$RUN:"
+  # Its own database, Redis prefix and queues: the worker of the persister phase still consumes this run's.
+  export SECKILL_REDIS_PREFIX="before:$RUN:" SECKILL_AMQP_PREFIX="before$RUN"
+  SERVE_BIN=$BEFORE_BIN serve env DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before
   # Its own load tool too: the tool reads the key layout of the build it belongs to.
   BIN=$BEFORE_BIN DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 | tee "$out/before.txt"
   before_row="| in-stock buy path, the build before (BEFORE_BIN, one Redis) | $(sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$out/before.txt") shoppers/s, p99 $(sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$out/before.txt") ms | — | — | — |"
 fi
+echo "== the cluster shape through nginx (1, 2, 3 instances) and the capacity model"
+kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true
+BIN=$BIN SECRET=$SECRET OUT=$out scripts/bench-cluster.sh
+
 shoppers_of() { sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$1"; }
 p99_of() { sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$1"; }
 cluster1=$(shoppers_of "$out/cluster1.txt"); cluster1_p99=$(p99_of "$out/cluster1.txt")
@@ -211,6 +201,8 @@ $(cat "$out/cluster4.txt")
 
 $(cat "$out/cluster4-nowait.txt")
 \`\`\`
+
+$(cat "$out/cluster.md")
 MD
 cat scripts/bench-analysis.md >>"$report"
 echo "$report written"

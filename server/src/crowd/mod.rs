@@ -39,7 +39,8 @@ pub struct CrowdOptions {
     pub activity_id: Option<i64>,
     /// Shoppers started per second (0: as fast as `concurrency` allows).
     pub rate: u32,
-    /// How long a shopper keeps trying after a transport error or a `503`, each time on the next
+    /// How long a shopper keeps trying after a transport error, a `503`, or a load balancer's
+    /// `502`/`504` (the request may not have reached an instance), each time on the next
     /// instance and with the same `Idempotency-Key`, as a client behind a load balancer does
     /// (zero: no second try).
     pub retry_for: Duration,
@@ -452,7 +453,7 @@ impl Target<'_> {
             Ok(r) => {
                 return Attempt {
                     outcome: format!("path_{}", r.status().as_u16()),
-                    retry: r.status().as_u16() == 503,
+                    retry: gateway_or_unavailable(r.status().as_u16()),
                 }
             }
             Err(e) => return Attempt::transport(&e, "path_"),
@@ -489,7 +490,7 @@ impl Target<'_> {
                 (
                     Attempt {
                         outcome,
-                        retry: status == 503,
+                        retry: gateway_or_unavailable(status),
                     },
                     None,
                 )
@@ -507,4 +508,11 @@ impl Target<'_> {
         }
         attempt
     }
+}
+
+/// Answers after which a shopper tries again with the same key: the instance is overloaded or
+/// unavailable (`503`), or the load balancer in front could not get an answer from one (`502`,
+/// `504`: the buy may or may not have run, which the key makes safe to ask again).
+fn gateway_or_unavailable(status: u16) -> bool {
+    matches!(status, 502..=504)
 }
