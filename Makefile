@@ -23,18 +23,19 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test setup tools test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench profile chaos cluster cluster-stop
+.PHONY: run test setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench profile chaos cluster cluster-stop
 
-run: setup build
+# `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
+run: setup build-release
 	mkdir -p .local
 	[ -f .local/secret ] || (head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/secret)
 	[ -f .local/demo-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/demo-password)
 	echo "Demo merchant: username 'demo', password '$$(cat .local/demo-password)'"
 	echo "Open http://127.0.0.1:3000"
 	SECKILL_SECRET=$$(cat .local/secret) SECKILL_ADMIN_USER=demo SECKILL_ADMIN_PASSWORD=$$(cat .local/demo-password) \
-	SECKILL_DEMO=1 LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/debug/server serve
+	SECKILL_DEMO=1 LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/release/server serve
 
-test: setup test-tools build test-rust test-e2e test-e2e-cluster
+test: setup test-tools wasm-budget build test-rust test-e2e test-e2e-cluster
 
 setup: tools services
 
@@ -79,6 +80,19 @@ cluster-stop:
 build:
 	cargo leptos build
 	scripts/precompress.sh target/site/pkg
+
+# The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
+# that the site folder holds what its pages name.
+build-release:
+	cargo leptos build --release
+	scripts/precompress.sh target/site/pkg
+	LEPTOS_SITE_ROOT=target/site target/release/server check-assets
+
+# The release wasm a shopper downloads, against its budget (README "Size"): built alone (no release
+# server), before the debug build that the tests use takes the site folder back.
+wasm-budget:
+	cargo leptos build --release --frontend-only
+	scripts/wasm-budget.sh target/site/pkg
 
 # Each integration test makes a database of its own; drop those of earlier runs first.
 clean-test-dbs:

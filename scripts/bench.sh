@@ -122,6 +122,18 @@ crowd_ok=$(grep -c "→ OK" "$out/crowd.txt" || true)
 rss=$(rss_peak)
 echo "   server peak RSS ${rss} MB"
 
+echo "== waiting room: 200,000 shoppers for 100,000 units, everyone in line before the start"
+# Joins take a while for 200,000 (each a POST): the sale starts a minute after it is created.
+crowd --users 200000 --stock 100000 --concurrency 1000 --lead-secs 60 --waiting-room on | tee "$out/waiting.txt"
+waiting_p50=$(sed -n 's/^wait for admission s: p50 \([0-9.]*\) .*/\1/p' "$out/waiting.txt")
+waiting_p99=$(sed -n 's/^wait for admission s: .*p99 \([0-9.]*\) .*/\1/p' "$out/waiting.txt")
+echo "== waiting room's cost on the buy path: the in-stock run with tickets"
+crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 20 --waiting-room on | tee "$out/instock-waiting.txt"
+wr_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.txt")
+wr_p99=$(sed -n 's/.*latency ms: .*p99 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.txt")
+instock_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock.txt")
+ticket_ns=$("$BIN" ticket-cost 2>/dev/null | sed -n 's/.* \([0-9.]*\) ns per check.*/\1/p')
+
 echo "== in-stock buy path on a 3 + 3 Redis Cluster, 1 and 4 stock shards (same machine)"
 scripts/services.sh redis-cluster >/dev/null
 CLUSTER_URLS=$(for i in 0 1 2 3 4 5; do printf 'redis://127.0.0.1:%s,' $((${SECKILL_REDIS_CLUSTER_PORT_BASE:-17001} + i)); done | sed 's/,$//')
@@ -180,6 +192,9 @@ generator on the same machine as the server. One run; on this shared VM figures 
 | in-stock buy path on the Redis Cluster, 1 stock shard (each 202 waits for a replica) | $cluster1 shoppers/s, p99 $cluster1_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster1:-0}" "${instock_shoppers:-1}") % | — |
 | in-stock buy path on the Redis Cluster, 4 stock shards | $cluster4 shoppers/s, p99 $cluster4_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster4:-0}" "${instock_shoppers:-1}") % | — |
 $before_row
+| waiting room, 200,000 shoppers for 100,000 units: wait from the start to admission | p50 $waiting_p50 s, p99 $waiting_p99 s | — | — | — |
+| waiting room's cost on the buy: ticket check in-process | $ticket_ns ns per check | — | — | — |
+| in-stock buy latency with tickets (admitted shoppers, 2,000 admitted/s) vs without (1,000 in flight) | p50 $wr_p50 / p99 $wr_p99 ms vs p50 $instock_p50 / p99 $instock_p99 ms | — | — | — |
 | persister draining a backlog of $BACKLOG (relay + persister, own process) | $persist_rate orders/s | — | — | ≥ 20,000 |
 | server peak RSS over the whole run | $rss MB | — | — | ≤ 200 MB |
 
@@ -191,6 +206,13 @@ $(cat "$out/crowd.txt")
 ## In-stock run
 \`\`\`
 $(cat "$out/instock.txt")
+\`\`\`
+
+## Waiting room: 200,000 shoppers for 100,000 units, then the in-stock run through it
+\`\`\`
+$(cat "$out/waiting.txt")
+
+$(cat "$out/instock-waiting.txt")
 \`\`\`
 
 ## In-stock runs on the Redis Cluster (1 shard, then 4, then 4 without the replica wait)

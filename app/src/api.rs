@@ -79,11 +79,28 @@ pub struct Activity {
     /// How many Redis keys (on a cluster, masters) the stock is split over.
     #[serde(default = "one_shard")]
     pub stock_shards: i16,
+    /// Whether shoppers pass a waiting room before they may buy (an admission ticket).
+    #[serde(default)]
+    pub waiting_room: bool,
+    /// Shoppers the waiting room admits per second (while admitted shoppers can still find stock).
+    #[serde(default = "default_admit_rate")]
+    pub admit_per_sec: i32,
 }
 
 fn one_shard() -> i16 {
     1
 }
+
+fn default_admit_rate() -> i32 {
+    DEFAULT_ADMIT_PER_SEC
+}
+
+/// A waiting room's admission rate when the merchant names none: two thirds of the in-stock rate
+/// one instance with one Redis sustains in BENCHMARKS.md (~3,000 shoppers/s).
+pub const DEFAULT_ADMIT_PER_SEC: i32 = 2000;
+
+/// Sales of at least this many units get a waiting room unless the merchant says otherwise.
+pub const WAITING_ROOM_STOCK_THRESHOLD: i64 = 1000;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActivityList {
@@ -112,6 +129,12 @@ pub struct NewActivity {
     pub payment_window_secs: Option<i32>,
     #[serde(default)]
     pub stock_shards: Option<i16>,
+    /// Default: on when the stock is at least [`WAITING_ROOM_STOCK_THRESHOLD`].
+    #[serde(default)]
+    pub waiting_room: Option<bool>,
+    /// 1..=1,000,000; default [`DEFAULT_ADMIT_PER_SEC`].
+    #[serde(default)]
+    pub admit_per_sec: Option<i32>,
 }
 
 /// Body of `POST /api/admin/activities/{id}/stock`.
@@ -160,6 +183,54 @@ pub struct BuyRequest {
     pub captcha_answer: Option<String>,
     #[serde(default)]
     pub quantity: Option<i64>,
+    /// The admission ticket of a sale with a waiting room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<String>,
+}
+
+/// Body of `POST /api/activities/{id}/queue`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinQueue {
+    /// `true`: an admission that was used or lapsed queues once more, at the back.
+    #[serde(default)]
+    pub again: Option<bool>,
+}
+
+/// Where a shopper stands in a sale's waiting room (`GET`/`POST /api/activities/{id}/queue`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueStatus {
+    /// `not_joined` | `drawing` (joined; places are drawn at the start) | `waiting` | `admitted`
+    /// | `passed` (the admission was used or lapsed) | `sold_out` | `ended` | `open` (no waiting room).
+    pub state: String,
+    /// 1 = next to be admitted; only while `waiting`.
+    pub position: Option<i64>,
+    /// Shoppers ahead, only while `waiting`.
+    pub ahead: Option<i64>,
+    /// Shoppers in the line who are not admitted yet.
+    pub waiting: i64,
+    /// Seconds until admission, from the place and the admission rate, only while `waiting`.
+    pub estimated_wait_secs: Option<i64>,
+    /// The admission ticket, only when `admitted`: send it as the buy's `admission`.
+    pub ticket: Option<String>,
+    /// When the ticket lapses (RFC 3339).
+    pub ticket_expires_at: Option<String>,
+    /// When to ask again.
+    pub poll_after_ms: i64,
+}
+
+/// A waiting room's figures for the console.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueFigures {
+    /// In the line, not admitted yet.
+    pub waiting: i64,
+    /// Admitted since the start.
+    pub admitted: i64,
+    /// Admitted, with a ticket that has not lapsed, and not done buying.
+    pub in_flight: i64,
+    /// Admissions during the last complete second.
+    pub admitted_last_sec: i64,
+    pub admit_per_sec: i32,
 }
 
 /// The `202` answer of a buy.
@@ -199,6 +270,9 @@ pub struct ActivityStats {
     /// Buy attempts during the last complete second, over every instance (an addition to API.md).
     #[serde(default)]
     pub attempts_per_sec: i64,
+    /// The waiting room, when the sale has one (an addition to API.md; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueFigures>,
 }
 
 /// Where an activity stands, as the admin console shows it.

@@ -46,6 +46,9 @@ export interface ActivityOptions {
   captcha?: boolean;
   perUserLimit?: number;
   title?: string;
+  /** Off unless asked (the server's default turns it on from 1,000 units). */
+  waitingRoom?: boolean;
+  admitPerSec?: number;
 }
 
 /** Creates a sale through the admin API; returns its id. */
@@ -64,6 +67,8 @@ export async function createActivity(o: ActivityOptions = {}): Promise<number> {
       per_user_limit: o.perUserLimit ?? 1,
       captcha_required: o.captcha ?? false,
       payment_window_secs: 600,
+      waiting_room: o.waitingRoom ?? false,
+      ...(o.admitPerSec ? { admit_per_sec: o.admitPerSec } : {}),
     },
   });
   expect(resp.status(), await resp.text()).toBe(201);

@@ -74,13 +74,14 @@ test("two shoppers race for the last unit: one is confirmed, the other told it i
   const outcomes = await Promise.all(
     pages.map(async (page) => {
       const won = page.getByTestId("order-status");
-      const lost = page.getByTestId("buy-message");
-      await expect(won.or(lost.filter({ hasText: /\S/ }))).toBeVisible();
+      const lost = page.getByTestId("sold-out");
+      await expect(won.or(lost).first()).toBeVisible();
       if (await won.isVisible()) {
         await expect(won).toHaveText("confirmed");
         return "confirmed";
       }
       await expect(lost).toContainText("Sold out");
+      await expect(page.getByTestId("countdown")).toHaveText("Sold out");
       await expect(page.getByTestId("buy-button")).toBeDisabled();
       return "sold_out";
     }),

@@ -15,8 +15,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve HTTP: the site, the JSON API and static assets (the default).
+    /// Serve HTTP: the site, the JSON API and static assets (the default). Refuses to start when
+    /// the site folder lacks the scripts and styles the pages name.
     Serve,
+    /// Check that the site folder holds the scripts and styles this server's pages name, and exit.
+    CheckAssets,
+    /// What checking one waiting-room admission ticket costs on the buy path (for `make bench`).
+    #[command(hide = true)]
+    TicketCost,
     /// Run the relay and the persister only (no HTTP).
     Worker,
     /// Simulate a flash crowd against a running server and check the invariants afterwards.
@@ -55,6 +61,10 @@ enum Command {
         /// Split the new sale's stock over this many shards (default: the server chooses).
         #[arg(long)]
         stock_shards: Option<i16>,
+        /// The new sale's waiting room: on, off, or default (not named: the server decides from
+        /// the stock; for servers that predate waiting rooms).
+        #[arg(long, default_value = "off")]
+        waiting_room: String,
     },
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
@@ -83,9 +93,36 @@ async fn run(command: Command) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     match command {
         Command::Serve => {
+            server::http::site::check_assets(&config)?;
             let app = Application::build(config).await?;
             tracing::info!(addr = %app.local_addr(), "serving");
             app.run_until(startup::shutdown_signal()).await
+        }
+        Command::TicketCost => {
+            let tickets = server::buy::queue::Tickets::new(&config.secret.0);
+            let now = chrono::Utc::now().timestamp_millis();
+            let ticket = tickets.issue(42, 7, now + 60_000);
+            let rounds = 1_000_000u32;
+            let started = std::time::Instant::now();
+            let admitted = (0..rounds)
+                .filter(|i| {
+                    tickets.admits(
+                        std::hint::black_box(&ticket),
+                        42,
+                        7,
+                        now + i64::from(*i % 1000),
+                    )
+                })
+                .count();
+            let ns = started.elapsed().as_nanos() as f64 / f64::from(rounds);
+            anyhow::ensure!(admitted == rounds as usize, "a valid ticket was refused");
+            println!("admission ticket: {ns:.0} ns per check ({rounds} checks, HMAC-SHA256)");
+            Ok(())
+        }
+        Command::CheckAssets => {
+            server::http::site::check_assets(&config)?;
+            println!("the site folder holds every asset the pages name");
+            Ok(())
         }
         Command::Worker => {
             let state = server::state::AppState::connect(config).await?;
@@ -106,6 +143,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             rate,
             retry_secs,
             stock_shards,
+            waiting_room,
         } => {
             let settle = !no_settle;
             let opts = server::crowd::CrowdOptions {
@@ -121,6 +159,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 rate,
                 retry_for: std::time::Duration::from_secs(retry_secs),
                 stock_shards,
+                waiting_room: match waiting_room.as_str() {
+                    "on" => Some(true),
+                    "off" => Some(false),
+                    "default" => None,
+                    other => anyhow::bail!("--waiting-room {other}: on, off or default"),
+                },
             };
             let report = server::crowd::run(&config, &opts).await?;
             report.print();

@@ -8,6 +8,7 @@ use crate::{
         attempts::Attempts,
         blocks::Blocks,
         gate::{Gate, GateParts},
+        queue::WaitingRoom,
         soldout::SoldOut,
         throttle::LoginThrottle,
     },
@@ -108,6 +109,12 @@ impl AppState {
             broker.clone(),
             topology.clone(),
         );
+        let waiting_room = WaitingRoom::new(
+            db.clone(),
+            redis.clone(),
+            activities.clone(),
+            &config.secret.0,
+        );
         let gate = Gate::new(
             config.gate,
             &config.secret.0,
@@ -120,6 +127,7 @@ impl AppState {
                 attempts: attempts.clone(),
                 metrics: metrics.clone(),
                 replication,
+                waiting_room: waiting_room.clone(),
             },
         );
         let reconciler = Reconciler {
@@ -138,6 +146,7 @@ impl AppState {
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, keys),
             gate: Arc::new(gate),
+            waiting_room,
             sold_out,
             blocks,
             topology,
@@ -236,6 +245,7 @@ impl Application {
         state.reconciler.warm().await?;
         tokio::spawn(listen(&state));
         tokio::spawn(state.attempts.clone().run(state.redis.clone()));
+        tokio::spawn(state.waiting_room.clone().run());
         if state.config.run_workers {
             state.spawn_workers().await?;
         }

@@ -4,7 +4,7 @@
 use crate::{
     buy::{
         activities::ActivityCache, attempts::Attempts, blocks::Blocks, gate::Gate,
-        soldout::SoldOut, throttle::LoginThrottle,
+        queue::WaitingRoom, soldout::SoldOut, throttle::LoginThrottle,
     },
     domain::{password::Passwords, payment::PaymentProvider},
     http::session::SessionKeys,
@@ -55,6 +55,7 @@ pub struct Shared {
     pub assets: app::Assets,
     pub hashed_assets: bool,
     pub gate: Arc<Gate>,
+    pub waiting_room: WaitingRoom,
     pub activities: ActivityCache,
     pub sold_out: SoldOut,
     pub blocks: Blocks,
@@ -86,6 +87,7 @@ parts! {
     login_throttle: LoginThrottle,
     leptos: LeptosOptions,
     gate: Arc<Gate>,
+    waiting_room: WaitingRoom,
     activities: ActivityCache,
     sold_out: SoldOut,
     metrics: Arc<Metrics>,

@@ -1,7 +1,12 @@
 //! `/`: the list of sales, each a card with its price, stock and countdown. The HTML carries no
 //! per-user data (it is cacheable).
 
-use crate::{api::Activity, components::countdown::Countdown, data, format::money};
+use crate::{
+    api::Activity,
+    components::{countdown::Countdown, stock::poll_remaining},
+    data,
+    format::{money, units},
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -30,6 +35,8 @@ pub fn Home() -> impl IntoView {
 
 #[component]
 fn ActivityCard(activity: Activity) -> impl IntoView {
+    // Live, so that a sold-out sale says so (and reopens when units come back) without a click.
+    let remaining = poll_remaining(&activity);
     let href = format!("/activities/{}", activity.id);
     view! {
         <li class="card activity-card" data-testid="activity-card">
@@ -40,8 +47,8 @@ fn ActivityCard(activity: Activity) -> impl IntoView {
                 <span class="now">{money(activity.seckill_price_cents)}</span>
                 " " <s class="was">{money(activity.price_cents)}</s>
             </p>
-            <p class="muted">{activity.total_stock} " units"</p>
-            <Countdown activity=activity/>
+            <p class="muted">{units(activity.total_stock)}</p>
+            <Countdown activity=activity remaining/>
         </li>
     }
 }

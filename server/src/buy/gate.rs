@@ -8,7 +8,10 @@
 //! (`settle.lua`). The session and the client address are the HTTP layer's to establish
 //! (`http/buy.rs`).
 
-use super::{activities::ActivityCache, attempts::Attempts, blocks::Blocks, soldout::SoldOut};
+use super::{
+    activities::ActivityCache, attempts::Attempts, blocks::Blocks, queue::WaitingRoom,
+    soldout::SoldOut,
+};
 use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
@@ -73,6 +76,7 @@ pub struct GateParts {
     pub attempts: Attempts,
     pub metrics: Arc<Metrics>,
     pub replication: Replication,
+    pub waiting_room: WaitingRoom,
 }
 
 /// One buy as the scripts see it.
@@ -135,9 +139,46 @@ impl Gate {
         let activity = state.activities.get(&state.db, id).await?;
         // Counted once the activity is known to exist: made-up ids must not grow the counters.
         state.attempts.record(id);
+        let outcome = self.judge(&activity, user, ip, idempotency, req).await;
+        // An admitted shopper who bought, or who can buy nothing more, leaves the admitted
+        // window: the waiting room admits the next in line.
+        if activity.waiting_room
+            && matches!(
+                outcome,
+                Ok(_) | Err(ApiError::SoldOut | ApiError::LimitReached)
+            )
+        {
+            state.waiting_room.leave(user, id);
+        }
+        outcome
+    }
+
+    async fn judge(
+        &self,
+        activity: &crate::domain::activity::ActivityRow,
+        user: i64,
+        ip: IpAddr,
+        idempotency: Option<String>,
+        req: BuyRequest,
+    ) -> ApiResult<String> {
+        let state = &self.parts;
+        let id = activity.id;
         check_window(activity.starts_at, activity.ends_at)?;
         if !self.paths.is_valid(&req.path, user, id) {
             return Err(ApiError::BadPath);
+        }
+        // No ticket, no buy: checked here, in-process, before anything reaches Redis.
+        if activity.waiting_room
+            && !req.admission.as_deref().is_some_and(|ticket| {
+                state.waiting_room.tickets().admits(
+                    ticket,
+                    user,
+                    id,
+                    chrono::Utc::now().timestamp_millis(),
+                )
+            })
+        {
+            return Err(ApiError::NotAdmitted);
         }
         let quantity = req.quantity.unwrap_or(1);
         if !(1..=i64::from(activity.per_user_limit)).contains(&quantity) {
@@ -180,7 +221,7 @@ impl Gate {
         let started = Instant::now();
         let answer = self
             .ask(
-                &activity,
+                activity,
                 user,
                 quantity,
                 captcha,

@@ -1,7 +1,8 @@
 //! The buy path and what guards it: the gate (`gate.rs` and its Redis scripts: `gate.lua` on the
 //! buyer's home shard, `lend.lua` and `settle.lua` when another shard lends the units), the
 //! activity cache it reads, this instance's sold-out flags, the blocked clients, the buy-attempt
-//! counters, the captcha, and the login throttle. Built on `domain` and `infra`; knows nothing
+//! counters, the captcha, the login throttle, and the waiting room in front of it all (`queue/`: the
+//! fair line, its admission step and tickets). Built on `domain` and `infra`; knows nothing
 //! of HTTP.
 
 pub mod activities;
@@ -9,5 +10,6 @@ pub mod attempts;
 pub mod blocks;
 pub mod captcha;
 pub mod gate;
+pub mod queue;
 pub mod soldout;
 pub mod throttle;

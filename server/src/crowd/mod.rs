@@ -11,7 +11,7 @@ use crate::{
     infra::{config::Config, db},
 };
 use anyhow::Context;
-use app::api::{Activity, BuyPath, Role, ServerTime};
+use app::api::{Activity, BuyPath, QueueStatus, Role, ServerTime};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
 use std::{
@@ -46,6 +46,10 @@ pub struct CrowdOptions {
     pub retry_for: Duration,
     /// Stock shards of the sale it creates (`None`: the server's default).
     pub stock_shards: Option<i16>,
+    /// Whether the sale it creates has a waiting room (`None`: not named, the server's default).
+    /// On a sale with one, every shopper joins the line before the start, polls it as the page
+    /// does, and buys with the ticket once admitted.
+    pub waiting_room: Option<bool>,
 }
 
 #[derive(Debug)]
@@ -69,6 +73,21 @@ pub struct Report {
     pub tokens_not_persisted: i64,
     /// Units the crowd asked for: shoppers × the activity's per-user limit.
     pub demand_units: i64,
+    /// On a sale with a waiting room: the line's figures.
+    pub queue: Option<QueueReport>,
+}
+
+#[derive(Debug)]
+pub struct QueueReport {
+    /// Seconds the joins before the start took.
+    pub joined_in: Duration,
+    /// Status polls over the whole sale.
+    pub polls: u64,
+    /// From the start (or a later join) to the admission, in ms: p50, p90, p99, max.
+    pub wait_ms: [u64; 4],
+    pub admitted: u64,
+    /// Shoppers the line told "sold out" while they waited.
+    pub told_sold_out: u64,
 }
 
 impl Report {
@@ -109,6 +128,16 @@ impl Report {
             ms(self.sold_out_after),
             ms(self.persisted_after_last_buy)
         );
+        if let Some(q) = &self.queue {
+            let [p50, p90, p99, max] = q.wait_ms.map(|ms| ms as f64 / 1000.0);
+            println!(
+                "waiting room: joined in {:.1} s before the start; {} admitted, {} told sold out while waiting; {} status polls",
+                q.joined_in.as_secs_f64(), q.admitted, q.told_sold_out, q.polls
+            );
+            println!(
+                "wait for admission s: p50 {p50:.1}  p90 {p90:.1}  p99 {p99:.1}  max {max:.1}"
+            );
+        }
         println!(
             "invariants: sold {} of {} (accepted {}), users over the limit {}, tokens not persisted {} → {}",
             self.sold,
@@ -129,6 +158,9 @@ struct Tally {
     tokens: Vec<String>,
     sold_out_at: Option<Instant>,
     last_accept: Option<Instant>,
+    waits: Histogram<u64>,
+    polls: u64,
+    told_sold_out: u64,
 }
 
 pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
@@ -213,6 +245,9 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             if let Some(shards) = opts.stock_shards {
                 sale["stock_shards"] = shards.into();
             }
+            if let Some(on) = opts.waiting_room {
+                sale["waiting_room"] = on.into();
+            }
             let resp = http
                 .post(format!("{base}/api/admin/activities"))
                 .header("cookie", cookie(merchant, Role::Merchant))
@@ -234,11 +269,33 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         activity.id
     );
     let quantity = activity.per_user_limit;
+    let addr_of = |i: usize| format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+
+    // A waiting room: everyone joins the line before the start, as the page does when opened.
+    let joining = Instant::now();
+    if activity.waiting_room {
+        let aid = activity.id;
+        let joins = stream::iter(users.clone().into_iter().enumerate())
+            .map(|(i, user)| {
+                let (http, cookie, addr) = (&http, cookie(user, Role::Shopper), addr_of(i));
+                let base = bases[i % bases.len()];
+                async move { join_line(http, base, aid, &cookie, &addr, false).await }
+            })
+            .buffer_unordered(opts.concurrency)
+            .filter(|joined| std::future::ready(joined.is_err()))
+            .count()
+            .await;
+        anyhow::ensure!(
+            joins == 0,
+            "{joins} shoppers could not join the waiting room"
+        );
+    }
+    let joined_in = joining.elapsed();
 
     // Wait for the start instant by the server's clock, as the browser's countdown does.
     let starts = chrono::DateTime::parse_from_rfc3339(&activity.starts_at).context("starts_at")?;
     let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
-    tokio::time::sleep(Duration::from_millis(wait)).await;
+    tokio::time::sleep(Duration::from_millis(wait).saturating_sub(joined_in)).await;
 
     let progress = if opts.show_progress {
         indicatif::ProgressBar::new(opts.users as u64)
@@ -253,6 +310,9 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         tokens: Vec::new(),
         sold_out_at: None,
         last_accept: None,
+        waits: Histogram::new_with_bounds(1, 3_600_000, 3)?,
+        polls: 0,
+        told_sold_out: 0,
     }));
     let started = Instant::now();
     let id = activity.id;
@@ -262,19 +322,33 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         id,
         quantity,
         retry_for: opts.retry_for,
+        requests: tokio::sync::Semaphore::new(opts.concurrency),
+        started,
     };
+    // In a waiting room every shopper is there at once (polling); `concurrency` bounds the
+    // requests in flight instead.
+    let present = if activity.waiting_room {
+        users.len().max(1)
+    } else {
+        opts.concurrency
+    };
+    let waiting_room = activity.waiting_room;
     stream::iter(users.iter().enumerate())
-        .for_each_concurrent(opts.concurrency, |(i, &user)| {
+        .for_each_concurrent(present, |(i, &user)| {
             let (target, tally, progress) = (&target, tally.clone(), &progress);
             let cookie = cookie(user, Role::Shopper);
-            let addr = format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+            let addr = addr_of(i);
             let start_at = (opts.rate > 0)
                 .then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
             async move {
                 if let Some(at) = start_at {
                     tokio::time::sleep_until(at.into()).await;
                 }
-                let outcome = target.shop(i, &cookie, &addr, &tally).await;
+                let outcome = if waiting_room {
+                    target.wait_and_shop(i, &cookie, &addr, &tally).await
+                } else {
+                    target.shop(i, &cookie, &addr, None, &tally).await
+                };
                 let mut t = tally.lock().expect("tally");
                 *t.outcomes.entry(outcome).or_default() += 1;
                 progress.inc(1);
@@ -313,6 +387,14 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         users_over_limit,
     } = figures;
     let q = |p: f64| t.latency.value_at_quantile(p);
+    let w = |p: f64| t.waits.value_at_quantile(p);
+    let queue = activity.waiting_room.then(|| QueueReport {
+        joined_in,
+        polls: t.polls,
+        wait_ms: [w(0.5), w(0.9), w(0.99), t.waits.max()],
+        admitted: t.waits.len(),
+        told_sold_out: t.told_sold_out,
+    });
     Ok(Report {
         activity_id: id,
         requests: t.outcomes.values().sum::<u64>(),
@@ -329,6 +411,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         users_over_limit,
         tokens_not_persisted: (t.accepted_units - persisted_units).max(0),
         demand_units: opts.users as i64 * i64::from(quantity),
+        queue,
     })
 }
 
@@ -375,6 +458,29 @@ struct Target<'a> {
     id: i64,
     quantity: i32,
     retry_for: Duration,
+    /// Requests in flight at once (a waiting room's crowd is all there, polling).
+    requests: tokio::sync::Semaphore,
+    started: Instant,
+}
+
+/// Joins (or `again`: re-joins) a sale's waiting room; the status it answers.
+async fn join_line(
+    http: &reqwest::Client,
+    base: &str,
+    id: i64,
+    cookie: &str,
+    addr: &str,
+    again: bool,
+) -> anyhow::Result<QueueStatus> {
+    let resp = http
+        .post(format!("{base}/api/activities/{id}/queue"))
+        .header("cookie", cookie)
+        .header("x-forwarded-for", addr)
+        .json(&serde_json::json!({ "again": again }))
+        .send()
+        .await?;
+    anyhow::ensure!(resp.status().is_success(), "join: {}", resp.status());
+    Ok(resp.json().await?)
 }
 
 /// What one attempt came to, and whether a client would try it again.
@@ -405,15 +511,80 @@ impl Attempt {
 }
 
 impl Target<'_> {
+    /// One shopper in a waiting room: polls the line as the page does (when the server says),
+    /// and once admitted buys with the ticket.
+    async fn wait_and_shop(
+        &self,
+        shopper: usize,
+        cookie: &str,
+        addr: &str,
+        tally: &Mutex<Tally>,
+    ) -> String {
+        let base = self.bases[shopper % self.bases.len()];
+        let id = self.id;
+        loop {
+            let status = {
+                let _permit = self.requests.acquire().await.expect("never closed");
+                self.http
+                    .get(format!("{base}/api/activities/{id}/queue"))
+                    .header("cookie", cookie)
+                    .header("x-forwarded-for", addr)
+                    .send()
+                    .await
+            };
+            tally.lock().expect("tally").polls += 1;
+            let status = match status {
+                Ok(r) if r.status().is_success() => r.json::<QueueStatus>().await.ok(),
+                _ => None,
+            };
+            let Some(status) = status else {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            };
+            match status.state.as_str() {
+                "admitted" => {
+                    let waited = self.started.elapsed().as_millis() as u64;
+                    let _ = tally.lock().expect("tally").waits.record(waited.max(1));
+                    let ticket = status.ticket.unwrap_or_default();
+                    return self.shop(shopper, cookie, addr, Some(&ticket), tally).await;
+                }
+                "sold_out" => {
+                    tally.lock().expect("tally").told_sold_out += 1;
+                    return "sold_out_waiting".into();
+                }
+                "ended" => return "ended".into(),
+                "passed" | "not_joined" => {
+                    let _permit = self.requests.acquire().await.expect("never closed");
+                    let _ = join_line(self.http, base, id, cookie, addr, true).await;
+                }
+                _ => {
+                    let after = status.poll_after_ms.clamp(100, 60_000) as u64;
+                    tokio::time::sleep(Duration::from_millis(after)).await;
+                }
+            }
+        }
+    }
+
     /// One shopper: the path, then the buy (the whole quantity the limit allows), tried again
     /// within `retry_for` on the next instance after a transport error or a `503`. Returns the outcome.
-    async fn shop(&self, shopper: usize, cookie: &str, addr: &str, tally: &Mutex<Tally>) -> String {
+    async fn shop(
+        &self,
+        shopper: usize,
+        cookie: &str,
+        addr: &str,
+        admission: Option<&str>,
+        tally: &Mutex<Tally>,
+    ) -> String {
         let give_up = Instant::now() + self.retry_for;
         let key = uuid::Uuid::new_v4().to_string();
         let mut backoff = Duration::from_millis(50);
         for attempt in shopper.. {
             let base = self.bases[attempt % self.bases.len()];
-            let Attempt { outcome, retry } = self.attempt(base, cookie, addr, &key, tally).await;
+            let Attempt { outcome, retry } = {
+                let _permit = self.requests.acquire().await.expect("never closed");
+                self.attempt(base, cookie, addr, &key, admission, tally)
+                    .await
+            };
             if !retry || Instant::now() + backoff >= give_up {
                 return outcome;
             }
@@ -435,6 +606,7 @@ impl Target<'_> {
         cookie: &str,
         addr: &str,
         key: &str,
+        admission: Option<&str>,
         tally: &Mutex<Tally>,
     ) -> Attempt {
         let id = self.id;
@@ -465,7 +637,12 @@ impl Target<'_> {
             .header("cookie", cookie)
             .header("x-forwarded-for", addr)
             .header("idempotency-key", key)
-            .json(&serde_json::json!({"path": path, "quantity": self.quantity}))
+            .json(&match admission {
+                Some(ticket) => {
+                    serde_json::json!({"path": path, "quantity": self.quantity, "admission": ticket})
+                }
+                None => serde_json::json!({"path": path, "quantity": self.quantity}),
+            })
             .send()
             .await;
         let took = sent.elapsed().as_micros() as u64;

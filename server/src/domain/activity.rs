@@ -4,7 +4,10 @@
 
 use super::{rfc3339, ApiError, ApiResult};
 use crate::infra::{keys::MAX_SHARDS, redis::Redis};
-use app::api::{Activity, AdminActivity, NewActivity, SaleStatus};
+use app::api::{
+    Activity, AdminActivity, NewActivity, SaleStatus, DEFAULT_ADMIT_PER_SEC,
+    WAITING_ROOM_STOCK_THRESHOLD,
+};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -25,10 +28,13 @@ pub struct ActivityRow {
     pub payment_window_secs: i32,
     pub paused: bool,
     pub stock_shards: i16,
+    pub waiting_room: bool,
+    pub admit_per_sec: i32,
 }
 
 pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
-                       total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards";
+                       total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards, \
+                       waiting_room, admit_per_sec";
 
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
@@ -47,6 +53,8 @@ impl ActivityRow {
             payment_window_secs: self.payment_window_secs,
             paused: self.paused,
             stock_shards: self.stock_shards,
+            waiting_room: self.waiting_room,
+            admit_per_sec: self.admit_per_sec,
         }
     }
 }
@@ -93,6 +101,8 @@ pub struct ActivitySpec {
     captcha_required: bool,
     payment_window_secs: i32,
     stock_shards: i16,
+    waiting_room: bool,
+    admit_per_sec: i32,
 }
 
 /// Shards when the merchant names none: one per thousand units, at most one per master (a single
@@ -180,7 +190,18 @@ impl ActivitySpec {
                 format!("must be between 1 and {MAX_SHARDS}, and at most the stock"),
             ));
         }
+        let admit_per_sec = n.admit_per_sec.unwrap_or(DEFAULT_ADMIT_PER_SEC);
+        if !(1..=1_000_000).contains(&admit_per_sec) {
+            return Err(ApiError::invalid(
+                "admit_per_sec",
+                "must be between 1 and 1000000",
+            ));
+        }
         Ok(ActivitySpec {
+            waiting_room: n
+                .waiting_room
+                .unwrap_or(n.stock >= WAITING_ROOM_STOCK_THRESHOLD),
+            admit_per_sec,
             title,
             description: n.description,
             image_url,
@@ -334,8 +355,9 @@ pub fn admin_item(row: ActivityRow, in_redis: Option<i64>, now: DateTime<Utc>) -
 pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiResult<ActivityRow> {
     Ok(sqlx::query_as(&format!(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
-             starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
+             waiting_room, admit_per_sec)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
          RETURNING {COLUMNS}"
     ))
     .bind(merchant_id)
@@ -351,6 +373,8 @@ pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiRe
     .bind(spec.captcha_required)
     .bind(spec.payment_window_secs)
     .bind(spec.stock_shards)
+    .bind(spec.waiting_room)
+    .bind(spec.admit_per_sec)
     .fetch_one(db)
     .await?)
 }
@@ -385,6 +409,8 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
             captcha_required: Some(true),
             payment_window_secs: Some(600),
             stock_shards: None,
+            waiting_room: None,
+            admit_per_sec: None,
         },
         60,
         1,
@@ -414,6 +440,8 @@ mod tests {
             captcha_required: None,
             payment_window_secs: None,
             stock_shards: None,
+            waiting_room: None,
+            admit_per_sec: None,
         }
     }
 
@@ -436,6 +464,23 @@ mod tests {
             ),
             (1, true, 600)
         );
+        // A waiting room by default from the threshold up, unless the merchant says otherwise.
+        assert!(!spec.waiting_room);
+        let big = |waiting_room| {
+            ActivitySpec::parse(
+                NewActivity {
+                    stock: WAITING_ROOM_STOCK_THRESHOLD,
+                    waiting_room,
+                    ..valid()
+                },
+                60,
+                3,
+            )
+            .unwrap()
+        };
+        assert!(big(None).waiting_room);
+        assert!(!big(Some(false)).waiting_room);
+        assert_eq!(big(None).admit_per_sec, DEFAULT_ADMIT_PER_SEC);
     }
 
     #[test]
@@ -541,6 +586,15 @@ mod tests {
             }),
             "stock_shards"
         );
+        for bad in [0, 1_000_001] {
+            assert_eq!(
+                field_of(NewActivity {
+                    admit_per_sec: Some(bad),
+                    ..valid()
+                }),
+                "admit_per_sec"
+            );
+        }
         assert_eq!(field_of(valid()), "ok");
     }
 

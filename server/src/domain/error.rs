@@ -35,6 +35,8 @@ pub enum ApiError {
     Blocked { retry_after: u64 },
     #[error("sold out")]
     SoldOut,
+    #[error("this sale admits shoppers from its waiting room in turn; wait for yours")]
+    NotAdmitted,
     #[error("the captcha answer is wrong or was already used; get a new captcha")]
     CaptchaInvalid,
     #[error("this buy link is not valid for you and this sale")]
@@ -77,6 +79,7 @@ impl ApiError {
             ApiError::LimitReached => "limit_reached",
             ApiError::Blocked { .. } => "blocked",
             ApiError::SoldOut => "sold_out",
+            ApiError::NotAdmitted => "not_admitted",
             ApiError::CaptchaInvalid => "captcha_invalid",
             ApiError::BadPath => "bad_path",
             ApiError::NotConfirmed => "not_confirmed",

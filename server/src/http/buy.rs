@@ -1,5 +1,6 @@
-//! API.md "Storefront", the buy: a shopper's buy path, a captcha, and the buy itself. The session,
-//! the client address, the id and the `Idempotency-Key` are read here; `buy/gate.rs` decides.
+//! API.md "Storefront", the buy: a shopper's place in a sale's waiting room, the buy path, a
+//! captcha, and the buy itself. The session, the client address, the id and the
+//! `Idempotency-Key` are read here; `buy/queue` and `buy/gate.rs` decide.
 
 use super::{
     client_ip::ClientIp,
@@ -7,11 +8,11 @@ use super::{
     session::{SessionKeys, SignedIn},
 };
 use crate::{
-    buy::{captcha, gate::Gate},
+    buy::{captcha, gate::Gate, queue::WaitingRoom},
     domain::{ApiError, ApiResult},
     infra::{config::Config, redis::Redis},
 };
-use app::api::{BuyPath, BuyRequest, Reservation};
+use app::api::{BuyPath, BuyRequest, JoinQueue, QueueStatus, Reservation};
 use axum::{
     extract::{FromRef, FromRequestParts, Path, State},
     http::{header, request::Parts, StatusCode},
@@ -25,11 +26,13 @@ pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
     Arc<Gate>: FromRef<S>,
+    WaitingRoom: FromRef<S>,
     Redis: FromRef<S>,
     Arc<SessionKeys>: FromRef<S>,
     Arc<Config>: FromRef<S>,
 {
     Router::new()
+        .route("/activities/{id}/queue", get(queue_status).post(join_queue))
         .route("/activities/{id}/path", get(buy_path))
         .route("/activities/{id}/buy", post(buy))
         .route("/captcha", get(new_captcha))
@@ -44,6 +47,33 @@ async fn buy_path(
     Ok(Json(BuyPath {
         path: gate.path(user.user_id, id).await?,
     }))
+}
+
+/// Where the shopper stands in the sale's waiting room; polled by the sale page.
+async fn queue_status(
+    State(room): State<WaitingRoom>,
+    SignedIn(user): SignedIn,
+    Path(id): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let status = room.status(user.user_id, parse_id(&id)?).await?;
+    Ok(no_store(status))
+}
+
+/// Joins the sale's waiting room (a place already held is kept) and says where the shopper stands.
+async fn join_queue(
+    State(room): State<WaitingRoom>,
+    SignedIn(user): SignedIn,
+    Path(id): Path<String>,
+    AppJson(join): AppJson<JoinQueue>,
+) -> ApiResult<impl IntoResponse> {
+    let status = room
+        .join(user.user_id, parse_id(&id)?, join.again.unwrap_or(false))
+        .await?;
+    Ok(no_store(status))
+}
+
+fn no_store(status: QueueStatus) -> impl IntoResponse {
+    ([(header::CACHE_CONTROL, "no-store")], Json(status))
 }
 
 async fn new_captcha(State(redis): State<Redis>) -> ApiResult<impl IntoResponse> {

@@ -21,6 +21,7 @@ pub fn status(e: &ApiError) -> StatusCode {
         | ApiError::NotStarted { .. }
         | ApiError::Paused
         | ApiError::LimitReached
+        | ApiError::NotAdmitted
         | ApiError::Blocked { .. } => StatusCode::FORBIDDEN,
         ApiError::NotFound => StatusCode::NOT_FOUND,
         ApiError::UsernameTaken

@@ -58,10 +58,7 @@ impl Site {
             .hash_files(hashed)
             .hash_file(Arc::<str>::from(HASH_FILE))
             .build();
-        let css = match hashes.get("css") {
-            Some(h) => format!("/pkg/seckill.{h}.css"),
-            None => "/pkg/seckill.css".to_string(),
-        };
+        let css = format!("/pkg/{}", asset_names(&hashes)[2]);
         Site {
             options,
             assets: Assets {
@@ -71,6 +68,40 @@ impl Site {
             hashed,
         }
     }
+}
+
+/// The files in `pkg/` the pages name: the JS, the wasm and the stylesheet, under their content
+/// hashes when the build wrote them (Leptos' own naming).
+fn asset_names(hashes: &HashMap<String, String>) -> [String; 3] {
+    let (js, wasm) = match (hashes.get("js"), hashes.get("wasm")) {
+        (Some(js), Some(wasm)) => (format!("seckill.{js}.js"), format!("seckill.{wasm}.wasm")),
+        _ => ("seckill.js".to_string(), "seckill_bg.wasm".to_string()),
+    };
+    let css = match hashes.get("css") {
+        Some(h) => format!("seckill.{h}.css"),
+        None => "seckill.css".to_string(),
+    };
+    [js, wasm, css]
+}
+
+/// Refuses to serve pages whose scripts and styles the site folder lacks (a server built apart
+/// from its site: no style, no hydration, buttons disabled forever). Said at start-up, with the
+/// way out.
+pub fn check_assets(config: &Config) -> anyhow::Result<()> {
+    let pkg = std::path::Path::new(&config.site_root).join("pkg");
+    let missing: Vec<String> = asset_names(&read_hashes())
+        .into_iter()
+        .filter(|name| !pkg.join(name).is_file())
+        .collect();
+    anyhow::ensure!(
+        missing.is_empty(),
+        "the site folder {} lacks {} that this server's pages name; build the server and its site \
+         together (`cargo leptos build`, or `cargo leptos build --release` for target/release/server) \
+         and point LEPTOS_SITE_ROOT at that site folder",
+        pkg.display(),
+        missing.join(", "),
+    );
+    Ok(())
 }
 
 /// Pages read activities straight from the database.

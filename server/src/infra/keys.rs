@@ -17,6 +17,14 @@
 //! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
 //! | `{a:ID.S}:rate:WHO` | token bucket and strikes of a user or an address, per sale shard |
 //!
+//! A sale's waiting room is one slot of its own, `{q:ID}` (every instance serves the same line):
+//!
+//! | key | what |
+//! |---|---|
+//! | `{q:ID}:line` | sorted set: each user who joined, scored by place (random before the start, arrival after) |
+//! | `{q:ID}:in` | sorted set: admitted users whose ticket has not lapsed, scored by its expiry (ms) |
+//! | `{q:ID}:meta` | hash: the admission cursor (last admitted place), counters, the rate's carry-over |
+//!
 //! Keys outside a script have tags of their own: captcha answers (`{cap:ID}`), the blocked
 //! clients (`blocks`, one sorted set), attempt counters, login throttles.
 
@@ -140,7 +148,32 @@ impl ShardKeys {
     }
 }
 
+/// The keys of one sale's waiting room: all in one hash slot.
+#[derive(Clone, Debug)]
+pub struct QueueKeys {
+    base: String,
+}
+
+impl QueueKeys {
+    pub fn line(&self) -> String {
+        format!("{}:line", self.base)
+    }
+    pub fn admitted(&self) -> String {
+        format!("{}:in", self.base)
+    }
+    pub fn meta(&self) -> String {
+        format!("{}:meta", self.base)
+    }
+}
+
 impl Keys {
+    /// The waiting room of a sale.
+    pub fn queue(&self, activity: i64) -> QueueKeys {
+        QueueKeys {
+            base: format!("{}{{q:{activity}}}", self.prefix),
+        }
+    }
+
     pub fn new(prefix: &str) -> Keys {
         Keys {
             prefix: prefix.into(),
@@ -242,6 +275,9 @@ mod tests {
         .map(|k| slot(k))
         .collect();
         assert_eq!(slots.len(), 1);
+        let q = keys.queue(42);
+        assert_eq!(slot(&q.line()), slot(&q.admitted()));
+        assert_eq!(slot(&q.line()), slot(&q.meta()));
         // Three shards: one in each third of the slot space, i.e. on each of three masters.
         let thirds: std::collections::HashSet<u32> = keys
             .shards(42, 3)

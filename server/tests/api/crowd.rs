@@ -26,6 +26,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         rate: 0,
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
+        waiting_room: Some(false),
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();

@@ -437,7 +437,7 @@ async fn reconciliation_reports_injected_drift_and_repairs_it() {
 async fn the_merchant_lists_orders_with_filters_and_paging_and_exports_a_streamed_csv() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 200_000, json!({})).await["id"]
+    let id = live_activity(&app, &merchant, 200_000, json!({"waiting_room": false})).await["id"]
         .as_i64()
         .unwrap();
     let buyers = shoppers(&app, 3).await;

@@ -9,6 +9,7 @@ mod helpers;
 mod hostile;
 mod input;
 mod lifecycle;
+mod queue;
 mod replication;
 mod seckill;
 mod shards;

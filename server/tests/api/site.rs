@@ -159,3 +159,34 @@ async fn html_pages_allow_only_their_own_nonced_inline_script() {
         "frame-ancestors 'none'; base-uri 'self'; object-src 'none'"
     );
 }
+
+#[tokio::test]
+async fn a_server_whose_site_folder_lacks_the_assets_its_pages_name_refuses_to_start() {
+    let app = spawn_app().await;
+    let empty = std::env::temp_dir().join(format!("empty-site-{}", unique_name("s")));
+    std::fs::create_dir_all(empty.join("pkg")).unwrap();
+    for sub in ["check-assets", "serve"] {
+        let out = server_command(&app, sub)
+            .env("LEPTOS_SITE_ROOT", &empty)
+            .env("SECKILL_ADDR", "127.0.0.1:0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{sub} must refuse: {stderr}");
+        assert!(
+            stderr.contains("lacks") && stderr.contains(".wasm") && stderr.contains(".js"),
+            "{sub} names what is missing: {stderr}"
+        );
+    }
+    // The site this server was built with (make test builds them together) passes.
+    let out = server_command(&app, "check-assets")
+        .env("LEPTOS_SITE_ROOT", "../target/site")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(empty).unwrap();
+}

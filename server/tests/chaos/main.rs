@@ -452,7 +452,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         app,
         &merchant,
         size.stock,
-        json!({"title": format!("Chaos: {fault:?}"), "stock_shards": shards}),
+        json!({"title": format!("Chaos: {fault:?}"), "stock_shards": shards, "waiting_room": false}),
     )
     .await;
     let id = activity["id"].as_i64().unwrap();
@@ -469,6 +469,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         rate: size.rate,
         retry_for: Duration::from_secs(60),
         stock_shards: None,
+        waiting_room: Some(false),
     };
     let config = app.config.clone();
     let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });

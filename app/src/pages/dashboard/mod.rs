@@ -202,6 +202,14 @@ pub fn StatsPanel(
             <div><dt>"Failed"</dt><dd data-testid="stat-failed">{figure(|s| s.failed)}</dd></div>
             <div><dt>"Buy attempts / s"</dt><dd data-testid="stat-attempts_per_sec">{figure(|s| s.attempts_per_sec)}</dd></div>
         </dl>
+        {move || stats.with(|s| s.as_ref().and_then(|s| s.queue.clone())).map(|q| view! {
+            <dl class="stats" data-testid="admin-queue" aria-label="Waiting room">
+                <div><dt>"Waiting"</dt><dd data-testid="stat-queue-waiting">{q.waiting}</dd></div>
+                <div><dt>"Admitted"</dt><dd data-testid="stat-queue-admitted">{q.admitted}</dd></div>
+                <div><dt>"Admitted, buying"</dt><dd data-testid="stat-queue-in_flight">{q.in_flight}</dd></div>
+                <div><dt>"Admitted / s"</dt><dd data-testid="stat-queue-rate">{q.admitted_last_sec} " of " {q.admit_per_sec}</dd></div>
+            </dl>
+        })}
         <p class="muted small">
             <span data-testid="admin-updated">{move || updated.get().map(|t| format!("Updated {t}"))}</span>
             {move || stale.get().map(|e| view! { <span class="error" role="status">" · figures are stale: " {e}</span> })}

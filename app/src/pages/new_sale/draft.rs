@@ -1,7 +1,7 @@
 //! The new-sale form as typed (`Draft`) and its rules: money in cents, whole numbers, local
 //! times to UTC, and which field a server message is about.
 
-use crate::api::NewActivity;
+use crate::api::{NewActivity, WAITING_ROOM_STOCK_THRESHOLD};
 use std::collections::BTreeMap;
 
 /// The form's fields as typed, before they become a `NewActivity`.
@@ -21,6 +21,11 @@ pub struct Draft {
     pub payment_window_mins: String,
     /// Stock shards; empty lets the server choose from the stock and its Redis masters.
     pub stock_shards: String,
+    /// The waiting room; `None` until the merchant ticks or unticks it (then it follows the
+    /// stock, as the server's default does).
+    pub waiting_room: Option<bool>,
+    /// Shoppers admitted per second; empty: the default.
+    pub admit_per_sec: String,
 }
 
 /// Field errors, keyed by the API's field names.
@@ -50,6 +55,13 @@ pub fn parse_int(s: &str) -> Option<i64> {
 }
 
 impl Draft {
+    /// Whether the sale gets a waiting room: as ticked, else from the stock typed so far.
+    pub fn waiting_room_on(&self) -> bool {
+        self.waiting_room.unwrap_or_else(|| {
+            parse_int(&self.stock).is_some_and(|n| n >= WAITING_ROOM_STOCK_THRESHOLD)
+        })
+    }
+
     pub fn fresh() -> Draft {
         Draft {
             per_user_limit: "1".into(),
@@ -161,10 +173,25 @@ impl Draft {
                 n
             }
         };
+        let admit_per_sec = match self.admit_per_sec.trim() {
+            "" => None,
+            typed => {
+                let n = parse_int(typed).filter(|n| (1..=1_000_000).contains(n));
+                if n.is_none() {
+                    errors.insert(
+                        "admit_per_sec",
+                        "Admit 1 to 1,000,000 shoppers a second.".into(),
+                    );
+                }
+                n
+            }
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
         Ok(NewActivity {
+            waiting_room: Some(self.waiting_room_on()),
+            admit_per_sec: admit_per_sec.map(|n| n as i32),
             title,
             description: self.description.clone(),
             image_url: (!image.is_empty()).then(|| image.to_string()),
@@ -184,7 +211,7 @@ impl Draft {
 /// The form field a server `invalid_input` message is about: API.md's messages start with the
 /// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
 pub fn field_of_message(message: &str) -> Option<&'static str> {
-    const FIELDS: [&str; 12] = [
+    const FIELDS: [&str; 14] = [
         "title",
         "description",
         "image_url",
@@ -197,6 +224,8 @@ pub fn field_of_message(message: &str) -> Option<&'static str> {
         "captcha_required",
         "payment_window_secs",
         "stock_shards",
+        "waiting_room",
+        "admit_per_sec",
     ];
     let head = message.split([':', ' ']).next().unwrap_or_default();
     FIELDS.into_iter().find(|f| *f == head)

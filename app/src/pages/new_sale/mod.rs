@@ -122,6 +122,7 @@ pub fn ActivityForm() -> impl IntoView {
     let (limit, set_limit) = bind!(per_user_limit);
     let (window_mins, set_window_mins) = bind!(payment_window_mins);
     let (shards, set_shards) = bind!(stock_shards);
+    let (admit_rate, set_admit_rate) = bind!(admit_per_sec);
     let described = |id: &str| format!("{id}-error");
 
     view! {
@@ -185,6 +186,17 @@ pub fn ActivityForm() -> impl IntoView {
                         on:change=move |ev| draft.update(|d| d.captcha_required = event_target_checked(&ev))/>
                     " Shoppers must answer a captcha"
                 </label>
+                <label class="check">
+                    <input type="checkbox" name="waiting_room" data-testid="admin-field-waiting_room"
+                        prop:checked=move || draft.with(|d| d.waiting_room_on())
+                        on:change=move |ev| draft.update(|d| d.waiting_room = Some(event_target_checked(&ev)))/>
+                    " Waiting room: shoppers who arrive before the start get a random place, then are let in at a steady rate (on by default from 1,000 units)"
+                </label>
+                <Field id="admit_per_sec" label="Shoppers admitted per second (optional)" errors
+                    hint=Signal::derive(|| "Empty: 2,000 a second, about what one instance's gate sustains.".to_string())>
+                    <input id="field-admit_per_sec" name="admit_per_sec" type="number" min="1" max="1000000" data-testid="admin-field-admit_per_sec"
+                        aria-describedby=described("admit_per_sec") prop:value=admit_rate on:input=set_admit_rate/>
+                </Field>
                 <p class="error" role="alert" data-testid="form-error">{move || form_error.get()}</p>
                 <div class="actions">
                     <a href="/admin">"Cancel"</a>

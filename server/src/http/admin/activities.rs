@@ -2,7 +2,7 @@
 //! and the console's own reads (the list with sale figures, one sale, the stock-addition audit).
 
 use crate::{
-    buy::{attempts, soldout::SoldOut},
+    buy::{attempts, queue::WaitingRoom, soldout::SoldOut},
     domain::{
         activity::{
             add_to_stock, admin_item, in_redis, insert, load, remaining, warm, ActivityRow,
@@ -40,6 +40,7 @@ where
     PgPool: FromRef<S>,
     Redis: FromRef<S>,
     SoldOut: FromRef<S>,
+    WaitingRoom: FromRef<S>,
     Arc<Config>: FromRef<S>,
     Arc<SessionKeys>: FromRef<S>,
 {
@@ -169,6 +170,7 @@ async fn resume(
 async fn stats(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
+    State(room): State<WaitingRoom>,
     _: Merchant,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ActivityStats>> {
@@ -189,7 +191,12 @@ async fn stats(
     };
     let remaining = remaining(&redis, id, row.stock_shards).await?;
     let attempts_per_sec = attempts::last_second(&redis, id).await?;
+    let queue = match row.waiting_room {
+        true => Some(room.figures(&row).await?),
+        false => None,
+    };
     Ok(Json(ActivityStats {
+        queue,
         total_stock: row.total_stock,
         remaining,
         // Units taken at the gate whose orders are not in the database yet.

@@ -1,6 +1,9 @@
 //! `/activities/{id}`: one sale with its countdown, remaining stock and, while it is on, the buy
 //! panel (buy path, captcha, quantity, the buy with its `Idempotency-Key`, then the order tracker).
-//! The HTML carries no per-user data (it is cacheable); everything live comes after hydration.
+//! A sale with a waiting room puts the shopper in its line first (`waiting_room.rs`)
+//! and opens the buy panel at their turn. "Sold out" while no unit remains, reopening by itself
+//! when units come back. The HTML carries no per-user data (it is cacheable); everything live
+//! comes after hydration.
 
 use crate::{
     api::{Activity, BuyPath, Captcha, Reservation},
@@ -17,6 +20,9 @@ use crate::{
     Session,
 };
 use leptos::prelude::*;
+use waiting_room::WaitingRoom;
+
+mod waiting_room;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
@@ -44,9 +50,10 @@ pub fn ActivityPage() -> impl IntoView {
 #[component]
 fn ActivityView(activity: Activity) -> impl IntoView {
     let clock = ServerClock::get();
-    let remaining = poll_remaining(activity.id);
+    let remaining = poll_remaining(&activity);
     let a = activity.clone();
     let live_phase = Memo::new(move |_| phase(&a, clock.now_ms.get()).0);
+    let waiting_room = activity.waiting_room;
     view! {
         <Title text=page_title(&activity.title)/>
         <article class="card activity">
@@ -58,9 +65,10 @@ fn ActivityView(activity: Activity) -> impl IntoView {
             </p>
             <p class="description">{activity.description.clone()}</p>
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
-            <Countdown activity=activity.clone()/>
+            <Countdown activity=activity.clone() remaining/>
             {move || match live_phase.get() {
-                Phase::Live => view! { <BuyPanel activity=activity.clone() remaining/> }.into_any(),
+                Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase/> }.into_any(),
+                Phase::Live => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
                 Phase::Ended => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
                 _ => view! {
                     <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
@@ -84,8 +92,13 @@ fn new_key() -> String {
     String::new()
 }
 
+/// The buy itself. `admission`: the waiting room's ticket, when the sale has one.
 #[component]
-fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoView {
+pub fn BuyPanel(
+    activity: Activity,
+    remaining: RwSignal<Option<i64>>,
+    admission: Signal<Option<String>>,
+) -> impl IntoView {
     let session = Session::get();
     let id = activity.id;
     let needs_captcha = activity.captcha_required;
@@ -93,8 +106,10 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
     let captcha = RwSignal::new(None::<Captcha>);
     let answer = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
-    // Closed for good on this page (sold out, limit reached, ended).
+    // Closed for good on this page (limit reached, ended). Sold out is `remaining == 0`: it
+    // reopens when units come back.
     let closed = RwSignal::new(false);
+    let sold_out = move || remaining.get() == Some(0);
     let wait_until = RwSignal::new(None::<f64>);
     let message = RwSignal::new(None::<String>);
     let reservation = RwSignal::new(None::<Reservation>);
@@ -138,6 +153,7 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
     let can_buy = move || {
         !busy.get()
             && !closed.get()
+            && !sold_out()
             && !waiting()
             && reservation.get().is_none()
             && path.get().is_some()
@@ -158,6 +174,7 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
                 .flatten(),
             answer.get_untracked(),
             quantity.get_untracked(),
+            admission.get_untracked(),
         );
         leptos::task::spawn_local(async move {
             let mut attempt = 0u32;
@@ -193,8 +210,8 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
                     Err(f) => {
                         let text = match f.body.error.as_str() {
                             "sold_out" => {
-                                closed.set(true);
-                                "Sold out — every unit has found a buyer.".to_string()
+                                remaining.set(Some(0));
+                                String::new()
                             }
                             "limit_reached" => {
                                 closed.set(true);
@@ -226,9 +243,13 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
                                 "The sale is paused for a moment; try again shortly.".to_string()
                             }
                             "unauthenticated" => "Please sign in again.".to_string(),
+                            "not_admitted" => {
+                                "Your turn in the waiting room has lapsed; join the line again."
+                                    .to_string()
+                            }
                             _ => f.message(),
                         };
-                        message.set(Some(text));
+                        message.set((!text.is_empty()).then_some(text));
                         break;
                     }
                 }
@@ -255,6 +276,11 @@ fn BuyPanel(activity: Activity, remaining: RwSignal<Option<i64>>) -> impl IntoVi
             <button type="button" class="buy" data-testid="buy-button" disabled=move || !can_buy() on:click=move |_| submit()>
                 {move || if busy.get() { "Buying…" } else { "Buy now" }}
             </button>
+            {move || sold_out().then(|| view! {
+                <p class="notice" data-testid="sold-out">
+                    "Sold out — every unit has found a buyer. Units of unpaid orders may come back; this page reopens by itself if they do."
+                </p>
+            })}
             <p class="error" role="alert" data-testid="buy-message">{move || message.get()}</p>
             {move || reservation.get().map(|r| view! { <OrderTracker token=r.token initial=r.status/> })}
         </section>
@@ -266,11 +292,13 @@ fn buy_request(
     captcha_id: Option<String>,
     answer: String,
     quantity: i64,
+    admission: Option<String>,
 ) -> crate::api::BuyRequest {
     crate::api::BuyRequest {
         path,
         captcha_answer: captcha_id.as_ref().map(|_| answer.trim().to_string()),
         captcha_id,
         quantity: Some(quantity),
+        admission,
     }
 }

@@ -1,0 +1,170 @@
+//! A sale's waiting room on its page: opening the page joins the line (before the start too:
+//! places are drawn at random at the start), the place, how many are ahead and the estimated
+//! wait are polled when the server says (`poll_after_ms`) and announced politely to screen
+//! readers, and at the shopper's turn the buy panel opens with the admission ticket. "Sold out"
+//! reaches everyone still waiting from the stock poll and from the line.
+
+use super::BuyPanel;
+use crate::{
+    api::{Activity, QueueStatus},
+    components::countdown::Phase,
+    format::thousands,
+    Session,
+};
+use leptos::prelude::*;
+
+fn eta(secs: i64) -> String {
+    match secs {
+        s if s < 5 => "any moment now".to_string(),
+        s if s < 90 => format!("about {s} s"),
+        s => format!("about {} min", (s + 30) / 60),
+    }
+}
+
+#[component]
+pub fn WaitingRoom(
+    activity: Activity,
+    remaining: RwSignal<Option<i64>>,
+    live: Memo<Phase>,
+) -> impl IntoView {
+    let session = Session::get();
+    let id = activity.id;
+    let status = RwSignal::new(None::<QueueStatus>);
+    // Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
+    let ticket = RwSignal::new(None::<String>);
+    let error = RwSignal::new(None::<String>);
+    let url = format!("/api/activities/{id}/queue");
+
+    #[cfg(feature = "hydrate")]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        let alive = crate::clock::while_mounted();
+        let polling = std::sync::Arc::new(AtomicBool::new(false));
+        let url = url.clone();
+        Effect::new(move |_| {
+            if !matches!(session.user.get(), Some(Some(_))) || polling.swap(true, Relaxed) {
+                return;
+            }
+            let (alive, url, polling) = (alive.clone(), url.clone(), polling.clone());
+            leptos::task::spawn_local(async move {
+                let mut join = true;
+                while alive.load(Relaxed) {
+                    let answer = if join {
+                        crate::client::post::<_, QueueStatus>(
+                            &url,
+                            &crate::api::JoinQueue::default(),
+                        )
+                        .await
+                    } else {
+                        crate::client::get::<QueueStatus>(&url).await
+                    };
+                    let delay = match answer {
+                        Ok(s) => {
+                            join = s.state == "not_joined";
+                            error.set(None);
+                            let delay = s.poll_after_ms;
+                            if s.state == "admitted" {
+                                ticket.set(s.ticket.clone());
+                            }
+                            let done = s.state == "admitted" || s.state == "ended";
+                            status.set(Some(s));
+                            if done {
+                                break;
+                            }
+                            delay
+                        }
+                        Err(f) => {
+                            error.set(Some(f.message()));
+                            2_000
+                        }
+                    };
+                    crate::clock::gloo_timers_sleep(delay.clamp(250, 30_000) as u32).await;
+                }
+                polling.store(false, Relaxed);
+            });
+        });
+    }
+
+    let again = {
+        let url = url.clone();
+        move |_| {
+            let url = url.clone();
+            leptos::task::spawn_local(async move {
+                match crate::client::post::<_, QueueStatus>(
+                    &url,
+                    &crate::api::JoinQueue { again: Some(true) },
+                )
+                .await
+                {
+                    Ok(s) => status.set(Some(s)),
+                    Err(f) => error.set(Some(f.message())),
+                }
+            });
+        }
+    };
+    let state = move || {
+        if remaining.get() == Some(0) && live.get() == Phase::Live && ticket.get().is_none() {
+            return "sold_out".to_string();
+        }
+        status.with(|s| {
+            s.as_ref()
+                .map_or("joining".to_string(), |s| s.state.clone())
+        })
+    };
+    let field = move |f: fn(&QueueStatus) -> Option<i64>| status.with(|s| s.as_ref().and_then(f));
+    let words = move || {
+        match state().as_str() {
+        "joining" => view! { <p>"Joining the waiting room…"</p> }.into_any(),
+        "drawing" => view! {
+            <p>
+                "You are in the waiting room. When the sale starts, everyone here gets a place drawn at random: "
+                "arriving earlier gives no advantage. Keep this page open."
+            </p>
+            <p class="muted" data-testid="queue-waiting">{move || thousands(status.with(|s| s.as_ref().map_or(0, |s| s.waiting)))} " waiting"</p>
+        }.into_any(),
+        "waiting" => view! {
+            <p class="queue-place">
+                "Your place in line: "
+                <strong data-testid="queue-position">{move || field(|s| s.position).map(thousands)}</strong>
+            </p>
+            <p class="muted">
+                <span data-testid="queue-ahead">{move || field(|s| s.ahead).map(thousands)}</span>
+                " ahead of you · "
+                <span data-testid="queue-eta">{move || field(|s| s.estimated_wait_secs).map(eta)}</span>
+                ". Keep this page open: the buy button opens at your turn."
+            </p>
+        }.into_any(),
+        "admitted" => view! {
+            <p class="queue-turn" data-testid="queue-admitted">"It is your turn: buy now, before your place lapses."</p>
+        }.into_any(),
+        "sold_out" => view! {
+            <p class="notice" data-testid="queue-sold-out">
+                "Sold out — every unit has found a buyer. Units of unpaid orders may come back; "
+                "keep this page open and the line moves again if they do."
+            </p>
+        }.into_any(),
+        "passed" => view! {
+            <p>"Your turn came and went (the admission was used or lapsed)."</p>
+            <button type="button" data-testid="queue-again" on:click=again.clone()>"Join the line again"</button>
+        }.into_any(),
+        "ended" => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
+        _ => view! { <p>"The waiting room is open."</p> }.into_any(),
+    }
+    };
+
+    view! {
+        <section class="waiting-room" aria-label="Waiting room" data-testid="waiting-room" data-state=state>
+            <p hidden=move || session.user.get() != Some(None)><a href="/login">"Sign in"</a> " to join the waiting room."</p>
+            <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>{words}</div>
+            <p class="error" role="alert">{move || error.get()}</p>
+            {move || match ticket.get() {
+                Some(t) if live.get() == Phase::Live => view! {
+                    <BuyPanel activity=activity.clone() remaining admission=Signal::stored(Some(t))/>
+                }.into_any(),
+                _ => view! {
+                    <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
+                }.into_any(),
+            }}
+        </section>
+    }
+}

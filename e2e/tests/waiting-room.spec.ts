@@ -1,0 +1,140 @@
+import { test, expect, Browser, BrowserContext, Page } from "@playwright/test";
+import { createActivity, merchantApi, openHydrated, signUpShopper } from "./helpers";
+
+interface Shopper {
+  context: BrowserContext;
+  page: Page;
+  joined: number;
+}
+
+/** Where a shopper stands, asked with their own session. */
+async function place(s: Shopper, id: number): Promise<{ state: string; position: number | null }> {
+  const resp = await s.page.request.get(`/api/activities/${id}/queue`);
+  expect(resp.status()).toBe(200);
+  return resp.json();
+}
+
+/** A shopper whose browser clock is `skewMs` off, signed in (not on the sale page yet). */
+async function shopperWithSkewedClock(browser: Browser, skewMs: number, joined: number): Promise<Shopper> {
+  const context = await browser.newContext();
+  await context.addInitScript((skew) => {
+    const realNow = Date.now.bind(Date);
+    Date.now = () => realNow() + skew;
+  }, skewMs);
+  const page = await context.newPage();
+  await signUpShopper(page);
+  return { context, page, joined };
+}
+
+test("30 shoppers who wait before the start get drawn places, are admitted in that order, and the rest are told it sold out", async ({ browser }) => {
+  test.setTimeout(300_000);
+  const n = 30;
+  const stock = 10;
+  // Clocks from eight minutes behind to seven minutes ahead: the page follows the server's clock.
+  const shoppers: Shopper[] = [];
+  for (let i = 0; i < n; i++) shoppers.push(await shopperWithSkewedClock(browser, ((i * 7919) % 15 - 8) * 60_000, i));
+  // One admission a second: the line is read before it moves.
+  const id = await createActivity({ startsInSecs: 100, stock, waitingRoom: true, admitPerSec: 1 });
+  const opened = Date.now();
+  for (const s of shoppers) {
+    await openHydrated(s.page, `/activities/${id}`);
+    await expect(s.page.getByTestId("waiting-room")).toHaveAttribute("data-state", "drawing");
+    await expect(s.page.getByTestId("buy-button")).toBeDisabled();
+  }
+  // Everyone joined before the start (else the test's premise failed, not the product).
+  expect(Date.now() - opened, "30 pages opened within the lead time").toBeLessThan(95_000);
+
+  // At the start, places are revealed: a permutation of 1..n, not the joining order.
+  await expect(shoppers[0].page.getByTestId("waiting-room")).not.toHaveAttribute("data-state", "drawing", { timeout: 90_000 });
+  const places = await Promise.all(shoppers.map((s) => place(s, id)));
+  const positionOf = new Map<Shopper, number>();
+  places.forEach((p, i) => {
+    expect(["waiting", "admitted"]).toContain(p.state);
+    positionOf.set(shoppers[i], p.state === "admitted" ? 0 : (p.position as number));
+  });
+  const byPlace = [...shoppers].sort((a, b) => positionOf.get(a)! - positionOf.get(b)! || a.joined - b.joined);
+  const waitingPositions = [...positionOf.values()].filter((p) => p > 0).sort((a, b) => a - b);
+  expect(new Set(waitingPositions).size, "distinct places").toBe(waitingPositions.length);
+  expect(byPlace.map((s) => s.joined), "places are drawn, not given in joining order").not.toEqual(shoppers.map((s) => s.joined));
+  // The page shows the same place the API gives.
+  const middle = byPlace[15];
+  const before = positionOf.get(middle)!;
+  await expect(middle.page.getByTestId("queue-position")).toHaveText(/^\d+$/);
+  expect(Number(await middle.page.getByTestId("queue-position").textContent())).toBeLessThanOrEqual(before);
+
+  // A shopper who reloads keeps their place (a new arrival would queue behind all 30).
+  await openHydrated(middle.page, `/activities/${id}`);
+  await expect(middle.page.getByTestId("queue-position")).toHaveText(/^\d+$/);
+  const afterReload = Number(await middle.page.getByTestId("queue-position").textContent());
+  expect(afterReload).toBeLessThanOrEqual(before);
+  expect(afterReload).toBeLessThan(n - 10);
+
+  // Admission follows the places: the first `stock` in place order are admitted, each buys on the page.
+  for (const s of byPlace.slice(0, stock)) {
+    await expect(s.page.getByTestId("queue-admitted")).toBeVisible({ timeout: 60_000 });
+    const button = s.page.getByTestId("buy-button");
+    await expect(button).toBeEnabled();
+    await button.click();
+    await expect(s.page.getByTestId("order-status")).toHaveText(/queued|confirmed/);
+  }
+
+  // Everyone still waiting is told it sold out, without a click. The line admitted `admitted`
+  // shoppers in all: exactly the first `admitted` places; nobody behind them was let in.
+  const merchant = await merchantApi();
+  const stats = await (await merchant.get(`/api/admin/activities/${id}/stats`)).json();
+  await merchant.dispose();
+  expect(stats.remaining).toBe(0);
+  const admitted = stats.queue.admitted as number;
+  expect(admitted).toBeGreaterThanOrEqual(stock);
+  expect(admitted, "some shoppers were still waiting at the sell-out").toBeLessThan(n);
+  for (const [i, s] of byPlace.entries()) {
+    if (i < stock) continue;
+    const room = s.page.getByTestId("waiting-room");
+    if (i >= admitted) {
+      await expect(room).toHaveAttribute("data-state", "sold_out", { timeout: 30_000 });
+      await expect(s.page.getByTestId("queue-sold-out")).toBeVisible();
+      await expect(s.page.getByTestId("buy-button")).toBeDisabled();
+    } else {
+      await expect(room).toHaveAttribute("data-state", /sold_out|admitted/, { timeout: 30_000 });
+    }
+  }
+  for (const s of shoppers) await s.context.close();
+
+  // The merchant's dashboard shows the line: waiting, admitted, the admission rate.
+  const office = await browser.newContext();
+  const api = await merchantApi();
+  await office.addCookies((await api.storageState()).cookies);
+  await api.dispose();
+  const dashboard = await office.newPage();
+  await openHydrated(dashboard, `/admin/activities/${id}`);
+  await expect(dashboard.getByTestId("stat-queue-admitted")).toHaveText(String(admitted));
+  await expect(dashboard.getByTestId("stat-queue-waiting")).toHaveText(String(n - admitted));
+  await expect(dashboard.getByTestId("stat-queue-rate")).toContainText("of 1");
+  await office.close();
+});
+
+test("a sold-out sale says so on the list and its page without a click, and reopens when units come back", async ({ page }) => {
+  const id = await createActivity({ stock: 1, title: `Last unit ${Date.now()}` });
+  await signUpShopper(page);
+  const path = (await (await page.request.get(`/api/activities/${id}/path`)).json()).path;
+  expect((await page.request.post(`/api/activities/${id}/buy`, { data: { path } })).status()).toBe(202);
+
+  await openHydrated(page, "/");
+  const card = page.getByTestId("activity-card").filter({ has: page.locator(`a[href="/activities/${id}"]`) });
+  await expect(card).toContainText("1 unit");
+  await expect(card).not.toContainText("1 units");
+  await expect(card.getByTestId("countdown")).toHaveText("Sold out");
+
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("countdown")).toHaveText("Sold out");
+  await expect(page.getByTestId("sold-out")).toContainText("may come back");
+  await expect(page.getByTestId("buy-button")).toBeDisabled();
+
+  // The merchant adds a unit: the open page reopens by itself.
+  const merchant = await merchantApi();
+  expect((await merchant.post(`/api/admin/activities/${id}/stock`, { data: { add: 1 } })).status()).toBe(200);
+  await merchant.dispose();
+  await expect(page.getByTestId("countdown")).toContainText("On sale");
+  await expect(page.getByTestId("sold-out")).toHaveCount(0);
+  await expect(page.getByTestId("buy-button")).toBeEnabled();
+});

@@ -1,0 +1,31 @@
+-- Joins a sale's waiting room, or keeps the place already held (several tabs, reloads, a bot's
+-- hundred joins: one user, one place). Before the start (by this Redis's clock, the one every
+-- instance shares) a place is a random number below 2^50, so arriving early gives no edge; after
+-- the start it is 2^50 + the arrival number, behind everyone who was there on time. With `again`
+-- a user whose admission was used or lapsed queues once more, at the back.
+-- KEYS: line, in, meta. ARGV: user, start_ms, random place, again (0|1), expire_at_ms.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if score and ARGV[4] == '1' then
+  local cursor = redis.call('HGET', KEYS[3], 'cursor')
+  if cursor and tonumber(score) <= tonumber(cursor) and not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+    score = false
+  end
+end
+if score then
+  return 0
+end
+if now < tonumber(ARGV[2]) then
+  score = tonumber(ARGV[3])
+  -- Places are distinct, so that the admission cursor never skips a tie.
+  while redis.call('ZCOUNT', KEYS[1], score, score) > 0 do
+    score = score + 1
+  end
+else
+  score = 1125899906842624 + redis.call('HINCRBY', KEYS[3], 'seq', 1)
+end
+redis.call('ZADD', KEYS[1], score, ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+redis.call('PEXPIREAT', KEYS[3], ARGV[5])
+return 1
