@@ -42,7 +42,9 @@ profile_stop() { # profile_stop NAME PID
   ) >>"$out/profile.md"
 }
 
-cargo build --release -p server 2>&1 | tail -1
+cargo leptos build --release 2>&1 | tail -1
+scripts/precompress.sh target/site/pkg
+# `serve` refuses a site folder without the assets its pages name: the release site goes with it.
 BIN=target/release/server
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
 

@@ -585,6 +585,12 @@ pub fn server_command(app: &TestApp, sub: &str) -> std::process::Command {
             app.config.redis_wait_replicas.to_string(),
         )
         .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
+        // The site `cargo leptos build` wrote beside this binary (`serve` refuses a site folder
+        // without the assets its pages name).
+        .env(
+            "LEPTOS_SITE_ROOT",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site"),
+        )
         .env("RUST_LOG", "warn");
     cmd
 }

@@ -78,7 +78,7 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
             </div>
             {move || asking.get().map(|n| view! {
                 <div class="confirm" role="alertdialog" aria-label="Confirm adding stock" data-testid="admin-add-stock-confirmation">
-                    <p>"Add " <strong>{n}</strong> " units? The stock goes from " {total()} " to " {total() + n} ". This cannot be undone."</p>
+                    <p>"Add " <strong>{n}</strong> {if n == 1 { " unit?" } else { " units?" }} " The stock goes from " {total()} " to " {total() + n} ". This cannot be undone."</p>
                     <button type="button" data-testid="admin-add-stock-confirm" disabled=move || busy.get() on:click=confirm>"Yes, add " {n}</button>
                     " "
                     <button type="button" class="secondary" data-testid="admin-add-stock-cancel" on:click=move |_| asking.set(None)>"Cancel"</button>
@@ -155,7 +155,7 @@ pub fn StockAudit(id: i64, changes: RwSignal<u32>) -> impl IntoView {
                 Some(Ok(list)) => view! {
                     <ul class="audit" data-testid="admin-stock-additions">
                         {list.additions.into_iter().map(|a| view! {
-                            <li data-testid="admin-stock-addition">"+" {a.added} " units by " <strong>{a.merchant}</strong> " at " {local_time(&a.at)}</li>
+                            <li data-testid="admin-stock-addition">"+" {crate::format::units(a.added)} " by " <strong>{a.merchant}</strong> " at " {local_time(&a.at)}</li>
                         }).collect_view()}
                     </ul>
                 }.into_any(),

@@ -75,7 +75,7 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
                 None => view! { <p>"Loading orders…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
                 Some(Ok(p)) => view! {
-                    <p class="muted small" data-testid="admin-orders-total">{p.total} " orders"</p>
+                    <p class="muted small" data-testid="admin-orders-total">{p.total} {if p.total == 1 { " order" } else { " orders" }}</p>
                     <div class="table-wrap">
                         <table class="data" data-testid="admin-orders-table">
                             <thead><tr>
