@@ -90,10 +90,19 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(command: Command) -> anyhow::Result<()> {
+    if let Command::CheckAssets = command {
+        let site_root = std::env::var("LEPTOS_SITE_ROOT")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "target/site".into());
+        server::http::site::check_assets(&site_root)?;
+        println!("the site folder holds every asset the pages name");
+        return Ok(());
+    }
     let config = Config::from_env()?;
     match command {
         Command::Serve => {
-            server::http::site::check_assets(&config)?;
+            server::http::site::check_assets(&config.site_root)?;
             let app = Application::build(config).await?;
             tracing::info!(addr = %app.local_addr(), "serving");
             app.run_until(startup::shutdown_signal()).await
@@ -119,11 +128,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             println!("admission ticket: {ns:.0} ns per check ({rounds} checks, HMAC-SHA256)");
             Ok(())
         }
-        Command::CheckAssets => {
-            server::http::site::check_assets(&config)?;
-            println!("the site folder holds every asset the pages name");
-            Ok(())
-        }
+        Command::CheckAssets => unreachable!("answered before the configuration is read"),
         Command::Worker => {
             let state = server::state::AppState::connect(config).await?;
             state.spawn_workers().await?;

@@ -87,8 +87,8 @@ fn asset_names(hashes: &HashMap<String, String>) -> [String; 3] {
 /// Refuses to serve pages whose scripts and styles the site folder lacks (a server built apart
 /// from its site: no style, no hydration, buttons disabled forever). Said at start-up, with the
 /// way out.
-pub fn check_assets(config: &Config) -> anyhow::Result<()> {
-    let pkg = std::path::Path::new(&config.site_root).join("pkg");
+pub fn check_assets(site_root: &str) -> anyhow::Result<()> {
+    let pkg = std::path::Path::new(site_root).join("pkg");
     let missing: Vec<String> = asset_names(&read_hashes())
         .into_iter()
         .filter(|name| !pkg.join(name).is_file())
