@@ -122,7 +122,7 @@ async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_ba
     // This instance serves HTTP only; the relay and persister run in a process of their own.
     let app = spawn_app_with(|c| c.run_workers = false).await;
     let merchant = merchant(&app).await;
-    let id = live_activity(&app, &merchant, 2_000, json!({})).await["id"]
+    let id = live_activity(&app, &merchant, 2_000, json!({"waiting_room": false})).await["id"]
         .as_i64()
         .unwrap();
     let buyers = shoppers(&app, 1_500).await;
