@@ -1,8 +1,8 @@
 //! The buy path. In-process, before any I/O: the activity (cached), the sale window, the path
 //! HMAC, the waiting room's admission ticket (`queue/`), the input, this instance's sold-out flag,
 //! the blocked clients and an admission limit that sheds load with `503` before latency explodes.
-//! A captcha answer is taken from Redis (`GETDEL`: good once, right or wrong). Then ONE script call (`gate.lua`) on the buyer's home
-//! shard decides: buckets, pause, per-user limit, stock, token status, journal entry,
+//! A captcha answer is taken from Redis (`GETDEL`: good once, right or wrong). Then ONE script
+//! call (`gate.lua`) on the buyer's home shard decides: buckets, pause, per-user limit, stock, token status, journal entry,
 //! idempotency record. Only when the home shard of a sharded sale is empty do more calls follow:
 //! the other shards are asked in turn to lend the units (`lend.lua`), and the home shard settles
 //! (`settle.lua`). The session and the client address are the HTTP layer's to establish
