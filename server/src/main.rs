@@ -1,4 +1,5 @@
 use anyhow::Context;
+use app::api::Role;
 use clap::{Parser, Subcommand};
 use server::{domain::account, infra::db, startup, Application, Config};
 use std::io::Read;
@@ -70,11 +71,33 @@ enum Command {
     Reconcile,
     /// Apply the database migrations and exit.
     Migrate,
-    /// Create a merchant account. The password comes from SECKILL_MERCHANT_PASSWORD or stdin.
+    /// Create a merchant account of a shop (created when missing). The password comes from
+    /// SECKILL_MERCHANT_PASSWORD or stdin.
     CreateMerchant {
         #[arg(long)]
         username: String,
+        /// The shop's name.
+        #[arg(long, default_value = server::domain::shop::DEFAULT_SHOP)]
+        shop: String,
     },
+    /// Create a platform operator account (shops, merchants, blocks). The password comes from
+    /// SECKILL_OPERATOR_PASSWORD or stdin.
+    CreateOperator {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+/// A password from the environment variable, else from stdin (one line).
+fn password_from(variable: &str) -> anyhow::Result<String> {
+    if let Ok(p) = std::env::var(variable) {
+        return Ok(p);
+    }
+    let mut p = String::new();
+    std::io::stdin()
+        .read_to_string(&mut p)
+        .context("reading the password from stdin")?;
+    Ok(p.trim_end_matches(['\r', '\n']).to_string())
 }
 
 fn main() -> anyhow::Result<()> {
@@ -205,21 +228,28 @@ async fn run(command: Command) -> anyhow::Result<()> {
             println!("migrations applied");
             Ok(())
         }
-        Command::CreateMerchant { username } => {
-            let password = match std::env::var("SECKILL_MERCHANT_PASSWORD") {
-                Ok(p) => p,
-                Err(_) => {
-                    let mut p = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut p)
-                        .context("reading the password from stdin")?;
-                    p.trim_end_matches(['\r', '\n']).to_string()
-                }
-            };
+        Command::CreateMerchant { username, shop } => {
+            let password = password_from("SECKILL_MERCHANT_PASSWORD")?;
             let pool = db::connect(&config.database_url, 2).await?;
             db::migrate(&pool).await?;
-            match account::create_merchant(&pool, &username, &password).await? {
-                Some(user) => println!("merchant {} created (id {})", user.username, user.id),
+            match account::create_account(&pool, Role::Merchant, Some(&shop), &username, &password)
+                .await?
+            {
+                Some(user) => println!(
+                    "merchant {} of {shop} created (id {})",
+                    user.username, user.id
+                ),
+                None => anyhow::bail!("the username {username} is taken"),
+            }
+            Ok(())
+        }
+        Command::CreateOperator { username } => {
+            let password = password_from("SECKILL_OPERATOR_PASSWORD")?;
+            let pool = db::connect(&config.database_url, 2).await?;
+            db::migrate(&pool).await?;
+            match account::create_account(&pool, Role::Operator, None, &username, &password).await?
+            {
+                Some(user) => println!("operator {} created (id {})", user.username, user.id),
                 None => anyhow::bail!("the username {username} is taken"),
             }
             Ok(())

@@ -28,6 +28,7 @@ use crate::{
     state::{AppState, Shared},
 };
 use anyhow::Context;
+use app::api::Role;
 use axum::{
     http::{header, HeaderValue, StatusCode},
     middleware, Router,
@@ -72,8 +73,16 @@ impl AppState {
             tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
         }
 
+        if let Some((user, password)) = &config.operator {
+            match account::create_account(&db, Role::Operator, None, user, password).await? {
+                Some(o) => {
+                    tracing::info!(operator.id = o.id, operator.username = %o.username, "operator created")
+                }
+                None => tracing::info!(operator.username = %user, "operator already exists"),
+            }
+        }
         if let Some((user, password)) = &config.admin {
-            match account::create_merchant(&db, user, password).await? {
+            match account::create_account(&db, Role::Merchant, None, user, password).await? {
                 Some(m) => {
                     tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created")
                 }
@@ -96,6 +105,13 @@ impl AppState {
             keys: keys.clone(),
             masters,
         };
+        let sessions = Arc::new(SessionKeys::new(
+            &config.secret.0,
+            config.session_ttl,
+            config.cookie_secure,
+        ));
+        // Before the first request: a session ended before this start stays ended.
+        sessions.revocations.load(&db).await?;
         let blocks = Blocks::default();
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
@@ -138,11 +154,7 @@ impl AppState {
             metrics: metrics.clone(),
         };
         Ok(AppState::new(Shared {
-            sessions: Arc::new(SessionKeys::new(
-                &config.secret.0,
-                config.session_ttl,
-                config.cookie_secure,
-            )),
+            sessions,
             passwords: Passwords::new(config.password_hash_concurrency)?,
             login_throttle: LoginThrottle::new(config.login_throttle, keys),
             gate: Arc::new(gate),
@@ -205,34 +217,45 @@ impl AppState {
     }
 }
 
-/// Restock and block broadcasts, for this instance's sold-out flags and blocked clients.
+/// Restock, block and session broadcasts, for this instance's sold-out flags, blocked clients
+/// and ended sessions.
 fn listen(state: &AppState) -> impl Future<Output = ()> + Send + 'static {
     let (sold_out, blocks, redis) = (
         state.sold_out.clone(),
         state.blocks.clone(),
         state.redis.clone(),
     );
+    let (revocations, db) = (state.sessions.revocations.clone(), state.db.clone());
     let restock = redis.keys.restock_channel();
     let blocked = redis.keys.block_channel();
+    let session = redis.keys.session_channel();
     redis_conn::listen(
         state.config.redis.subscribe_urls(),
-        vec![restock.clone(), blocked],
+        vec![restock.clone(), blocked.clone(), session.clone()],
         {
-            let (sold_out, blocks) = (sold_out.clone(), blocks.clone());
+            let (sold_out, blocks, revocations) =
+                (sold_out.clone(), blocks.clone(), revocations.clone());
             move |channel, payload| {
                 if channel == restock {
                     sold_out.on_message(payload);
-                } else {
+                } else if channel == blocked {
                     blocks.on_message(payload);
+                } else if channel == session {
+                    revocations.on_message(payload);
                 }
             }
         },
         move || {
             let (sold_out, blocks, redis) = (sold_out.clone(), blocks.clone(), redis.clone());
+            let (revocations, db) = (revocations.clone(), db.clone());
             async move {
                 sold_out.reset();
                 if let Err(e) = blocks.load(&redis).await {
                     tracing::warn!(error = %e, "blocked clients not reloaded; broadcasts still arrive");
+                }
+                // Whatever was broadcast while this instance was not listening.
+                if let Err(e) = revocations.load(&db).await {
+                    tracing::warn!(error = %e, "ended sessions not reloaded; broadcasts still arrive");
                 }
             }
         },
@@ -328,6 +351,8 @@ fn router(state: AppState) -> Router {
         .merge(http::orders::router())
         .merge(http::admin::activities::router())
         .merge(http::admin::orders::router())
+        .merge(http::admin::audit::router())
+        .merge(http::operator::router())
         .fallback(|| async { ApiError::NotFound })
         .layer(middleware::from_fn(http::input::require_json));
 
@@ -377,6 +402,9 @@ fn router(state: AppState) -> Router {
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.config.request_timeout,
+        ))
+        .layer(middleware::from_fn(
+            http::connection::close_when_body_unread,
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

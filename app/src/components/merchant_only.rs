@@ -1,5 +1,5 @@
-//! The console's door: merchants see the page, shoppers a "forbidden" page, visitors are sent
-//! to sign in. Who asks is what the server's admin guard established (server rendering) or
+//! The console's door: merchants see the shop's pages, the operator the platform's pages, anyone
+//! else a "forbidden" page; visitors are sent to sign in. Who asks is what the server's admin guard established (server rendering) or
 //! `GET /api/me` (in the browser).
 
 use crate::api::Role;
@@ -30,16 +30,27 @@ fn viewer() -> Resource<Option<Role>> {
     )
 }
 
-/// Shows `children` to merchants only: a shopper sees "forbidden", a visitor is sent to sign in.
+/// Shows `children` to merchants only: anyone else sees "forbidden", a visitor is sent to sign in.
 #[component]
 pub fn MerchantOnly(children: ChildrenFn) -> impl IntoView {
-    let role = viewer();
+    view! { <RoleOnly role=Role::Merchant children/> }
+}
+
+/// Shows `children` to the platform's operator only.
+#[component]
+pub fn OperatorOnly(children: ChildrenFn) -> impl IntoView {
+    view! { <RoleOnly role=Role::Operator children/> }
+}
+
+#[component]
+fn RoleOnly(role: Role, children: ChildrenFn) -> impl IntoView {
+    let viewer = viewer();
     let children = StoredValue::new(children);
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
-            {move || role.get().map(|role| match role {
-                Some(Role::Merchant) => children.with_value(|c| c()).into_any(),
-                Some(Role::Shopper) => view! { <Forbidden/> }.into_any(),
+            {move || viewer.get().map(|viewer| match viewer {
+                Some(r) if r == role => children.with_value(|c| c()).into_any(),
+                Some(r) => view! { <Forbidden needed=role signed_in_as=r/> }.into_any(),
                 None => view! { <SignInFirst/> }.into_any(),
             })}
         </Suspense>
@@ -47,7 +58,7 @@ pub fn MerchantOnly(children: ChildrenFn) -> impl IntoView {
 }
 
 #[component]
-fn Forbidden() -> impl IntoView {
+fn Forbidden(needed: Role, signed_in_as: Role) -> impl IntoView {
     #[cfg(feature = "ssr")]
     if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
         resp.set_status(http::StatusCode::FORBIDDEN);
@@ -56,7 +67,8 @@ fn Forbidden() -> impl IntoView {
         <Title text="Forbidden — Seckill"/>
         <section class="card narrow" data-testid="forbidden">
             <h1>"Forbidden"</h1>
-            <p>"The admin console is for merchant accounts. You are signed in as a shopper."</p>
+            <p>{format!("This page is for {} accounts. You are signed in as {} {}.", needed.as_str(),
+                if signed_in_as == Role::Operator { "an" } else { "a" }, signed_in_as.as_str())}</p>
             <p><a href="/">"Back to the sales"</a></p>
         </section>
     }
@@ -79,7 +91,7 @@ fn SignInFirst() -> impl IntoView {
     view! {
         <section class="card narrow">
             <h1>"Sign in"</h1>
-            <p>"The admin console needs a merchant account. " <a href="/login?next=%2Fadmin">"Sign in"</a></p>
+            <p>"This page needs a merchant or operator account. " <a href="/login?next=%2Fadmin">"Sign in"</a></p>
         </section>
     }
 }

@@ -166,12 +166,22 @@ struct Tally {
 pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
     let db = db::connect(&config.database_url, 4).await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let merchant: i64 = match sqlx::query_scalar("SELECT id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1").fetch_optional(&db).await? {
-        Some(id) => id,
-        None => sqlx::query_scalar("INSERT INTO users (username, password_hash, role) VALUES ($1, '!', 'merchant') RETURNING id")
+    let (merchant, shop): (i64, i64) = match sqlx::query_as(
+        "SELECT id, shop_id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1",
+    )
+    .fetch_optional(&db)
+    .await?
+    {
+        Some(found) => found,
+        None => {
+            sqlx::query_as(
+                "INSERT INTO users (username, password_hash, role, shop_id)
+             SELECT $1, '!', 'merchant', id FROM shops ORDER BY id LIMIT 1 RETURNING id, shop_id",
+            )
             .bind(format!("crowd_m_{run}"))
             .fetch_one(&db)
-            .await?,
+            .await?
+        }
     };
     let mut users = Vec::with_capacity(opts.users);
     for chunk in (0..opts.users).collect::<Vec<_>>().chunks(10_000) {
@@ -190,8 +200,11 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         format!(
             "sid={}",
             keys.sign(&Claims {
+                sid: crate::domain::sessions::new_session_id(),
                 user_id,
                 role,
+                shop_id: if role == Role::Merchant { shop } else { 0 },
+                epoch: 0,
                 expires_at
             })
         )

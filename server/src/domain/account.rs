@@ -1,8 +1,9 @@
 //! Accounts: the rules for usernames and passwords, the user rows, and the creation of
-//! merchants, who never register themselves (CLI or `SECKILL_ADMIN_USER` at start-up).
+//! merchants and operators, who never register themselves (the operator's console, the CLI, or
+//! `SECKILL_ADMIN_USER` / `SECKILL_OPERATOR_USER` at start-up).
 
-use super::{password, ApiError, ApiResult};
-use app::api::{Role, User};
+use super::{password, shop, ApiError, ApiResult};
+use app::api::{Role, ShopRef, User};
 use sqlx::PgPool;
 
 /// 3–32 characters of `[A-Za-z0-9_.-]`.
@@ -49,57 +50,143 @@ impl Password {
     }
 }
 
+/// A user as the database has it now.
 #[derive(sqlx::FromRow)]
 pub struct UserRow {
     pub id: i64,
     pub username: String,
     pub role: String,
+    pub shop_id: Option<i64>,
+    pub shop_name: Option<String>,
+    pub session_epoch: i64,
+    pub blocked: bool,
 }
 
+/// The columns of a `UserRow`, from `users u LEFT JOIN shops s ON s.id = u.shop_id`.
+pub const USER_COLUMNS: &str = "u.id, u.username, u.role, u.shop_id, s.name AS shop_name, \
+                                u.session_epoch, u.blocked_at IS NOT NULL AS blocked";
+
 impl UserRow {
+    pub fn role(&self) -> ApiResult<Role> {
+        Ok(Role::parse(&self.role)
+            .ok_or_else(|| anyhow::anyhow!("user {} has unknown role {:?}", self.id, self.role))?)
+    }
+
     pub fn into_user(self) -> ApiResult<User> {
-        let role = Role::parse(&self.role)
-            .ok_or_else(|| anyhow::anyhow!("user {} has unknown role {:?}", self.id, self.role))?;
+        let role = self.role()?;
         Ok(User {
             id: self.id,
             username: self.username,
             role,
+            shop: self
+                .shop_id
+                .zip(self.shop_name)
+                .map(|(id, name)| ShopRef { id, name }),
         })
     }
 }
 
-pub async fn insert_user(
-    db: &PgPool,
+/// One user by id.
+pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<UserRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {USER_COLUMNS} FROM users u LEFT JOIN shops s ON s.id = u.shop_id WHERE u.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await?)
+}
+
+/// One user by name (case aside), with the stored password hash.
+pub async fn find_with_hash(db: &PgPool, username: &str) -> ApiResult<Option<(UserRow, String)>> {
+    #[derive(sqlx::FromRow)]
+    struct Found {
+        #[sqlx(flatten)]
+        row: UserRow,
+        password_hash: String,
+    }
+    let found: Option<Found> = sqlx::query_as(&format!(
+        "SELECT {USER_COLUMNS}, u.password_hash FROM users u LEFT JOIN shops s ON s.id = u.shop_id
+         WHERE lower(u.username) = lower($1)"
+    ))
+    .bind(username)
+    .fetch_optional(db)
+    .await?;
+    Ok(found.map(|f| (f.row, f.password_hash)))
+}
+
+/// A new account; `409 username_taken` when the name is in use (case aside). A merchant has a
+/// shop, nobody else does.
+pub async fn insert_user<'e>(
+    db: impl sqlx::PgExecutor<'e>,
     username: &Username,
     password_hash: &str,
     role: Role,
+    shop_id: Option<i64>,
 ) -> ApiResult<User> {
-    let row: Option<UserRow> = sqlx::query_as(
-        "INSERT INTO users (username, password_hash, role) VALUES ($1, $2, $3)
+    let row: Option<(i64, String)> = sqlx::query_as(
+        "INSERT INTO users (username, password_hash, role, shop_id) VALUES ($1, $2, $3, $4)
          ON CONFLICT DO NOTHING
-         RETURNING id, username, role",
+         RETURNING id, username",
     )
     .bind(username.as_str())
     .bind(password_hash)
     .bind(role.as_str())
+    .bind(shop_id)
     .fetch_optional(db)
     .await?;
-    row.ok_or(ApiError::UsernameTaken)?.into_user()
+    let (id, username) = row.ok_or(ApiError::UsernameTaken)?;
+    Ok(User {
+        id,
+        username,
+        role,
+        shop: None,
+    })
 }
 
-/// Creates a merchant account. `Ok(None)` when the username is taken.
-pub async fn create_merchant(
+/// Creates a merchant of the named shop (created too when missing) or an operator, from the
+/// command line or the start-up variables. `Ok(None)` when the username is taken.
+pub async fn create_account(
     db: &PgPool,
+    role: Role,
+    shop_name: Option<&str>,
     username: &str,
     password: &str,
 ) -> anyhow::Result<Option<User>> {
     let username = Username::parse(username).map_err(|e| anyhow::anyhow!("{e}"))?;
     let password = Password::parse(password).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(why) = password::guessable(&password.0, username.as_str()) {
+        anyhow::bail!("the password {why}");
+    }
+    let shop = match (role, shop_name) {
+        (Role::Merchant, name) => {
+            let name = shop::parse_name(name.unwrap_or(shop::DEFAULT_SHOP))
+                .map_err(|e| anyhow::anyhow!("shop {e}"))?;
+            let id = match shop::find(db, &name).await? {
+                Some(id) => id,
+                None => match shop::create(db, &name).await {
+                    Ok((id, _)) => id,
+                    // Created by another instance starting at the same time.
+                    Err(ApiError::ShopTaken) => shop::find(db, &name)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("shop {name} vanished"))?,
+                    Err(e) => anyhow::bail!("creating shop {name}: {e:?}"),
+                },
+            };
+            Some(ShopRef { id, name })
+        }
+        _ => None,
+    };
+    let shop_id = shop.as_ref().map(|s| s.id);
     let hash = tokio::task::spawn_blocking(move || password::hash_now(&password.0)).await??;
-    match insert_user(db, &username, &hash, Role::Merchant).await {
-        Ok(user) => Ok(Some(user)),
+    match insert_user(db, &username, &hash, role, shop_id).await {
+        Ok(mut user) => {
+            user.shop = shop;
+            let what = format!("{} {}", role.as_str(), user.username);
+            super::audit::record(db, None, shop_id, "account.create", &what, "").await?;
+            Ok(Some(user))
+        }
         Err(ApiError::UsernameTaken) => Ok(None),
-        Err(e) => Err(anyhow::anyhow!("creating merchant: {e:?}")),
+        Err(e) => Err(anyhow::anyhow!("creating {}: {e:?}", role.as_str())),
     }
 }
 

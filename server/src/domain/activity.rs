@@ -30,11 +30,12 @@ pub struct ActivityRow {
     pub stock_shards: i16,
     pub waiting_room: bool,
     pub admit_per_sec: i32,
+    pub shop_id: i64,
 }
 
 pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
                        total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards, \
-                       waiting_room, admit_per_sec";
+                       waiting_room, admit_per_sec, shop_id";
 
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
@@ -57,6 +58,11 @@ impl ActivityRow {
             admit_per_sec: self.admit_per_sec,
         }
     }
+}
+
+/// One sale of a shop: another shop's sale is `None`, as if it did not exist.
+pub async fn load_in_shop(db: &PgPool, id: i64, shop_id: i64) -> ApiResult<Option<ActivityRow>> {
+    Ok(load(db, id).await?.filter(|row| row.shop_id == shop_id))
 }
 
 pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<ActivityRow>> {
@@ -352,12 +358,18 @@ pub fn admin_item(row: ActivityRow, in_redis: Option<i64>, now: DateTime<Utc>) -
     }
 }
 
-pub async fn insert(db: &PgPool, merchant_id: i64, spec: &ActivitySpec) -> ApiResult<ActivityRow> {
+/// A new sale of the merchant's shop.
+pub async fn insert<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    merchant_id: i64,
+    spec: &ActivitySpec,
+) -> ApiResult<ActivityRow> {
     Ok(sqlx::query_as(&format!(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
-             waiting_room, admit_per_sec)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             waiting_room, admit_per_sec, shop_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'))
          RETURNING {COLUMNS}"
     ))
     .bind(merchant_id)

@@ -15,14 +15,18 @@ pub enum ApiError {
     Unauthenticated,
     #[error("wrong username or password")]
     InvalidCredentials,
-    #[error("this needs a merchant account")]
+    #[error("your account may not do this")]
     Forbidden,
+    #[error("this account is blocked; ask the shop's support")]
+    AccountBlocked,
     #[error("requests that change state must come from this site")]
     CrossOrigin,
     #[error("not found")]
     NotFound,
     #[error("that username is taken")]
     UsernameTaken,
+    #[error("a shop of that name exists")]
+    ShopTaken,
     #[error("the sale has not started yet")]
     NotStarted { starts_at: String },
     #[error("the sale has ended")]
@@ -69,9 +73,11 @@ impl ApiError {
             ApiError::Unauthenticated => "unauthenticated",
             ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::Forbidden => "forbidden",
+            ApiError::AccountBlocked => "account_blocked",
             ApiError::CrossOrigin => "cross_origin",
             ApiError::NotFound => "not_found",
             ApiError::UsernameTaken => "username_taken",
+            ApiError::ShopTaken => "shop_taken",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::NotStarted { .. } => "not_started",
             ApiError::Ended => "ended",

@@ -1,11 +1,14 @@
-//! The product's own vocabulary, free of the web layer: activities and their rules, accounts and
-//! passwords, payments, and the error codes every room answers with. Built on `infra` only.
+//! The product's own vocabulary, free of the web layer: activities and their rules, accounts, shops,
+//! sessions, the audit log and passwords, payments, and the error codes every room answers with. Built on `infra` only.
 
 pub mod account;
 pub mod activity;
+pub mod audit;
 pub mod error;
 pub mod password;
 pub mod payment;
+pub mod sessions;
+pub mod shop;
 
 pub use error::{ApiError, ApiResult};
 

@@ -58,6 +58,18 @@ impl Passwords {
         Ok(self.run(move || hash_now(&password)).await??)
     }
 
+    /// The hash of a password a user chose (register, change, reset): refused with `400
+    /// invalid_input` when it is common or guessable (see [`guessable`]).
+    pub async fn hash_new(&self, password: String, username: String) -> Result<String, ApiError> {
+        self.run(move || {
+            if let Some(why) = guessable(&password, &username) {
+                return Err(ApiError::invalid("password", why));
+            }
+            Ok(hash_now(&password)?)
+        })
+        .await?
+    }
+
     /// `stored` is `None` for an unknown user: the decoy is checked and the answer is `false`.
     pub async fn verify(&self, password: String, stored: Option<String>) -> Result<bool, ApiError> {
         let known = stored.is_some();
@@ -65,6 +77,35 @@ impl Passwords {
         let ok = self.run(move || verify_now(&password, &phc)).await??;
         Ok(known && ok)
     }
+}
+
+/// Past this many guesses a password is not in the lists attackers try first: zxcvbn's score 2
+/// (10^6 guesses and more). Below it are the passwords of the breach corpora zxcvbn ships (its
+/// `passwords` list is ranked by how often each appeared in leaks), words, names, keyboard walks,
+/// repeats, dates, and the username itself.
+const MIN_GUESSES_LOG10: f64 = 6.0;
+
+/// Why a new password is refused, if it is: found among the common passwords or guessed within a
+/// million tries. Checked on at most the first 100 characters (zxcvbn's cost grows with length;
+/// a longer password that starts strong is strong).
+pub fn guessable(password: &str, username: &str) -> Option<&'static str> {
+    let head: String = password.chars().take(100).collect();
+    let estimate = zxcvbn::zxcvbn(&head, &[username]);
+    // The whole password is one entry of the leaked-passwords list (or the username). The list's
+    // type is not exported by the crate; its variant is named by its `Debug` form.
+    let common = estimate.sequence().iter().any(|m| {
+        m.token.chars().count() == head.chars().count()
+            && matches!(
+                &m.pattern,
+                zxcvbn::matching::patterns::MatchPattern::Dictionary(d)
+                    if matches!(format!("{:?}", d.dictionary_name).as_str(), "Passwords" | "UserInputs")
+            )
+    });
+    if common {
+        return Some("is one of the most common passwords (found in breached password lists); choose another");
+    }
+    (estimate.guesses_log10() < MIN_GUESSES_LOG10)
+        .then_some("is too easy to guess (a common word, name, sequence or repeat); choose a longer or less common one")
 }
 
 pub fn hash_now(password: &str) -> anyhow::Result<String> {
@@ -93,6 +134,38 @@ mod tests {
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
         assert!(verify_now("correct horse", &phc).unwrap());
         assert!(!verify_now("wrong horse", &phc).unwrap());
+    }
+
+    #[test]
+    fn common_and_guessable_passwords_are_refused() {
+        for weak in [
+            "password",
+            "12345678",
+            "qwertyuiop",
+            "iloveyou",
+            "Password1",
+            "aaaaaaaaaa",
+            "ann-smith",
+            "P@ssw0rd",
+        ] {
+            assert!(guessable(weak, "ann-smith").is_some(), "{weak}");
+        }
+        for strong in [
+            "long-enough-1",
+            "e2e-merchant-password",
+            "correct horse battery staple",
+            "vT4#qpz9Lm",
+            "journey-password",
+            "shopper-password",
+            "buyer-password",
+            "s3cret-pass",
+            "long-enough-password",
+            "another-password",
+            "merchant-password",
+            "crowd-password-1",
+        ] {
+            assert_eq!(guessable(strong, "ann"), None, "{strong}");
+        }
     }
 
     #[tokio::test]

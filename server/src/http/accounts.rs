@@ -1,20 +1,22 @@
-//! API.md "Sessions": register, sign in, sign out, who am I; and the console's list of merchants.
+//! API.md "Sessions": register, sign in, sign out (this session, or everywhere), change the
+//! password, who am I; and the console's list of the shop's merchants.
 
 use super::{
     client_ip::ClientIp,
     input::AppJson,
-    session::{Merchant, SessionKeys, SignedIn},
+    session::{Merchant, SessionKeys, SignedIn, COOKIE_NAME},
 };
 use crate::{
     buy::throttle::LoginThrottle,
     domain::{
-        account::{insert_user, Password, UserRow, Username},
+        account::{self, insert_user, Password, UserRow, Username, USER_COLUMNS},
         password::Passwords,
+        sessions::next_epoch,
         ApiError, ApiResult,
     },
     infra::{config::Config, redis::Redis},
 };
-use app::api::{Credentials, Role, User};
+use app::api::{Credentials, PasswordChange, Role, User};
 use axum::{
     extract::{FromRef, State},
     http::StatusCode,
@@ -39,6 +41,8 @@ where
         .route("/auth/register", post(register))
         .route("/auth/login", post(login))
         .route("/auth/logout", post(logout))
+        .route("/auth/logout-everywhere", post(logout_everywhere))
+        .route("/auth/password", post(change_password))
         .route("/me", get(me))
         .route("/admin/merchants", get(list_merchants))
 }
@@ -52,11 +56,47 @@ async fn register(
 ) -> ApiResult<(StatusCode, CookieJar, Json<User>)> {
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
-    let hash = passwords.hash(password.into_inner()).await?;
-    let user = insert_user(&db, &username, &hash, Role::Shopper).await?;
+    let hash = passwords
+        .hash_new(password.into_inner(), username.as_str().to_string())
+        .await?;
+    let user = insert_user(&db, &username, &hash, Role::Shopper, None).await?;
     tracing::info!(user.id = user.id, "registered");
-    let jar = jar.add(sessions.issue(user.id, user.role));
+    let jar = jar.add(sessions.issue(user.id, user.role, None, 0));
     Ok((StatusCode::CREATED, jar, Json(user)))
+}
+
+/// Checks a user's password under the sign-in throttle (per username and per address): `429`
+/// past the limit, `401 invalid_credentials` for a wrong password or an unknown user alike.
+async fn authenticate(
+    db: &PgPool,
+    redis: &Redis,
+    passwords: &Passwords,
+    throttle: &LoginThrottle,
+    ip: std::net::IpAddr,
+    username: &Username,
+    password: Password,
+) -> ApiResult<UserRow> {
+    let mut redis = redis.conn();
+    throttle.check(&mut redis, username.as_str(), ip).await?;
+    let (found, stored) = match account::find_with_hash(db, username.as_str()).await? {
+        Some((row, hash)) => (Some(row), Some(hash)),
+        None => (None, None),
+    };
+    let ok = passwords.verify(password.into_inner(), stored).await?;
+    match found {
+        Some(row) if ok => {
+            throttle
+                .record_success(&mut redis, username.as_str(), ip)
+                .await?;
+            Ok(row)
+        }
+        _ => {
+            throttle
+                .record_failure(&mut redis, username.as_str(), ip)
+                .await?;
+            Err(ApiError::InvalidCredentials)
+        }
+    }
 }
 
 // Each part it needs is one extractor; bundling them into a struct would hide what it uses.
@@ -73,52 +113,123 @@ async fn login(
 ) -> ApiResult<(CookieJar, Json<User>)> {
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
-    let mut redis = redis.conn();
-    throttle.check(&mut redis, username.as_str(), ip).await?;
-
-    let row: Option<(i64, String, String, String)> = sqlx::query_as(
-        "SELECT id, username, role, password_hash FROM users WHERE lower(username) = lower($1)",
-    )
-    .bind(username.as_str())
-    .fetch_optional(&db)
-    .await?;
-    let (found, stored) = match row {
-        Some((id, username, role, hash)) => (Some(UserRow { id, username, role }), Some(hash)),
-        None => (None, None),
-    };
-    let ok = passwords.verify(password.into_inner(), stored).await?;
-    match found {
-        Some(row) if ok => {
-            throttle
-                .record_success(&mut redis, username.as_str(), ip)
-                .await?;
-            let user = row.into_user()?;
-            let jar = jar.add(sessions.issue(user.id, user.role));
-            Ok((jar, Json(user)))
-        }
-        _ => {
-            throttle
-                .record_failure(&mut redis, username.as_str(), ip)
-                .await?;
-            Err(ApiError::InvalidCredentials)
-        }
+    let row = authenticate(&db, &redis, &passwords, &throttle, ip, &username, password).await?;
+    // Said only to the one who knows the password: it reveals nothing to anyone else.
+    if row.blocked {
+        return Err(ApiError::AccountBlocked);
     }
+    let (shop, epoch) = (row.shop_id, row.session_epoch);
+    let user = row.into_user()?;
+    let jar = jar.add(sessions.issue(user.id, user.role, shop, epoch));
+    Ok((jar, Json(user)))
 }
 
+/// Ends this session on every instance (the same cookie answers `401` from then on) and clears
+/// the cookie. Without a valid session there is nothing to end: `204` all the same.
 async fn logout(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
     State(sessions): State<Arc<SessionKeys>>,
     jar: CookieJar,
-) -> (StatusCode, CookieJar) {
-    (StatusCode::NO_CONTENT, jar.add(sessions.clear()))
+) -> ApiResult<(StatusCode, CookieJar)> {
+    let now = chrono::Utc::now().timestamp();
+    if let Some(claims) = jar
+        .get(COOKIE_NAME)
+        .and_then(|c| sessions.check(c.value(), now))
+    {
+        sessions
+            .revocations
+            .end_session(&db, &redis, claims.user_id, claims.sid, claims.expires_at)
+            .await?;
+    }
+    Ok((StatusCode::NO_CONTENT, jar.add(sessions.clear())))
+}
+
+/// Ends every session of the signed-in user, on every device and instance.
+async fn logout_everywhere(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(sessions): State<Arc<SessionKeys>>,
+    SignedIn(claims): SignedIn,
+    jar: CookieJar,
+) -> ApiResult<(StatusCode, CookieJar)> {
+    let epoch = next_epoch(&db, claims.user_id)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
+    sessions
+        .revocations
+        .announce_epoch(&redis, claims.user_id, epoch)
+        .await;
+    tracing::info!(user.id = claims.user_id, "signed out everywhere");
+    Ok((StatusCode::NO_CONTENT, jar.add(sessions.clear())))
+}
+
+/// Changes the signed-in user's password (the current one is asked, under the sign-in throttle):
+/// every other session ends; this one goes on with a new cookie.
+// Each part it needs is one extractor.
+#[allow(clippy::too_many_arguments)]
+async fn change_password(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(passwords): State<Passwords>,
+    State(throttle): State<LoginThrottle>,
+    State(sessions): State<Arc<SessionKeys>>,
+    SignedIn(claims): SignedIn,
+    ClientIp(ip): ClientIp,
+    jar: CookieJar,
+    AppJson(change): AppJson<PasswordChange>,
+) -> ApiResult<(CookieJar, Json<User>)> {
+    let current = Password::parse(&change.current_password)
+        .map_err(|_| ApiError::invalid("current_password", "must be 8 to 128 characters"))?;
+    let new = Password::parse(&change.new_password)
+        .map_err(|_| ApiError::invalid("new_password", "must be 8 to 128 characters"))?;
+    let row = account::load(&db, claims.user_id)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
+    let username = Username::parse(&row.username)?;
+    authenticate(&db, &redis, &passwords, &throttle, ip, &username, current)
+        .await
+        .map_err(|e| match e {
+            ApiError::InvalidCredentials => ApiError::invalid("current_password", "is wrong"),
+            other => other,
+        })?;
+    let hash = passwords
+        .hash_new(new.into_inner(), row.username.clone())
+        .await
+        .map_err(|e| match e {
+            ApiError::InvalidInput(why) => {
+                ApiError::InvalidInput(why.replacen("password", "new_password", 1))
+            }
+            other => other,
+        })?;
+    let epoch: i64 = sqlx::query_scalar(
+        "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1 WHERE id = $1
+         RETURNING session_epoch",
+    )
+    .bind(claims.user_id)
+    .bind(&hash)
+    .fetch_one(&db)
+    .await?;
+    sessions
+        .revocations
+        .announce_epoch(&redis, claims.user_id, epoch)
+        .await;
+    tracing::info!(
+        user.id = claims.user_id,
+        "password changed; other sessions ended"
+    );
+    let (shop, user) = (row.shop_id, row.into_user()?);
+    let jar = jar.add(sessions.issue(user.id, user.role, shop, epoch));
+    Ok((jar, Json(user)))
 }
 
 async fn me(State(db): State<PgPool>, SignedIn(claims): SignedIn) -> ApiResult<Json<User>> {
-    let row: Option<UserRow> = sqlx::query_as("SELECT id, username, role FROM users WHERE id = $1")
-        .bind(claims.user_id)
-        .fetch_optional(&db)
-        .await?;
-    // A session outliving its account is no session.
-    Ok(Json(row.ok_or(ApiError::Unauthenticated)?.into_user()?))
+    let row = account::load(&db, claims.user_id).await?;
+    // A session outliving its account (or its unblocked state) is no session.
+    let row = row
+        .filter(|r| !r.blocked)
+        .ok_or(ApiError::Unauthenticated)?;
+    Ok(Json(row.into_user()?))
 }
 
 #[derive(serde::Serialize)]
@@ -126,12 +237,18 @@ struct Merchants {
     merchants: Vec<User>,
 }
 
-/// The merchant accounts (an addition to API.md, for the admin console).
-async fn list_merchants(State(db): State<PgPool>, _: Merchant) -> ApiResult<Json<Merchants>> {
-    let rows: Vec<UserRow> =
-        sqlx::query_as("SELECT id, username, role FROM users WHERE role = 'merchant' ORDER BY id")
-            .fetch_all(&db)
-            .await?;
+/// The merchant accounts of the signed-in merchant's shop (an addition to API.md, for the console).
+async fn list_merchants(
+    State(db): State<PgPool>,
+    merchant: Merchant,
+) -> ApiResult<Json<Merchants>> {
+    let rows: Vec<UserRow> = sqlx::query_as(&format!(
+        "SELECT {USER_COLUMNS} FROM users u LEFT JOIN shops s ON s.id = u.shop_id
+         WHERE u.role = 'merchant' AND u.shop_id = $1 ORDER BY u.id"
+    ))
+    .bind(merchant.shop_id)
+    .fetch_all(&db)
+    .await?;
     let merchants = rows
         .into_iter()
         .map(UserRow::into_user)

@@ -17,6 +17,7 @@ pub fn status(e: &ApiError) -> StatusCode {
         ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ApiError::Unauthenticated | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
         ApiError::Forbidden
+        | ApiError::AccountBlocked
         | ApiError::CrossOrigin
         | ApiError::NotStarted { .. }
         | ApiError::Paused
@@ -25,6 +26,7 @@ pub fn status(e: &ApiError) -> StatusCode {
         | ApiError::Blocked { .. } => StatusCode::FORBIDDEN,
         ApiError::NotFound => StatusCode::NOT_FOUND,
         ApiError::UsernameTaken
+        | ApiError::ShopTaken
         | ApiError::SoldOut
         | ApiError::NotConfirmed
         | ApiError::PaymentWindowClosed => StatusCode::CONFLICT,

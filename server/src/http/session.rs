@@ -1,7 +1,10 @@
-//! The `sid` cookie: user id, role and expiry, signed with HMAC-SHA256, so that the hot path checks
-//! a session without any store lookup. Extractors turn it into `Shopper`-or-better and `Merchant`.
+//! The `sid` cookie: a session id, the user's id, role, shop and session epoch, and the expiry,
+//! signed with HMAC-SHA256, so that the hot path checks a session without any store lookup. A
+//! session can still be ended before it expires (sign out, sign out everywhere, a password change,
+//! a block): `domain::sessions::Revocations` knows the ended ones in memory on every instance.
+//! Extractors turn the cookie into `SignedIn`, `Merchant` (with the shop) and `Operator`.
 
-use crate::domain::ApiError;
+use crate::domain::{sessions::Revocations, ApiError};
 use app::api::Role;
 use axum::{
     extract::{FromRef, FromRequestParts},
@@ -17,8 +20,14 @@ pub const COOKIE_NAME: &str = "sid";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claims {
+    /// 128 random bits naming this session (what sign-out ends).
+    pub sid: u128,
     pub user_id: i64,
     pub role: Role,
+    /// A merchant's shop; 0 for anyone else.
+    pub shop_id: i64,
+    /// The user's session epoch when it was issued: raising it ends every older session.
+    pub epoch: i64,
     /// Unix seconds.
     pub expires_at: i64,
 }
@@ -28,6 +37,8 @@ pub struct SessionKeys {
     key: Vec<u8>,
     ttl: Duration,
     secure: bool,
+    /// The sessions ended before they expired.
+    pub revocations: Revocations,
 }
 
 impl SessionKeys {
@@ -36,6 +47,7 @@ impl SessionKeys {
             key: secret.to_vec(),
             ttl,
             secure,
+            revocations: Revocations::default(),
         }
     }
 
@@ -47,9 +59,12 @@ impl SessionKeys {
 
     pub fn sign(&self, claims: &Claims) -> String {
         let payload = format!(
-            "{}.{}.{}",
+            "{:032x}.{}.{}.{}.{}.{}",
+            claims.sid,
             claims.user_id,
             claims.role.as_str(),
+            claims.shop_id,
+            claims.epoch,
             claims.expires_at
         );
         let mut mac = self.mac();
@@ -57,6 +72,8 @@ impl SessionKeys {
         format!("{payload}.{}", B64.encode(mac.finalize().into_bytes()))
     }
 
+    /// The claims of a correctly signed, unexpired cookie value (whether the session was ended
+    /// since is `check`'s question).
     pub fn verify(&self, value: &str, now: i64) -> Option<Claims> {
         let (payload, sig) = value.rsplit_once('.')?;
         let sig = B64.decode(sig).ok()?;
@@ -65,18 +82,37 @@ impl SessionKeys {
         mac.verify_slice(&sig).ok()?;
         let mut parts = payload.split('.');
         let claims = Claims {
+            sid: u128::from_str_radix(parts.next()?, 16).ok()?,
             user_id: parts.next()?.parse().ok()?,
             role: Role::parse(parts.next()?)?,
+            shop_id: parts.next()?.parse().ok()?,
+            epoch: parts.next()?.parse().ok()?,
             expires_at: parts.next()?.parse().ok()?,
         };
         (parts.next().is_none() && claims.expires_at > now).then_some(claims)
     }
 
-    pub fn issue(&self, user_id: i64, role: Role) -> Cookie<'static> {
+    /// `verify`, and the session has not been ended.
+    pub fn check(&self, value: &str, now: i64) -> Option<Claims> {
+        self.verify(value, now)
+            .filter(|c| self.revocations.admits(c.user_id, c.epoch, c.sid))
+    }
+
+    /// A new session for a user as the database has them now (`epoch`: their session epoch).
+    pub fn issue(
+        &self,
+        user_id: i64,
+        role: Role,
+        shop_id: Option<i64>,
+        epoch: i64,
+    ) -> Cookie<'static> {
         let expires_at = chrono::Utc::now().timestamp() + self.ttl.as_secs() as i64;
         let value = self.sign(&Claims {
+            sid: crate::domain::sessions::new_session_id(),
             user_id,
             role,
+            shop_id: shop_id.unwrap_or(0),
+            epoch,
             expires_at,
         });
         Cookie::build((COOKIE_NAME, value))
@@ -107,9 +143,18 @@ fn cookie_duration(d: Duration) -> cookie::time::Duration {
 #[derive(Clone, Copy, Debug)]
 pub struct SignedIn(pub Claims);
 
-/// A signed-in merchant; shoppers get `403 forbidden`.
+/// A signed-in merchant, with the shop whose data it may see; anyone else gets `403 forbidden`.
 #[derive(Clone, Copy, Debug)]
-pub struct Merchant(pub Claims);
+pub struct Merchant {
+    pub user_id: i64,
+    pub shop_id: i64,
+}
+
+/// The signed-in platform operator; anyone else gets `403 forbidden`.
+#[derive(Clone, Copy, Debug)]
+pub struct Operator {
+    pub user_id: i64,
+}
 
 impl<S> FromRequestParts<S> for SignedIn
 where
@@ -122,7 +167,7 @@ where
         let jar = CookieJar::from_headers(&parts.headers);
         let cookie = jar.get(COOKIE_NAME).ok_or(ApiError::Unauthenticated)?;
         Arc::<SessionKeys>::from_ref(state)
-            .verify(cookie.value(), chrono::Utc::now().timestamp())
+            .check(cookie.value(), chrono::Utc::now().timestamp())
             .map(SignedIn)
             .ok_or(ApiError::Unauthenticated)
     }
@@ -138,8 +183,29 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let SignedIn(claims) = SignedIn::from_request_parts(parts, state).await?;
         match claims.role {
-            Role::Merchant => Ok(Merchant(claims)),
-            Role::Shopper => Err(ApiError::Forbidden),
+            Role::Merchant if claims.shop_id > 0 => Ok(Merchant {
+                user_id: claims.user_id,
+                shop_id: claims.shop_id,
+            }),
+            _ => Err(ApiError::Forbidden),
+        }
+    }
+}
+
+impl<S> FromRequestParts<S> for Operator
+where
+    S: Send + Sync,
+    Arc<SessionKeys>: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let SignedIn(claims) = SignedIn::from_request_parts(parts, state).await?;
+        match claims.role {
+            Role::Operator => Ok(Operator {
+                user_id: claims.user_id,
+            }),
+            _ => Err(ApiError::Forbidden),
         }
     }
 }
@@ -158,10 +224,37 @@ mod tests {
 
     fn claims() -> Claims {
         Claims {
+            sid: 0xfeed,
             user_id: 42,
             role: Role::Shopper,
+            shop_id: 0,
+            epoch: 3,
             expires_at: 2_000,
         }
+    }
+
+    #[test]
+    fn an_ended_session_or_epoch_no_longer_checks() {
+        let keys = keys();
+        let value = keys.sign(&claims());
+        assert_eq!(keys.check(&value, 1_000), Some(claims()));
+        keys.revocations.on_message("epoch 42 4");
+        assert_eq!(keys.check(&value, 1_000), None);
+        assert_eq!(
+            keys.verify(&value, 1_000),
+            Some(claims()),
+            "still signed, but ended"
+        );
+        let next = Claims {
+            epoch: 4,
+            sid: 0xbeef,
+            ..claims()
+        };
+        let value = keys.sign(&next);
+        assert_eq!(keys.check(&value, 1_000), Some(next));
+        keys.revocations
+            .on_message(&format!("session {:032x} 2000", 0xbeef));
+        assert_eq!(keys.check(&value, 1_000), None);
     }
 
     #[test]
@@ -195,7 +288,14 @@ mod tests {
 
     #[test]
     fn garbage_is_rejected() {
-        for v in ["", ".", "1.shopper.9", "a.b.c.d", "1.shopper.9.!!!"] {
+        for v in [
+            "",
+            ".",
+            "1.shopper.9",
+            "a.b.c.d",
+            "1.shopper.9.!!!",
+            "0.1.shopper.0.0.9.x",
+        ] {
             assert_eq!(keys().verify(v, 0), None, "{v}");
         }
     }

@@ -30,8 +30,10 @@ pub struct Config {
     /// Proxies in front that append to `X-Forwarded-For` (0: none, the peer is the client; 1: a
     /// load balancer, whose hop is the last; 2: a CDN and a load balancer…).
     pub trusted_proxies: u8,
-    /// Merchant to create at start-up if missing.
+    /// Merchant to create at start-up if missing (in the default shop).
     pub admin: Option<(String, String)>,
+    /// Platform operator to create at start-up if missing.
+    pub operator: Option<(String, String)>,
     pub gate: GateLimits,
     /// Prefix of the RabbitMQ exchange and queue names.
     pub amqp_prefix: String,
@@ -148,6 +150,14 @@ impl Config {
             (None, None) => None,
             _ => bail!("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together"),
         };
+        let operator = match (
+            var("SECKILL_OPERATOR_USER"),
+            var("SECKILL_OPERATOR_PASSWORD"),
+        ) {
+            (Some(u), Some(p)) => Some((u, p)),
+            (None, None) => None,
+            _ => bail!("SECKILL_OPERATOR_USER and SECKILL_OPERATOR_PASSWORD go together"),
+        };
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
@@ -202,6 +212,7 @@ impl Config {
                 )?,
             },
             admin,
+            operator,
             password_hash_concurrency: number("SECKILL_PASSWORD_HASH_CONCURRENCY", cores.max(1))?,
             gate: {
                 let d = GateLimits::default();

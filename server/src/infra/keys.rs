@@ -221,6 +221,11 @@ impl Keys {
     pub fn block_channel(&self) -> String {
         format!("{}blocked", self.prefix)
     }
+    /// Pub/sub channel: a session ended (`session <sid> <expires>`) or a user's sessions did
+    /// (`epoch <user> <epoch>`), for every instance's list of ended sessions.
+    pub fn session_channel(&self) -> String {
+        format!("{}sessions", self.prefix)
+    }
     /// Buy attempts on an activity during one second (summed over instances).
     pub fn attempts(&self, activity: i64, second: i64) -> String {
         format!("{}tries:{{a:{activity}}}:{second}", self.prefix)

@@ -205,6 +205,9 @@ async fn a_forged_cookie_is_rejected() {
         false,
     )
     .sign(&Claims {
+        sid: 1,
+        shop_id: 0,
+        epoch: 0,
         user_id: 1,
         role: app::api::Role::Merchant,
         expires_at: i64::MAX / 2,
@@ -234,11 +237,17 @@ async fn an_expired_cookie_is_rejected() {
     let keys = SessionKeys::new(SECRET, Duration::from_secs(60), false);
     let now = chrono::Utc::now().timestamp();
     let expired = keys.sign(&Claims {
+        sid: 1,
+        shop_id: 0,
+        epoch: 0,
         user_id: user["id"].as_i64().unwrap(),
         role: app::api::Role::Shopper,
         expires_at: now - 1,
     });
     let fresh = keys.sign(&Claims {
+        sid: 1,
+        shop_id: 0,
+        epoch: 0,
         user_id: user["id"].as_i64().unwrap(),
         role: app::api::Role::Shopper,
         expires_at: now + 60,
@@ -271,15 +280,27 @@ async fn logout_clears_the_cookie() {
 async fn merchants_come_from_the_operator_and_shoppers_are_refused_merchant_routes() {
     let app = spawn_app().await;
     let merchant = unique_name("shop");
-    server::domain::account::create_merchant(&app.db, &merchant, PASSWORD)
+    server::domain::account::create_account(
+        &app.db,
+        app::api::Role::Merchant,
+        None,
+        &merchant,
+        PASSWORD,
+    )
+    .await
+    .unwrap()
+    .expect("created");
+    assert!(
+        server::domain::account::create_account(
+            &app.db,
+            app::api::Role::Merchant,
+            None,
+            &merchant,
+            PASSWORD
+        )
         .await
         .unwrap()
-        .expect("created");
-    assert!(
-        server::domain::account::create_merchant(&app.db, &merchant, PASSWORD)
-            .await
-            .unwrap()
-            .is_none(),
+        .is_none(),
         "taken"
     );
 

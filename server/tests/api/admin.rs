@@ -113,15 +113,17 @@ async fn the_console_lists_every_sale_with_its_status_and_figures() {
 #[tokio::test]
 async fn every_stock_addition_is_recorded_with_who_and_when() {
     let app = spawn_app().await;
-    let user = server::domain::account::create_merchant(
+    let user = server::domain::account::create_account(
         &app.db,
+        app::api::Role::Merchant,
+        None,
         &unique_name("audit"),
         "merchant-password",
     )
     .await
     .unwrap()
     .unwrap();
-    let merchant = client_for(user.id, Role::Merchant);
+    let merchant = client_of_shop(user.id, Role::Merchant, user.shop.map_or(1, |s| s.id));
     let activity = live_activity(&app, &merchant, 5, json!({})).await;
     let id = activity["id"].as_i64().unwrap();
     let additions = || async {

@@ -71,6 +71,7 @@ pub fn test_config() -> Config {
         },
         trusted_proxies: 0,
         admin: None,
+        operator: None,
         password_hash_concurrency: 2,
         // Every test client comes from 127.0.0.1: the address bucket must not be what limits them.
         gate: server::infra::config::GateLimits {
@@ -195,11 +196,19 @@ impl TestApp {
 /// A signed-in client for an existing user id, minted with the server's secret (registering
 /// thousands of users through argon2 is not what these tests are about).
 pub fn client_for(user_id: i64, role: Role) -> Client {
+    client_of_shop(user_id, role, 0)
+}
+
+/// `client_for`, for a merchant of `shop_id`.
+pub fn client_of_shop(user_id: i64, role: Role, shop_id: i64) -> Client {
     let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
     let expires_at = chrono::Utc::now().timestamp() + 3600;
     let cookie = keys.sign(&Claims {
+        sid: server::domain::sessions::new_session_id(),
         user_id,
         role,
+        shop_id,
+        epoch: 0,
         expires_at,
     });
     let mut headers = header::HeaderMap::new();
@@ -239,14 +248,29 @@ pub async fn shoppers(app: &TestApp, n: usize) -> Vec<Shopper> {
         .collect()
 }
 
-/// A merchant's signed-in client.
+/// A signed-in client of a merchant of the default shop.
 pub async fn merchant(app: &TestApp) -> Client {
-    let user =
-        server::domain::account::create_merchant(&app.db, &unique_name("m"), "merchant-password")
-            .await
-            .unwrap()
-            .unwrap();
-    client_for(user.id, Role::Merchant)
+    merchant_of(app, server::domain::shop::DEFAULT_SHOP).await
+}
+
+/// A signed-in client of a new merchant of the named shop (created when missing).
+pub async fn merchant_of(app: &TestApp, shop: &str) -> Client {
+    let user = server::domain::account::create_account(
+        &app.db,
+        Role::Merchant,
+        Some(shop),
+        &unique_name("m"),
+        "merchant-password",
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let shop_id: i64 = sqlx::query_scalar("SELECT shop_id FROM users WHERE id = $1")
+        .bind(user.id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    client_of_shop(user.id, Role::Merchant, shop_id)
 }
 
 /// An activity that is on sale now (captcha off unless `fields` says otherwise).

@@ -621,6 +621,9 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
     let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
     let now = chrono::Utc::now().timestamp();
     let genuine = keys.sign(&Claims {
+        sid: 1,
+        shop_id: 0,
+        epoch: 0,
         user_id: shopper.id,
         role: Role::Shopper,
         expires_at: now + 3600,
@@ -662,6 +665,9 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
                     false,
                 )
                 .sign(&Claims {
+                    sid: 1,
+                    shop_id: 0,
+                    epoch: 0,
                     user_id: shopper.id,
                     role: Role::Merchant,
                     expires_at: now + 3600,
@@ -671,6 +677,9 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
         (
             "expired",
             Some(keys.sign(&Claims {
+                sid: 1,
+                shop_id: 0,
+                epoch: 0,
                 user_id: shopper.id,
                 role: Role::Shopper,
                 expires_at: now - 1,
@@ -941,4 +950,150 @@ async fn slow_clients_are_cut_off() {
         200,
         "and the server serves on"
     );
+}
+
+#[tokio::test]
+async fn a_merchant_of_another_shop_gets_404_for_every_admin_endpoint_of_this_shops_sale() {
+    let Scene {
+        app,
+        merchant,
+        activity,
+        token,
+        ..
+    } = scene().await;
+    let stranger = merchant_of(&app, &unique_name("Other shop")).await;
+    let before = fingerprint(&app, activity).await;
+    let audit_rows = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM audit_log")
+            .fetch_one(&app.db)
+            .await
+            .unwrap()
+    };
+    let audited = audit_rows().await;
+    let names_the_sale = |path: &str| {
+        path.contains(&format!("/{activity}/"))
+            || path.ends_with(&format!("/{activity}"))
+            || path.contains(&format!("={activity}"))
+    };
+    let mut tried = 0;
+    for (method, path, merchant_only) in signed_in_endpoints(activity, &token) {
+        if !merchant_only || !names_the_sale(&path) {
+            continue;
+        }
+        tried += 1;
+        let resp = stranger
+            .request(method.clone(), app.url(&path))
+            .json(&json!({"add": 1}))
+            .send()
+            .await
+            .unwrap();
+        expect_answer(
+            resp,
+            404,
+            "not_found",
+            &format!("{method} {path} of another shop"),
+        )
+        .await;
+        // The same request for a sale that does not exist answers the same: no existence leak.
+        let resp = stranger
+            .request(
+                method.clone(),
+                app.url(
+                    &path
+                        .replace(&format!("/{activity}"), "/987654")
+                        .replace(&format!("={activity}"), "=987654"),
+                ),
+            )
+            .json(&json!({"add": 1}))
+            .send()
+            .await
+            .unwrap();
+        expect_answer(
+            resp,
+            404,
+            "not_found",
+            &format!("{method} {path} of no sale"),
+        )
+        .await;
+    }
+    assert_eq!(tried, 8, "every admin endpoint that names a sale");
+
+    // The lists and exports of the stranger's shop hold nothing of this one.
+    let (_, list) = json(
+        stranger
+            .get(app.url("/api/admin/activities"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(list["activities"], json!([]), "{list}");
+    let (_, orders) = json(
+        stranger
+            .get(app.url("/api/admin/orders"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (orders["total"].as_i64(), &orders["orders"]),
+        (Some(0), &json!([]))
+    );
+    let csv = stranger
+        .get(app.url("/api/admin/orders.csv"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(csv.lines().count(), 1, "the header only: {csv}");
+    let (_, merchants) = json(
+        stranger
+            .get(app.url("/api/admin/merchants"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        merchants["merchants"].as_array().unwrap().len(),
+        1,
+        "itself only: {merchants}"
+    );
+    let (_, audit) = json(
+        stranger
+            .get(app.url("/api/admin/audit"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        audit["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["target"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("#{activity}"))),
+        "{audit}"
+    );
+
+    assert_eq!(
+        fingerprint(&app, activity).await,
+        before,
+        "another shop changed nothing"
+    );
+    // The stranger's export of its own (empty) shop is audited; nothing else was.
+    assert_eq!(audit_rows().await, audited + 1);
+    // The sale's own shop still sees it.
+    let resp = merchant
+        .get(app.url(&format!("/api/admin/activities/{activity}/stats")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
 }

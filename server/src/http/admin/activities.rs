@@ -1,14 +1,16 @@
 //! API.md "Admin console", the activities: create, add stock, pause and resume, live figures,
 //! and the console's own reads (the list with sale figures, one sale, the stock-addition audit).
+//! A merchant sees and changes only the sales of its shop: another shop's sale is `404`, as if it
+//! did not exist. Every change is written to the audit log with it.
 
 use crate::{
     buy::{attempts, queue::WaitingRoom, soldout::SoldOut},
     domain::{
         activity::{
-            add_to_stock, admin_item, in_redis, insert, load, remaining, warm, ActivityRow,
+            add_to_stock, admin_item, in_redis, insert, load_in_shop, remaining, warm, ActivityRow,
             ActivitySpec, COLUMNS,
         },
-        rfc3339, ApiError, ApiResult,
+        audit, rfc3339, ApiError, ApiResult,
     },
     http::{
         input::{parse_id, AppJson},
@@ -61,11 +63,23 @@ async fn create_activity(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(config): State<Arc<Config>>,
-    Merchant(merchant): Merchant,
+    merchant: Merchant,
     AppJson(body): AppJson<NewActivity>,
 ) -> ApiResult<(StatusCode, Json<Activity>)> {
     let spec = ActivitySpec::parse(body, config.min_payment_window_secs, redis.masters)?;
-    let row = insert(&db, merchant.user_id, &spec).await?;
+    let mut tx = db.begin().await?;
+    let row = insert(&mut *tx, merchant.user_id, &spec).await?;
+    let detail = format!("{} units", row.total_stock);
+    audit::record(
+        &mut *tx,
+        Some(merchant.user_id),
+        Some(row.shop_id),
+        "activity.create",
+        &target(&row),
+        &detail,
+    )
+    .await?;
+    tx.commit().await?;
     warm(&redis, &row, row.total_stock).await?;
     tracing::info!(
         activity.id = row.id,
@@ -80,7 +94,7 @@ async fn add_stock(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(sold_out): State<SoldOut>,
-    Merchant(merchant): Merchant,
+    merchant: Merchant,
     Path(id): Path<String>,
     AppJson(body): AppJson<AddStock>,
 ) -> ApiResult<Json<StockLevel>> {
@@ -89,14 +103,26 @@ async fn add_stock(
         return Err(ApiError::invalid("add", "must be between 1 and 10000000"));
     }
     let mut tx = db.begin().await?;
-    let updated: Option<(i64, i64, i16)> = sqlx::query_as(
-        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 RETURNING total_stock, sold, stock_shards",
+    let updated: Option<(i64, i64, i16, String)> = sqlx::query_as(
+        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 AND shop_id = $3
+         RETURNING total_stock, sold, stock_shards, title",
     )
     .bind(id)
     .bind(body.add)
+    .bind(merchant.shop_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (total_stock, sold, shards) = updated.ok_or(ApiError::NotFound)?;
+    let (total_stock, sold, shards, title) = updated.ok_or(ApiError::NotFound)?;
+    let detail = format!("+{} units, {total_stock} in all", body.add);
+    audit::record(
+        &mut *tx,
+        Some(merchant.user_id),
+        Some(merchant.shop_id),
+        "stock.add",
+        &format!("#{id} {title}"),
+        &detail,
+    )
+    .await?;
     sqlx::query(
         "INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)",
     )
@@ -122,21 +148,44 @@ async fn add_stock(
     }))
 }
 
+/// How the audit log names a sale.
+fn target(row: &ActivityRow) -> String {
+    format!("#{} {}", row.id, row.title)
+}
+
 async fn set_paused(
     db: &PgPool,
     redis: &Redis,
+    merchant: Merchant,
     id: &str,
     paused: bool,
 ) -> ApiResult<Json<Activity>> {
     let id = parse_id(id)?;
+    let mut tx = db.begin().await?;
     let row: ActivityRow = sqlx::query_as(&format!(
-        "UPDATE activities SET paused = $2 WHERE id = $1 RETURNING {COLUMNS}"
+        "UPDATE activities SET paused = $2 WHERE id = $1 AND shop_id = $3 RETURNING {COLUMNS}"
     ))
     .bind(id)
     .bind(paused)
-    .fetch_optional(db)
+    .bind(merchant.shop_id)
+    .fetch_optional(&mut *tx)
     .await?
     .ok_or(ApiError::NotFound)?;
+    let action = if paused {
+        "activity.pause"
+    } else {
+        "activity.resume"
+    };
+    audit::record(
+        &mut *tx,
+        Some(merchant.user_id),
+        Some(row.shop_id),
+        action,
+        &target(&row),
+        "",
+    )
+    .await?;
+    tx.commit().await?;
     for shard in redis.keys.shards(id, row.stock_shards) {
         let _: () = redis::cmd("HSET")
             .arg(shard.meta())
@@ -152,30 +201,32 @@ async fn set_paused(
 async fn pause(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
-    _: Merchant,
+    merchant: Merchant,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Activity>> {
-    set_paused(&db, &redis, &id, true).await
+    set_paused(&db, &redis, merchant, &id, true).await
 }
 
 async fn resume(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
-    _: Merchant,
+    merchant: Merchant,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Activity>> {
-    set_paused(&db, &redis, &id, false).await
+    set_paused(&db, &redis, merchant, &id, false).await
 }
 
 async fn stats(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(room): State<WaitingRoom>,
-    _: Merchant,
+    merchant: Merchant,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ActivityStats>> {
     let id = parse_id(&id)?;
-    let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
+    let row = load_in_shop(&db, id, merchant.shop_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let counts: Vec<(String, i64)> = sqlx::query_as(
         "SELECT status, count(*) FROM orders WHERE activity_id = $1 GROUP BY status",
     )
@@ -212,12 +263,13 @@ async fn stats(
 async fn list(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
-    _: Merchant,
+    merchant: Merchant,
 ) -> ApiResult<Response> {
     let rows: Vec<ActivityRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT $1"
+        "SELECT {COLUMNS} FROM activities WHERE shop_id = $2 ORDER BY starts_at DESC, id DESC LIMIT $1"
     ))
     .bind(LIST_LIMIT)
+    .bind(merchant.shop_id)
     .fetch_all(&db)
     .await?;
     // Every activity's shards at once (on a cluster they live on different masters).
@@ -242,11 +294,13 @@ async fn list(
 async fn one(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
-    _: Merchant,
+    merchant: Merchant,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let id = parse_id(&id)?;
-    let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
+    let row = load_in_shop(&db, id, merchant.shop_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let on_sale = in_redis(&redis, id, row.stock_shards).await?;
     Ok((
         [(header::CACHE_CONTROL, "no-store")],
@@ -257,14 +311,17 @@ async fn one(
 
 async fn stock_additions(
     State(db): State<PgPool>,
-    _: Merchant,
+    merchant: Merchant,
     Path(id): Path<String>,
 ) -> ApiResult<Json<StockAdditions>> {
     let id = parse_id(&id)?;
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1)")
-        .bind(id)
-        .fetch_one(&db)
-        .await?;
+    let exists: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1 AND shop_id = $2)",
+    )
+    .bind(id)
+    .bind(merchant.shop_id)
+    .fetch_one(&db)
+    .await?;
     if !exists {
         return Err(ApiError::NotFound);
     }

@@ -1,7 +1,9 @@
 //! API.md "Admin console": the merchant's API (`activities.rs`, `orders.rs`) and the rule for the
-//! console's pages: a visitor is sent to sign in, a shopper gets a 403 page.
+//! console's pages: a visitor is sent to sign in; `/admin` is the merchants', `/operator` the
+//! operator's, anyone else gets a 403 page.
 
 pub mod activities;
+pub mod audit;
 pub mod orders;
 
 use super::session::{SessionKeys, SignedIn};
@@ -14,17 +16,29 @@ use axum::{
 };
 use std::sync::Arc;
 
-/// In front of the `/admin` pages: a visitor is sent to sign in (and back here after), a shopper
-/// gets the page with status 403 (the page itself says "forbidden"). Admin pages are never cached.
+/// Which role a console page is for: the merchants' `/admin…`, the operator's `/operator…`.
+fn console_role(path: &str) -> Option<Role> {
+    let under = |root: &str| path == root || path.starts_with(&format!("{root}/"));
+    if under("/admin") {
+        Some(Role::Merchant)
+    } else if under("/operator") {
+        Some(Role::Operator)
+    } else {
+        None
+    }
+}
+
+/// In front of the console pages: a visitor is sent to sign in (and back here after), anyone not
+/// of the page's role gets it with status 403 (the page itself says "forbidden"). Console pages
+/// are never cached.
 pub async fn guard_pages(
     State(sessions): State<Arc<SessionKeys>>,
     req: Request,
     next: Next,
 ) -> Response {
-    let path = req.uri().path();
-    if path != "/admin" && !path.starts_with("/admin/") {
+    let Some(needed) = console_role(req.uri().path()) else {
         return next.run(req).await;
-    }
+    };
     let (mut parts, body) = req.into_parts();
     let role = SignedIn::from_request_parts(&mut parts, &sessions)
         .await
@@ -37,7 +51,7 @@ pub async fn guard_pages(
     };
     parts.extensions.insert(app::PageViewer(role));
     let mut resp = next.run(Request::from_parts(parts, body)).await;
-    if role != Role::Merchant && resp.status().is_success() {
+    if role != needed && resp.status().is_success() {
         *resp.status_mut() = StatusCode::FORBIDDEN;
     }
     resp.headers_mut().insert(

@@ -1,8 +1,9 @@
 //! API.md "Admin console", the orders: a filtered, paged list and a CSV export streamed from a
-//! database cursor.
+//! database cursor, of the merchant's shop only (another shop's sale is `404`). Exports are
+//! audited.
 
 use crate::{
-    domain::{rfc3339, ApiError, ApiResult},
+    domain::{audit, rfc3339, ApiError, ApiResult},
     http::session::{Merchant, SessionKeys},
 };
 use axum::{
@@ -114,31 +115,48 @@ where
         .route("/admin/orders.csv", get(admin_orders_csv))
 }
 
+/// The sale filter, when given, names a sale of this shop; else `404`, as if it did not exist.
+async fn own_activity(db: &PgPool, merchant: Merchant, activity: Option<i64>) -> ApiResult<()> {
+    let Some(id) = activity else { return Ok(()) };
+    let ours: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1 AND shop_id = $2)",
+    )
+    .bind(id)
+    .bind(merchant.shop_id)
+    .fetch_one(db)
+    .await?;
+    ours.then_some(()).ok_or(ApiError::NotFound)
+}
+
 async fn admin_orders(
     State(db): State<PgPool>,
-    _: Merchant,
+    merchant: Merchant,
     axum::extract::Query(filter): axum::extract::Query<OrderFilter>,
 ) -> ApiResult<Json<AdminOrderPage>> {
     let activity = optional_number("activity_id", &filter.activity_id, 1..=i64::MAX)?;
     let status = status_filter(&filter.status)?;
     let limit = optional_number("limit", &filter.limit, 1..=1000)?.unwrap_or(50);
     let offset = optional_number("offset", &filter.offset, 0..=i64::MAX)?.unwrap_or(0);
+    own_activity(&db, merchant, activity).await?;
     let total: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM orders o WHERE ($1::bigint IS NULL OR o.activity_id = $1) AND ($2::text IS NULL OR o.status = $2)",
+        "SELECT count(*) FROM orders o JOIN activities a ON a.id = o.activity_id
+         WHERE a.shop_id = $3 AND ($1::bigint IS NULL OR o.activity_id = $1) AND ($2::text IS NULL OR o.status = $2)",
     )
     .bind(activity)
     .bind(&status)
+    .bind(merchant.shop_id)
     .fetch_one(&db)
     .await?;
     let orders: Vec<AdminOrder> = sqlx::query_as(&format!(
-        "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id
-         WHERE ($1::bigint IS NULL OR o.activity_id = $1) AND ($2::text IS NULL OR o.status = $2)
+        "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id
+         WHERE a.shop_id = $5 AND ($1::bigint IS NULL OR o.activity_id = $1) AND ($2::text IS NULL OR o.status = $2)
          ORDER BY o.id DESC LIMIT $3 OFFSET $4"
     ))
     .bind(activity)
     .bind(&status)
     .bind(limit)
     .bind(offset)
+    .bind(merchant.shop_id)
     .fetch_all(&db)
     .await?;
     Ok(Json(AdminOrderPage { orders, total }))
@@ -193,19 +211,31 @@ const CSV_HEADER: &str = "order_id,token,activity_id,user_id,username,quantity,u
 /// stays flat however many there are, and a client that goes away stops the query.
 async fn admin_orders_csv(
     State(db): State<PgPool>,
-    _: Merchant,
+    merchant: Merchant,
     axum::extract::Query(filter): axum::extract::Query<OrderFilter>,
 ) -> ApiResult<axum::response::Response> {
     use futures_util::StreamExt;
     let activity = optional_number("activity_id", &filter.activity_id, 1..=i64::MAX)?;
+    own_activity(&db, merchant, activity).await?;
+    let what = activity.map_or("all sales".to_string(), |a| format!("#{a}"));
+    audit::record(
+        &db,
+        Some(merchant.user_id),
+        Some(merchant.shop_id),
+        "orders.export",
+        &what,
+        "CSV",
+    )
+    .await?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
     tokio::spawn(async move {
         let sql = format!(
-            "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id
-             WHERE ($1::bigint IS NULL OR o.activity_id = $1) ORDER BY o.id"
+            "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id
+             WHERE a.shop_id = $2 AND ($1::bigint IS NULL OR o.activity_id = $1) ORDER BY o.id"
         );
         let mut rows = sqlx::query_as::<_, AdminOrder>(&sql)
             .bind(activity)
+            .bind(merchant.shop_id)
             .fetch(&db);
         let mut chunk = String::from(CSV_HEADER);
         while let Some(row) = rows.next().await {

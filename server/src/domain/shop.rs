@@ -1,0 +1,94 @@
+//! Shops: a merchant belongs to one and sees only its sales, orders and audit. The operator
+//! creates them; the sales that predate shops are in the default shop.
+
+use super::{rfc3339, ApiError, ApiResult};
+use app::api::{AccountSummary, Role, Shop};
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+/// The shop the migration put every earlier sale and merchant in (and the CLI's default).
+pub const DEFAULT_SHOP: &str = "Default shop";
+
+/// 1–80 characters, trimmed, no control characters.
+pub fn parse_name(raw: &str) -> ApiResult<String> {
+    let name = raw.trim();
+    if !(1..=80).contains(&name.chars().count()) {
+        return Err(ApiError::invalid("name", "must be 1 to 80 characters"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ApiError::invalid("name", "may not hold control characters"));
+    }
+    Ok(name.to_string())
+}
+
+/// Creates a shop; `409 shop_taken` when the name is in use (case aside).
+pub async fn create<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    name: &str,
+) -> ApiResult<(i64, DateTime<Utc>)> {
+    sqlx::query_as(
+        "INSERT INTO shops (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id, created_at",
+    )
+    .bind(name)
+    .fetch_optional(db)
+    .await?
+    .ok_or(ApiError::ShopTaken)
+}
+
+/// The id of the shop of this name, if there is one.
+pub async fn find(db: &PgPool, name: &str) -> ApiResult<Option<i64>> {
+    Ok(
+        sqlx::query_scalar("SELECT id FROM shops WHERE lower(name) = lower($1)")
+            .bind(name)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// Every shop with its merchants and how many sales it has, oldest first.
+pub async fn list(db: &PgPool) -> ApiResult<Vec<Shop>> {
+    let shops: Vec<(i64, String, DateTime<Utc>, i64)> = sqlx::query_as(
+        "SELECT s.id, s.name, s.created_at, (SELECT count(*) FROM activities a WHERE a.shop_id = s.id)
+         FROM shops s ORDER BY s.id",
+    )
+    .fetch_all(db)
+    .await?;
+    let merchants: Vec<(i64, String, i64, bool)> = sqlx::query_as(
+        "SELECT id, username, shop_id, blocked_at IS NOT NULL FROM users WHERE role = 'merchant' ORDER BY id",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(shops
+        .into_iter()
+        .map(|(id, name, created_at, activities)| Shop {
+            id,
+            name,
+            created_at: rfc3339(created_at),
+            activities,
+            merchants: merchants
+                .iter()
+                .filter(|m| m.2 == id)
+                .map(|(mid, username, _, blocked)| AccountSummary {
+                    id: *mid,
+                    username: username.clone(),
+                    role: Role::Merchant,
+                    shop_id: Some(id),
+                    blocked: *blocked,
+                })
+                .collect(),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shop_names_are_trimmed_and_bounded() {
+        assert_eq!(parse_name("  Ann's shop ").unwrap(), "Ann's shop");
+        for bad in ["", "   ", &"x".repeat(81), "a\nb"] {
+            assert!(parse_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

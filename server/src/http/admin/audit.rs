@@ -1,0 +1,34 @@
+//! The merchant's audit log: who of the shop did what to its sales, and what the operator did to
+//! the shop's accounts, newest first (an addition to API.md).
+
+use crate::{
+    domain::{audit, ApiResult},
+    http::session::{Merchant, SessionKeys},
+};
+use app::api::AuditLog;
+use axum::{
+    extract::{FromRef, State},
+    http::header,
+    response::IntoResponse,
+    routing::get,
+    Json, Router,
+};
+use sqlx::PgPool;
+use std::sync::Arc;
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PgPool: FromRef<S>,
+    Arc<SessionKeys>: FromRef<S>,
+{
+    Router::new().route("/admin/audit", get(shop_audit))
+}
+
+async fn shop_audit(State(db): State<PgPool>, merchant: Merchant) -> ApiResult<impl IntoResponse> {
+    let entries = audit::read(&db, Some(merchant.shop_id)).await?;
+    Ok((
+        [(header::CACHE_CONTROL, "no-store")],
+        Json(AuditLog { entries }),
+    ))
+}

@@ -1,0 +1,326 @@
+//! The operator's API (additions to API.md): shops and their merchants, resetting a password,
+//! blocking and unblocking a user, and the whole platform's audit log. Every change is audited in
+//! the same transaction. Anyone but the operator gets `403 forbidden`.
+
+use super::{
+    input::{parse_id, AppJson},
+    session::{Operator, SessionKeys},
+};
+use crate::{
+    domain::{
+        account::{self, insert_user, Password, Username},
+        audit,
+        password::Passwords,
+        rfc3339,
+        sessions::next_epoch,
+        shop, ApiError, ApiResult,
+    },
+    infra::redis::Redis,
+};
+use app::api::{
+    AccountList, AccountSummary, AuditLog, Credentials, NewShop, PasswordReset, Role, Shop,
+    ShopList, ShopRef, User,
+};
+use axum::{
+    extract::{FromRef, Path, Query, State},
+    http::{header, StatusCode},
+    response::IntoResponse,
+    routing::{get, post},
+    Json, Router,
+};
+use sqlx::PgPool;
+use std::sync::Arc;
+
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PgPool: FromRef<S>,
+    Redis: FromRef<S>,
+    Passwords: FromRef<S>,
+    Arc<SessionKeys>: FromRef<S>,
+{
+    Router::new()
+        .route("/operator/shops", get(shops).post(create_shop))
+        .route("/operator/shops/{id}/merchants", post(create_merchant))
+        .route("/operator/users", get(users))
+        .route("/operator/users/{id}/password", post(reset_password))
+        .route("/operator/users/{id}/block", post(block))
+        .route("/operator/users/{id}/unblock", post(unblock))
+        .route("/operator/audit", get(audit_log))
+}
+
+fn no_store<T: serde::Serialize>(body: T) -> impl IntoResponse {
+    ([(header::CACHE_CONTROL, "no-store")], Json(body))
+}
+
+async fn shops(State(db): State<PgPool>, _: Operator) -> ApiResult<impl IntoResponse> {
+    Ok(no_store(ShopList {
+        shops: shop::list(&db).await?,
+    }))
+}
+
+async fn create_shop(
+    State(db): State<PgPool>,
+    op: Operator,
+    AppJson(body): AppJson<NewShop>,
+) -> ApiResult<(StatusCode, Json<Shop>)> {
+    let name = shop::parse_name(&body.name)?;
+    let mut tx = db.begin().await?;
+    let (id, created_at) = shop::create(&mut *tx, &name).await?;
+    audit::record(
+        &mut *tx,
+        Some(op.user_id),
+        Some(id),
+        "shop.create",
+        &name,
+        "",
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(shop.id = id, operator.id = op.user_id, "shop created");
+    Ok((
+        StatusCode::CREATED,
+        Json(Shop {
+            id,
+            name,
+            created_at: rfc3339(created_at),
+            merchants: Vec::new(),
+            activities: 0,
+        }),
+    ))
+}
+
+async fn create_merchant(
+    State(db): State<PgPool>,
+    State(passwords): State<Passwords>,
+    op: Operator,
+    Path(id): Path<String>,
+    AppJson(creds): AppJson<Credentials>,
+) -> ApiResult<(StatusCode, Json<User>)> {
+    let shop_id = parse_id(&id)?;
+    let username = Username::parse(&creds.username)?;
+    let password = Password::parse(&creds.password)?;
+    let shop_name: String = sqlx::query_scalar("SELECT name FROM shops WHERE id = $1")
+        .bind(shop_id)
+        .fetch_optional(&db)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let hash = passwords
+        .hash_new(password.into_inner(), username.as_str().to_string())
+        .await?;
+    let mut tx = db.begin().await?;
+    let mut user = insert_user(&mut *tx, &username, &hash, Role::Merchant, Some(shop_id)).await?;
+    audit::record(
+        &mut *tx,
+        Some(op.user_id),
+        Some(shop_id),
+        "merchant.create",
+        &user.username,
+        "",
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(user.id = user.id, shop.id = shop_id, "merchant created");
+    user.shop = Some(ShopRef {
+        id: shop_id,
+        name: shop_name,
+    });
+    Ok((StatusCode::CREATED, Json(user)))
+}
+
+#[derive(serde::Deserialize)]
+struct UserQuery {
+    q: Option<String>,
+}
+
+/// Accounts whose name starts with `q` (every account when empty), 100 at most, by name.
+async fn users(
+    State(db): State<PgPool>,
+    _: Operator,
+    Query(query): Query<UserQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let q = query.q.unwrap_or_default();
+    if q.chars().count() > 32 {
+        return Err(ApiError::invalid("q", "must be at most 32 characters"));
+    }
+    // LIKE's own characters are matched as themselves.
+    let pattern = format!(
+        "{}%",
+        q.to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    );
+    let rows: Vec<(i64, String, String, Option<i64>, bool)> = sqlx::query_as(
+        "SELECT id, username, role, shop_id, blocked_at IS NOT NULL FROM users
+         WHERE lower(username) LIKE $1 ORDER BY lower(username) LIMIT 100",
+    )
+    .bind(pattern)
+    .fetch_all(&db)
+    .await?;
+    let users = rows
+        .into_iter()
+        .filter_map(|(id, username, role, shop_id, blocked)| {
+            Some(AccountSummary {
+                id,
+                username,
+                role: Role::parse(&role)?,
+                shop_id,
+                blocked,
+            })
+        })
+        .collect();
+    Ok(no_store(AccountList { users }))
+}
+
+/// The account an operator acts on: it exists, and it is not an operator (operators are managed
+/// from the command line).
+async fn target(db: &PgPool, id: &str) -> ApiResult<account::UserRow> {
+    let row = account::load(db, parse_id(id)?)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if row.role()? == Role::Operator {
+        return Err(ApiError::invalid(
+            "id",
+            "operators are managed from the command line",
+        ));
+    }
+    Ok(row)
+}
+
+/// Sets a merchant's or shopper's password; every session of theirs ends.
+async fn reset_password(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(passwords): State<Passwords>,
+    State(sessions): State<Arc<SessionKeys>>,
+    op: Operator,
+    Path(id): Path<String>,
+    AppJson(body): AppJson<PasswordReset>,
+) -> ApiResult<StatusCode> {
+    let user = target(&db, &id).await?;
+    let new = Password::parse(&body.new_password)
+        .map_err(|_| ApiError::invalid("new_password", "must be 8 to 128 characters"))?;
+    let hash = passwords
+        .hash_new(new.into_inner(), user.username.clone())
+        .await
+        .map_err(|e| match e {
+            ApiError::InvalidInput(why) => {
+                ApiError::InvalidInput(why.replacen("password", "new_password", 1))
+            }
+            other => other,
+        })?;
+    let mut tx = db.begin().await?;
+    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
+        .bind(user.id)
+        .bind(&hash)
+        .execute(&mut *tx)
+        .await?;
+    let epoch = next_epoch(&mut *tx, user.id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    audit::record(
+        &mut *tx,
+        Some(op.user_id),
+        user.shop_id,
+        "password.reset",
+        &user.username,
+        "every session ended",
+    )
+    .await?;
+    tx.commit().await?;
+    sessions
+        .revocations
+        .announce_epoch(&redis, user.id, epoch)
+        .await;
+    tracing::info!(
+        user.id = user.id,
+        operator.id = op.user_id,
+        "password reset"
+    );
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn set_blocked(
+    db: &PgPool,
+    redis: &Redis,
+    sessions: &SessionKeys,
+    op: Operator,
+    id: &str,
+    blocked: bool,
+) -> ApiResult<Json<AccountSummary>> {
+    let user = target(db, id).await?;
+    let mut tx = db.begin().await?;
+    sqlx::query(
+        "UPDATE users SET blocked_at = CASE WHEN $2 THEN COALESCE(blocked_at, now()) END WHERE id = $1",
+    )
+    .bind(user.id)
+    .bind(blocked)
+    .execute(&mut *tx)
+    .await?;
+    // A block ends every session at once; the user cannot sign in again until unblocked.
+    let epoch = match blocked {
+        true => next_epoch(&mut *tx, user.id).await?,
+        false => None,
+    };
+    let action = if blocked {
+        "user.block"
+    } else {
+        "user.unblock"
+    };
+    audit::record(
+        &mut *tx,
+        Some(op.user_id),
+        user.shop_id,
+        action,
+        &user.username,
+        "",
+    )
+    .await?;
+    tx.commit().await?;
+    if let Some(epoch) = epoch {
+        sessions
+            .revocations
+            .announce_epoch(redis, user.id, epoch)
+            .await;
+    }
+    tracing::info!(
+        user.id = user.id,
+        operator.id = op.user_id,
+        blocked,
+        "user switched"
+    );
+    Ok(Json(AccountSummary {
+        id: user.id,
+        role: user.role()?,
+        username: user.username,
+        shop_id: user.shop_id,
+        blocked,
+    }))
+}
+
+async fn block(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(sessions): State<Arc<SessionKeys>>,
+    op: Operator,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AccountSummary>> {
+    set_blocked(&db, &redis, &sessions, op, &id, true).await
+}
+
+async fn unblock(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(sessions): State<Arc<SessionKeys>>,
+    op: Operator,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AccountSummary>> {
+    set_blocked(&db, &redis, &sessions, op, &id, false).await
+}
+
+async fn audit_log(State(db): State<PgPool>, _: Operator) -> ApiResult<impl IntoResponse> {
+    Ok(no_store(AuditLog {
+        entries: audit::read(&db, None).await?,
+    }))
+}
