@@ -30,10 +30,17 @@ run: setup build-release
 	mkdir -p .local
 	[ -f .local/secret ] || (head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/secret)
 	[ -f .local/demo-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/demo-password)
-	echo "Demo merchant: username 'demo', password '$$(cat .local/demo-password)'"
+	[ -f .local/operator-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/operator-password)
+	# The reader's own accounts when exported (README "Run"), else the demo's generated ones.
+	export SECKILL_ADMIN_USER="$${SECKILL_ADMIN_USER:-demo}"
+	export SECKILL_ADMIN_PASSWORD="$${SECKILL_ADMIN_PASSWORD:-$$(cat .local/demo-password)}"
+	export SECKILL_OPERATOR_USER="$${SECKILL_OPERATOR_USER:-operator}"
+	export SECKILL_OPERATOR_PASSWORD="$${SECKILL_OPERATOR_PASSWORD:-$$(cat .local/operator-password)}"
+	echo "Merchant: username '$$SECKILL_ADMIN_USER', password '$$SECKILL_ADMIN_PASSWORD'"
+	echo "Operator: username '$$SECKILL_OPERATOR_USER', password '$$SECKILL_OPERATOR_PASSWORD'"
 	echo "Open http://127.0.0.1:3000"
-	SECKILL_SECRET=$$(cat .local/secret) SECKILL_ADMIN_USER=demo SECKILL_ADMIN_PASSWORD=$$(cat .local/demo-password) \
-	SECKILL_DEMO=1 LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=127.0.0.1:3000 exec target/release/server serve
+	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
+	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
 test: setup test-tools wasm-budget build test-rust test-e2e test-e2e-cluster
 
@@ -118,6 +125,7 @@ test-e2e: clean-test-dbs
 test-e2e-cluster: clean-test-dbs
 	export SECKILL_CLUSTER_PROFILE=debug SECKILL_CLUSTER_PORT=3300 SECKILL_CLUSTER_DATABASE=seckill_e2e_cluster \
 	  SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password SECKILL_DEMO=0 \
+	  SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password \
 	  SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e SECKILL_REDIS_PREFIX=e2ec:$$(date +%s%N): \
 	  SECKILL_TRUST_FORWARDED_FOR=2 RUST_LOG=warn \
 	  DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e_cluster REDIS_CLUSTER_URLS=$(TEST_CLUSTER_URLS)

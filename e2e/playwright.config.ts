@@ -47,6 +47,8 @@ export default defineConfig({
       RUST_LOG: "warn",
       SECKILL_ADMIN_USER: "e2e_merchant",
       SECKILL_ADMIN_PASSWORD: "e2e-merchant-password",
+      SECKILL_OPERATOR_USER: "e2e_operator",
+      SECKILL_OPERATOR_PASSWORD: "e2e-operator-password",
       // The load tool gives each shopper an address of its own (X-Forwarded-For).
       SECKILL_TRUST_FORWARDED_FOR: "1",
     },

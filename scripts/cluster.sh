@@ -36,10 +36,11 @@ start_instance() { # number
   local n=$1 port pidfile="$dir/instance-$1.pid"
   port=$(instance_port "$n")
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then return; fi
-  # Only the first instance creates the merchant and the demo sale.
+  # Only the first instance creates the merchant, the operator and the demo sale.
   local extra=()
   if ((n == 1)); then
-    extra=(SECKILL_ADMIN_USER="$ADMIN_USER" SECKILL_ADMIN_PASSWORD="$ADMIN_PASSWORD" SECKILL_DEMO="${SECKILL_DEMO:-1}")
+    extra=(SECKILL_ADMIN_USER="$ADMIN_USER" SECKILL_ADMIN_PASSWORD="$ADMIN_PASSWORD" SECKILL_DEMO="${SECKILL_DEMO:-1}"
+      SECKILL_OPERATOR_USER="$OPERATOR_USER" SECKILL_OPERATOR_PASSWORD="$OPERATOR_PASSWORD")
   fi
   env SECKILL_ADDR="127.0.0.1:$port" \
     DATABASE_URL="postgres://seckill@127.0.0.1:${SECKILL_PG_PORT:-55432}/$DATABASE" \
@@ -88,12 +89,16 @@ up() {
   SECRET=${SECKILL_SECRET:-$(cat "$state/secret")}
   ADMIN_USER=${SECKILL_ADMIN_USER:-demo}
   ADMIN_PASSWORD=${SECKILL_ADMIN_PASSWORD:-$(cat "$state/demo-password")}
+  [ -f "$state/operator-password" ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$state/operator-password")
+  OPERATOR_USER=${SECKILL_OPERATOR_USER:-operator}
+  OPERATOR_PASSWORD=${SECKILL_OPERATOR_PASSWORD:-$(cat "$state/operator-password")}
   start_instance 1
   wait_ready 1
   for n in 2 3; do start_instance "$n"; done
   for n in 2 3; do wait_ready "$n"; done
   "$services" nginx-start "$PORT" "$root/target/site" "$(instance_port 1)" "$(instance_port 2)" "$(instance_port 3)"
   echo "Merchant: username '$ADMIN_USER', password '$ADMIN_PASSWORD'"
+  echo "Operator: username '$OPERATOR_USER', password '$OPERATOR_PASSWORD'"
   echo "Open http://127.0.0.1:$PORT  (nginx → instances on $(instance_port 1)-$(instance_port 3), $PROFILE build)"
 }
 

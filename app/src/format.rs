@@ -16,6 +16,11 @@ pub fn units(n: i64) -> String {
     format!("{} {}", thousands(n), if n == 1 { "unit" } else { "units" })
 }
 
+/// "1 sale", "2 sales", "1,500 sales".
+pub fn counted(n: i64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
 /// "1,500" for 1500.
 pub fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();

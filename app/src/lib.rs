@@ -146,7 +146,11 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("activities"), ParamSegment("id")) view=pages::sale::ActivityPage/>
                     <Route path=StaticSegment("orders") view=pages::orders::OrdersPage/>
                     <Route path=(StaticSegment("orders"), ParamSegment("token")) view=pages::order::OrderPage/>
+                    <Route path=StaticSegment("account") view=pages::account::AccountPage/>
                     <Route path=StaticSegment("admin") view=pages::console::AdminHome/>
+                    <Route path=(StaticSegment("admin"), StaticSegment("audit")) view=pages::audit::ShopAuditPage/>
+                    <Route path=StaticSegment("operator") view=pages::operator::OperatorPage/>
+                    <Route path=(StaticSegment("operator"), StaticSegment("audit")) view=pages::audit::PlatformAuditPage/>
                     <Route path=(StaticSegment("admin"), StaticSegment("activities"), StaticSegment("new")) view=pages::new_sale::NewActivityPage/>
                     <Route path=(StaticSegment("admin"), StaticSegment("activities"), ParamSegment("id")) view=pages::dashboard::DashboardPage/>
                 </Routes>

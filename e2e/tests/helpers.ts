@@ -31,6 +31,8 @@ import { execFileSync } from "node:child_process";
 import { baseURL } from "../playwright.config";
 
 export const MERCHANT = { username: "e2e_merchant", password: "e2e-merchant-password" };
+/** The platform operator the test server creates at start-up. */
+export const OPERATOR = { username: "e2e_operator", password: "e2e-operator-password" };
 
 /** A signed-in API client for the merchant the test server creates at start-up. */
 export async function merchantApi(): Promise<APIRequestContext> {

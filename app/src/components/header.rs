@@ -23,8 +23,13 @@ pub fn Header(session: Session) -> impl IntoView {
                 <a href="/orders">"My orders"</a>
                 {move || match session.user.get() {
                     Some(Some(user)) => view! {
-                        {(user.role == crate::api::Role::Merchant).then(|| view! { <a href="/admin" data-testid="admin-link">"Admin"</a> })}
-                        <span class="who" data-testid="current-user">{user.username}</span>
+                        {match user.role {
+                            crate::api::Role::Merchant => Some(view! { <a href="/admin" data-testid="admin-link">"Admin"</a> }.into_any()),
+                            crate::api::Role::Operator => Some(view! { <a href="/operator" data-testid="operator-link">"Operator"</a> }.into_any()),
+                            crate::api::Role::Shopper => None,
+                        }}
+                        <a href="/account" class="who" data-testid="current-user"
+                            title=user.shop.as_ref().map(|s| format!("Merchant of {}", s.name))>{user.username}</a>
                         <button type="button" class="link" data-testid="logout-button" on:click=sign_out.clone()>
                             "Sign out"
                         </button>

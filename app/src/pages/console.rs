@@ -53,7 +53,11 @@ pub fn ActivityTable() -> impl IntoView {
         <section class="admin">
             <div class="admin-head">
                 <h1>"Sales"</h1>
-                <a class="button" href="/admin/activities/new" data-testid="admin-new-activity">"New sale"</a>
+                <span>
+                    <a class="button secondary" href="/admin/audit" data-testid="admin-audit-link">"Audit log"</a>
+                    " "
+                    <a class="button" href="/admin/activities/new" data-testid="admin-new-activity">"New sale"</a>
+                </span>
             </div>
             {move || match list.get() {
                 None => view! { <p>"Loading sales…"</p> }.into_any(),

@@ -1,0 +1,76 @@
+//! The audit log: `/admin/audit` (the merchant's shop) and `/operator/audit` (the whole platform):
+//! who did what, when, newest first.
+
+use crate::{
+    api::AuditEntry,
+    clock::local_time,
+    components::merchant_only::{MerchantOnly, OperatorOnly},
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn ShopAuditPage() -> impl IntoView {
+    view! {
+        <Title text="Audit log — Seckill"/>
+        <MerchantOnly>
+            <AuditTable url="/api/admin/audit" back="/admin"/>
+        </MerchantOnly>
+    }
+}
+
+#[component]
+pub fn PlatformAuditPage() -> impl IntoView {
+    view! {
+        <Title text="Audit log — Seckill"/>
+        <OperatorOnly>
+            <AuditTable url="/api/operator/audit" back="/operator"/>
+        </OperatorOnly>
+    }
+}
+
+#[component]
+fn AuditTable(url: &'static str, back: &'static str) -> impl IntoView {
+    let entries = RwSignal::new(None::<Result<Vec<AuditEntry>, String>>);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            let got = crate::client::get::<crate::api::AuditLog>(url).await;
+            entries.try_set(Some(got.map(|l| l.entries).map_err(|f| f.message())));
+        });
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = url;
+    view! {
+        <section class="admin">
+            <div class="admin-head">
+                <h1>"Audit log"</h1>
+                <a class="button secondary" href=back>"Back to the console"</a>
+            </div>
+            {move || match entries.get() {
+                None => view! { <p>"Loading…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => view! { <p data-testid="audit-empty">"Nothing recorded yet."</p> }.into_any(),
+                Some(Ok(list)) => view! {
+                    <div class="table-wrap">
+                        <table class="data" data-testid="audit-table">
+                            <caption class="muted small">"Every action of the console, newest first (the last 500)."</caption>
+                            <thead><tr>
+                                <th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Action"</th>
+                                <th scope="col">"On"</th><th scope="col">"Detail"</th>
+                            </tr></thead>
+                            <tbody>
+                                {list.into_iter().map(|e| view! {
+                                    <tr data-testid="audit-row">
+                                        <td>{local_time(&e.at)}</td><td>{e.actor}</td><td>{e.action}</td>
+                                        <td>{e.target}</td><td>{e.detail}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any(),
+            }}
+        </section>
+    }
+}
