@@ -135,6 +135,10 @@ wr_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.
 wr_p99=$(sed -n 's/.*latency ms: .*p99 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.txt")
 instock_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock.txt")
 ticket_ns=$("$BIN" ticket-cost 2>/dev/null | sed -n 's/.* \([0-9.]*\) ns per check.*/\1/p')
+echo "== sessions that can end: a session check before and after"
+session_line=$("$BIN" session-cost 2>/dev/null | tee "$out/session-cost.txt")
+session_before=$(echo "$session_line" | sed -n 's/.*: \([0-9.]*\) ns signature only.*/\1/p')
+session_after=$(echo "$session_line" | sed -n 's/.*, \([0-9.]*\) ns with ended-session.*/\1/p')
 
 echo "== in-stock buy path on a 3 + 3 Redis Cluster, 1 and 4 stock shards (same machine)"
 scripts/services.sh redis-cluster >/dev/null
@@ -196,6 +200,7 @@ generator on the same machine as the server. One run; on this shared VM figures 
 $before_row
 | waiting room, 200,000 shoppers for 100,000 units: wait from the start to admission | p50 $waiting_p50 s, p99 $waiting_p99 s | — | — | — |
 | waiting room's cost on the buy: ticket check in-process | $ticket_ns ns per check | — | — | — |
+| revocable sessions' cost on the buy: session check, signature only (before) vs with ended-session lookups (100,000 ended sessions + 100,000 epochs) | $session_before ns vs $session_after ns per request | — | — | — |
 | in-stock buy latency with tickets (admitted shoppers, 2,000 admitted/s) vs without (1,000 in flight) | p50 $wr_p50 / p99 $wr_p99 ms vs p50 $instock_p50 / p99 $instock_p99 ms | — | — | — |
 | persister draining a backlog of $BACKLOG (relay + persister, own process) | $persist_rate orders/s | — | — | ≥ 20,000 |
 | server peak RSS over the whole run | $rss MB | — | — | ≤ 200 MB |

@@ -63,7 +63,7 @@ pub fn AccountPage() -> impl IntoView {
                     <h1>"Your account"</h1>
                     <p>"Signed in as " <strong>{user.username}</strong>
                         {user.shop.map(|s| format!(" of {}", s.name))}"."</p>
-                    <form on:submit=change.clone() data-testid="account-password-form">
+                    <form on:submit=change data-testid="account-password-form">
                         <h2>"Change your password"</h2>
                         <label for="current-password">"Current password"</label>
                         <input id="current-password" type="password" required autocomplete="current-password"
