@@ -3,10 +3,11 @@
 (server/src/http/session.rs, server/src/buy/gate.rs).
 Usage: sign-buyer.py SECRET USER_ID ACTIVITY_ID [WRK_SCRIPT]
 prints "COOKIE PATH"; with WRK_SCRIPT, also writes there a wrk script that POSTs that buy."""
-import base64, hashlib, hmac, sys, time
+import base64, hashlib, hmac, secrets, sys, time
 
 secret, user, act = sys.argv[1].encode(), sys.argv[2], sys.argv[3]
-payload = f"{user}.shopper.{int(time.time()) + 3600}"
+# session id, user, role, shop (none), sign-out-everywhere generation, expiry
+payload = f"{secrets.randbits(128):032x}.{user}.shopper.0.0.{int(time.time()) + 3600}"
 sig = hmac.new(secret, b"sid\0" + payload.encode(), hashlib.sha256).digest()
 path = hmac.new(secret, f"path\0{user}\0{act}".encode(), hashlib.sha256).digest()[:18]
 b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")

@@ -7,9 +7,11 @@
 //! - `http`: one module per section of API.md, the extractors, the site around the API.
 //!
 //! At the root, `state.rs` and `startup.rs` wire them into one application; `crowd` is the load
-//! tool (`server crowd`), a client of the whole. ARCHITECTURE.md walks one buy through them.
+//! tool (`server crowd`, `server pace`), a client of the whole; `ceiling` the bare
+//! handlers `make bench` measures the product against. ARCHITECTURE.md walks one buy through them.
 
 pub mod buy;
+pub mod ceiling;
 pub mod crowd;
 pub mod domain;
 pub mod http;

@@ -28,6 +28,34 @@ enum Command {
     /// could end) and with the ended-session lookups (for `make bench`).
     #[command(hide = true)]
     SessionCost,
+    /// The bare ceilings for `make bench`: a minimal axum "hello" (`GET /hello`) and a minimal
+    /// handler of one EVALSHA check-and-decrement (`POST /decrement`), no middleware.
+    #[command(hide = true)]
+    Ceiling {
+        #[arg(long, default_value = "127.0.0.1:3299")]
+        addr: String,
+    },
+    /// Send one request over and over on keep-alive connections, at a constant arrival rate
+    /// (latency from each request's due instant) or as fast as the connections allow; for
+    /// `make bench`.
+    #[command(hide = true)]
+    Pace {
+        #[arg(long)]
+        url: String,
+        /// POST this JSON body (else GET).
+        #[arg(long)]
+        body: Option<String>,
+        /// `name: value`, repeatable.
+        #[arg(long = "header")]
+        headers: Vec<String>,
+        /// Requests per second (0: a closed loop, as fast as the connections allow).
+        #[arg(long, default_value_t = 0)]
+        rate: u32,
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
+        #[arg(long, default_value_t = 1_000)]
+        connections: usize,
+    },
     /// Run the relay and the persister only (no HTTP).
     Worker,
     /// Simulate a flash crowd against a running server and check the invariants afterwards.
@@ -126,6 +154,35 @@ async fn run(command: Command) -> anyhow::Result<()> {
         println!("the site folder holds every asset the pages name");
         return Ok(());
     }
+    if let Command::Pace {
+        url,
+        body,
+        headers,
+        rate,
+        secs,
+        connections,
+    } = command
+    {
+        let headers = headers
+            .iter()
+            .map(|h| {
+                h.split_once(':')
+                    .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+                    .with_context(|| format!("--header {h}: name: value"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let report = server::crowd::pace::run(&server::crowd::pace::PaceOptions {
+            url,
+            body,
+            headers,
+            rate,
+            duration: std::time::Duration::from_secs_f64(secs),
+            connections,
+        })
+        .await?;
+        report.print();
+        return Ok(());
+    }
     let config = Config::from_env()?;
     match command {
         Command::Serve => {
@@ -197,7 +254,16 @@ async fn run(command: Command) -> anyhow::Result<()> {
             println!("session check: {signed_ns:.0} ns signature only (before), {checked_ns:.0} ns with ended-session lookups ({rounds} checks, 100,000 ended sessions and 100,000 epochs known)");
             Ok(())
         }
-        Command::CheckAssets => unreachable!("answered before the configuration is read"),
+        Command::CheckAssets | Command::Pace { .. } => {
+            unreachable!("answered before the configuration is read")
+        }
+        Command::Ceiling { addr } => {
+            let server::infra::redis::Target::Single(url) = &config.redis else {
+                anyhow::bail!("the ceiling runs on one Redis (REDIS_URL), not a cluster");
+            };
+            let key = format!("{}ceiling:stock", config.redis_prefix);
+            server::ceiling::serve(&addr, url, key, 1_000_000_000).await
+        }
         Command::Worker => {
             let state = server::state::AppState::connect(config).await?;
             state.spawn_workers().await?;

@@ -184,6 +184,7 @@ impl AppState {
         tokio::spawn(
             Relay {
                 db: self.db.clone(),
+                ack: crate::pipeline::journal::ack_script(),
                 redis: self.redis.clone(),
                 broker: self.broker.clone(),
                 topology: self.topology.clone(),
@@ -344,7 +345,11 @@ impl Application {
 }
 
 fn router(state: AppState) -> Router {
-    let api = Router::new()
+    let on = |layer: &str| !state.config.layers_off.iter().any(|l| l == layer);
+    if !state.config.layers_off.is_empty() {
+        tracing::warn!(layers = ?state.config.layers_off, "middleware left out for a measurement (SECKILL_BENCH_WITHOUT_LAYERS); never in production");
+    }
+    let mut api = Router::new()
         .merge(http::accounts::router())
         .merge(http::activities::router())
         .merge(http::buy::router())
@@ -353,8 +358,10 @@ fn router(state: AppState) -> Router {
         .merge(http::admin::orders::router())
         .merge(http::admin::audit::router())
         .merge(http::operator::router())
-        .fallback(|| async { ApiError::NotFound })
-        .layer(middleware::from_fn(http::input::require_json));
+        .fallback(|| async { ApiError::NotFound });
+    if on("require_json") {
+        api = api.layer(middleware::from_fn(http::input::require_json));
+    }
 
     let site = Path::new(&state.config.site_root).to_path_buf();
     let routes = generate_route_list(app::App);
@@ -377,7 +384,7 @@ fn router(state: AppState) -> Router {
                 .precompressed_gzip(),
         );
 
-    Router::new()
+    let mut app = Router::new()
         .nest("/api", api)
         .merge(http::ops::router())
         .leptos_routes_with_context(
@@ -391,23 +398,38 @@ fn router(state: AppState) -> Router {
         )
         .nest_service("/pkg", pkg)
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(middleware::from_fn_with_state(
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell));
+    // Innermost first. Each is on unless a measurement leaves it out (config.rs, LAYERS).
+    if on("guard_pages") {
+        app = app.layer(middleware::from_fn_with_state(
             state.sessions.clone(),
             http::admin::guard_pages,
-        ))
-        .layer(middleware::from_fn(site::html_cache_policy))
-        .layer(middleware::from_fn(site::security_headers))
-        .layer(CompressionLayer::new())
-        .layer(TimeoutLayer::with_status_code(
+        ));
+    }
+    if on("cache_policy") {
+        app = app.layer(middleware::from_fn(site::html_cache_policy));
+    }
+    if on("security_headers") {
+        app = app.layer(middleware::from_fn(site::security_headers));
+    }
+    if on("compression") {
+        app = app.layer(CompressionLayer::new());
+    }
+    if on("timeout") {
+        app = app.layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.config.request_timeout,
-        ))
-        .layer(middleware::from_fn(
+        ));
+    }
+    if on("connection") {
+        app = app.layer(middleware::from_fn(
             http::connection::close_when_body_unread,
-        ))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        ));
+    }
+    if on("trace") {
+        app = app.layer(TraceLayer::new_for_http());
+    }
+    app.with_state(state)
 }
 
 /// Completes on SIGTERM or Ctrl-C.

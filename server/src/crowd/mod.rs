@@ -5,6 +5,8 @@
 //! The report: requests by outcome, throughput, latency percentiles from an HDR histogram, time to
 //! sell out, time until every order is persisted, and DESIGN.md's invariants checked in the database.
 
+pub mod pace;
+
 use crate::{
     domain::error::sqlx_unavailable,
     http::session::{Claims, SessionKeys},
@@ -37,7 +39,10 @@ pub struct CrowdOptions {
     /// Buy on this existing activity (its stock, limit and start) instead of creating one; it
     /// must not need a captcha.
     pub activity_id: Option<i64>,
-    /// Shoppers started per second (0: as fast as `concurrency` allows).
+    /// Shoppers started per second (0: as fast as `concurrency` allows). At a rate the run is an
+    /// open loop: shopper i is due at i / rate from the start whatever the server's pace, and
+    /// the report adds each purchase's latency from the instant it was due (no coordinated
+    /// omission: a server that falls behind is charged the time its shoppers waited to start).
     pub rate: u32,
     /// How long a shopper keeps trying after a transport error, a `503`, or a load balancer's
     /// `502`/`504` (the request may not have reached an instance), each time on the next
@@ -65,6 +70,9 @@ pub struct Report {
     pub elapsed: Duration,
     /// Buy latency in microseconds: p50, p90, p99, p99.9, max.
     pub latency_us: [u64; 5],
+    /// At a rate (an open loop): each purchase (path + buy) from the instant it was due to its
+    /// answer, in microseconds: p50, p90, p99, p99.9, max; and the rate asked.
+    pub paced: Option<(u32, [u64; 5])>,
     pub sold_out_after: Option<Duration>,
     pub persisted_after_last_buy: Option<Duration>,
     pub total_stock: i64,
@@ -118,6 +126,10 @@ impl Report {
         }
         let [p50, p90, p99, p999, max] = self.latency_us.map(|us| us as f64 / 1000.0);
         println!("buy latency ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
+        if let Some((rate, paced)) = self.paced {
+            let [p50, p90, p99, p999, max] = paced.map(|us| us as f64 / 1000.0);
+            println!("open loop at {rate} shoppers/s, purchase (path + buy) from its due instant ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
+        }
         let ms = |d: Option<Duration>| {
             d.map_or("n/a".to_string(), |d| {
                 format!("{:.0} ms", d.as_secs_f64() * 1000.0)
@@ -154,6 +166,7 @@ struct Tally {
     outcomes: BTreeMap<String, u64>,
     retried: BTreeMap<String, u64>,
     latency: Histogram<u64>,
+    paced: Histogram<u64>,
     accepted_units: i64,
     tokens: Vec<String>,
     sold_out_at: Option<Instant>,
@@ -319,6 +332,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         outcomes: BTreeMap::new(),
         retried: BTreeMap::new(),
         latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
+        paced: Histogram::new_with_bounds(1, 60_000_000, 3)?,
         accepted_units: 0,
         tokens: Vec::new(),
         sold_out_at: None,
@@ -363,6 +377,9 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
                     target.shop(i, &cookie, &addr, None, &tally).await
                 };
                 let mut t = tally.lock().expect("tally");
+                if let Some(due) = start_at {
+                    let _ = t.paced.record((due.elapsed().as_micros() as u64).max(1));
+                }
                 *t.outcomes.entry(outcome).or_default() += 1;
                 progress.inc(1);
             }
@@ -417,6 +434,13 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         retried: t.retried,
         elapsed,
         latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
+        paced: (opts.rate > 0).then(|| {
+            let p = |q: f64| t.paced.value_at_quantile(q);
+            (
+                opts.rate,
+                [p(0.5), p(0.9), p(0.99), p(0.999), t.paced.max()],
+            )
+        }),
         sold_out_after: t.sold_out_at.map(|at| at - started),
         persisted_after_last_buy,
         total_stock,

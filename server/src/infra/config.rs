@@ -57,7 +57,23 @@ pub struct Config {
     pub demo: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
     pub password_hash_concurrency: usize,
+    /// Middleware left out, by name (`SECKILL_BENCH_WITHOUT_LAYERS`, comma-separated, from
+    /// [`LAYERS`]): only for `make bench` to measure what each layer costs. Never in production:
+    /// it drops protections (timeouts, security headers, the console's page guard).
+    pub layers_off: Vec<String>,
 }
+
+/// The middleware of the server's stack, by the names `SECKILL_BENCH_WITHOUT_LAYERS` takes.
+pub const LAYERS: [&str; 8] = [
+    "trace",
+    "connection",
+    "timeout",
+    "compression",
+    "security_headers",
+    "cache_policy",
+    "guard_pages",
+    "require_json",
+];
 
 #[derive(Clone, Copy, Debug)]
 pub struct LoginThrottle {
@@ -245,6 +261,17 @@ impl Config {
             request_timeout: Duration::from_secs(
                 number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1),
             ),
+            layers_off: {
+                let off: Vec<String> = var_or("SECKILL_BENCH_WITHOUT_LAYERS", "")
+                    .split(',')
+                    .map(|l| l.trim().to_string())
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                if let Some(unknown) = off.iter().find(|l| !LAYERS.contains(&l.as_str())) {
+                    bail!("SECKILL_BENCH_WITHOUT_LAYERS: no layer {unknown} (known: {})", LAYERS.join(", "));
+                }
+                off
+            },
         })
     }
 }

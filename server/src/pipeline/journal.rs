@@ -3,6 +3,11 @@
 //! acknowledged (and deleted) only after the broker confirmed the message; entries a crashed or
 //! cut-off relay left pending are re-claimed after a while by whichever relay runs. A message may
 //! thus be published twice; the persister is idempotent on the token.
+//!
+//! One message carries up to [`PER_MESSAGE`] reservations of one journal (a JSON array): a quorum
+//! queue's cost is per message (its Raft log, its confirm, its delivery and acknowledgement), not
+//! per byte. The persister splits a batch in which PostgreSQL refuses a reservation, so that only
+//! that reservation goes the way of the dead letters.
 
 use crate::infra::{
     broker::{Broker, Topology},
@@ -10,7 +15,7 @@ use crate::infra::{
     redis::Redis,
 };
 use anyhow::Context;
-use lapin::{options::*, BasicProperties, Channel, Confirmation};
+use lapin::{options::*, BasicProperties, Channel, Confirmation, PublisherConfirm};
 use redis::{
     streams::{StreamAutoClaimReply, StreamId, StreamReadReply},
     Value,
@@ -18,7 +23,7 @@ use redis::{
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use std::{
-    collections::HashSet,
+    collections::{HashSet, VecDeque},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -28,6 +33,8 @@ const BATCH: usize = 2_000;
 /// Entries pending longer than this are taken over from their (presumably dead) relay.
 const RECLAIM_IDLE_MS: u64 = 5_000;
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(10);
+/// Reservations per AMQP message.
+pub const PER_MESSAGE: usize = 250;
 
 /// One reservation as it travels to the persister.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +55,23 @@ fn field<T: std::str::FromStr>(entry: &StreamId, name: &str) -> Option<T> {
     }
 }
 
+/// A message's reservations: a JSON array, or one JSON object (the form of earlier versions, and
+/// of a reservation split out of a refused batch).
+pub fn decode(body: &[u8]) -> serde_json::Result<Vec<Reservation>> {
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => serde_json::from_slice(body),
+        _ => serde_json::from_slice(body).map(|r| vec![r]),
+    }
+}
+
+/// The body of a message of these reservations (one alone is sent as an object).
+pub fn encode(reservations: &[Reservation]) -> serde_json::Result<Vec<u8>> {
+    match reservations {
+        [one] => serde_json::to_vec(one),
+        many => serde_json::to_vec(many),
+    }
+}
+
 impl Reservation {
     fn from_entry(entry: &StreamId) -> Option<Reservation> {
         Some(Reservation {
@@ -62,11 +86,18 @@ impl Reservation {
 
 pub struct Relay {
     pub db: PgPool,
+    /// `ack.lua`: XACK, then trim the journal below what is still unconfirmed.
+    pub ack: redis::Script,
     pub redis: Redis,
     pub broker: Broker,
     pub topology: Topology,
     pub metrics: Arc<Metrics>,
     pub consumer: String,
+}
+
+/// The script that acknowledges confirmed entries and trims the journal.
+pub fn ack_script() -> redis::Script {
+    redis::Script::new(include_str!("ack.lua"))
 }
 
 /// The journals the relay reads: those of sales on now are read every round, those of sales
@@ -94,21 +125,53 @@ fn due(at: Option<Instant>, every: Duration) -> bool {
     at.is_none_or(|t| t.elapsed() >= every)
 }
 
+/// Rounds published and awaiting their confirms at once: the next round is read and published
+/// while the broker writes the last one to its log.
+const ROUNDS_IN_FLIGHT: usize = 3;
+
+/// One round's messages, published, awaiting the broker's confirms before their journal entries
+/// are acknowledged.
+struct Round {
+    /// (index in `done`, the journal entries of one message, its confirm)
+    pending: Vec<(usize, Vec<String>, PublisherConfirm)>,
+    /// Per journal, the entries to acknowledge (unreadable ones from the start).
+    done: Vec<(String, Vec<String>)>,
+}
+
 impl Relay {
     pub async fn run(self) {
         let mut channel: Option<Channel> = None;
         let mut journals = Journals::default();
+        let mut rounds: VecDeque<Round> = VecDeque::new();
         loop {
-            match self.step(&mut channel, &mut journals).await {
-                Ok(0) => tokio::time::sleep(IDLE_PAUSE).await,
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %format!("{e:#}"), "relay step failed; retrying");
-                    channel = None;
-                    // A Redis that lost its data lost the groups too.
-                    journals.grouped.clear();
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+            let sent = if rounds.len() < ROUNDS_IN_FLIGHT {
+                self.send(&mut channel, &mut journals).await
+            } else {
+                Ok(None)
+            };
+            let stepped = match sent {
+                Ok(Some(round)) => {
+                    rounds.push_back(round);
+                    Ok(())
                 }
+                // Nothing new, or enough in flight: settle the oldest round, else rest.
+                Ok(None) => match rounds.pop_front() {
+                    Some(round) => self.settle(round).await,
+                    None => {
+                        tokio::time::sleep(IDLE_PAUSE).await;
+                        Ok(())
+                    }
+                },
+                Err(e) => Err(e),
+            };
+            if let Err(e) = stepped {
+                tracing::warn!(error = %format!("{e:#}"), "relay step failed; retrying");
+                channel = None;
+                // Their entries stay pending and are re-claimed (`RECLAIM_IDLE_MS`).
+                rounds.clear();
+                // A Redis that lost its data lost the groups too.
+                journals.grouped.clear();
+                tokio::time::sleep(Duration::from_millis(500)).await;
             }
         }
     }
@@ -197,12 +260,12 @@ impl Relay {
         Ok(channel)
     }
 
-    /// Relays one round over the journals; returns how many entries were confirmed.
-    async fn step(
+    /// Reads one round over the journals and publishes it; `None` when no journal had anything.
+    async fn send(
         &self,
         channel: &mut Option<Channel>,
         journals: &mut Journals,
-    ) -> anyhow::Result<usize> {
+    ) -> anyhow::Result<Option<Round>> {
         if channel.as_ref().is_none_or(|c| !c.status().connected()) {
             *channel = Some(self.channel().await?);
         }
@@ -248,25 +311,32 @@ impl Relay {
             self.metrics.journal_lag.set(self.lag(&round).await?);
         }
         if batches.is_empty() {
-            return Ok(0);
+            return Ok(None);
         }
 
         let mut pending = Vec::new();
-        let mut done: Vec<(&String, Vec<String>)> = Vec::new();
+        let mut done: Vec<(String, Vec<String>)> = Vec::new();
         for (journal, entries) in &batches {
             let mut unreadable = Vec::new();
+            let mut readable = Vec::with_capacity(entries.len());
             for entry in entries {
-                let Some(reservation) = Reservation::from_entry(entry) else {
-                    // Only the gate scripts write here; an unreadable entry cannot become an order.
-                    tracing::error!(journal.id = %entry.id, "unreadable journal entry dropped");
-                    unreadable.push(entry.id.clone());
-                    continue;
-                };
-                let payload = serde_json::to_vec(&reservation)?;
+                match Reservation::from_entry(entry) {
+                    Some(reservation) => readable.push((entry.id.clone(), reservation)),
+                    None => {
+                        // Only the gate scripts write here; an unreadable entry cannot become an order.
+                        tracing::error!(journal.id = %entry.id, "unreadable journal entry dropped");
+                        unreadable.push(entry.id.clone());
+                    }
+                }
+            }
+            for chunk in readable.chunks(PER_MESSAGE) {
+                let (ids, reservations): (Vec<String>, Vec<Reservation>) =
+                    chunk.iter().cloned().unzip();
+                let payload = encode(&reservations)?;
                 let properties = BasicProperties::default()
                     .with_delivery_mode(2)
                     .with_content_type("application/json".into())
-                    .with_message_id(reservation.token.to_string().into());
+                    .with_message_id(reservations[0].token.to_string().into());
                 let confirm = channel
                     .basic_publish(
                         "".into(),
@@ -280,17 +350,23 @@ impl Relay {
                     )
                     .await
                     .context("publishing")?;
-                pending.push((done.len(), entry.id.clone(), confirm));
+                pending.push((done.len(), ids, confirm));
             }
-            done.push((*journal, unreadable));
+            done.push((journal.to_string(), unreadable));
         }
+        Ok(Some(Round { pending, done }))
+    }
+
+    /// Awaits a round's confirms, then acknowledges (and deletes) its confirmed journal entries.
+    async fn settle(&self, round: Round) -> anyhow::Result<()> {
+        let Round { pending, mut done } = round;
         let mut failed = 0;
-        for (index, id, confirm) in pending {
+        for (index, ids, confirm) in pending {
             match tokio::time::timeout(CONFIRM_TIMEOUT, confirm).await {
-                Ok(Ok(Confirmation::Ack(None))) => done[index].1.push(id),
+                Ok(Ok(Confirmation::Ack(None))) => done[index].1.extend(ids),
                 Ok(Ok(other)) => {
-                    failed += 1;
-                    tracing::warn!(journal.id = %id, confirmation = ?other, "broker did not take the reservation");
+                    failed += ids.len();
+                    tracing::warn!(journal.id = %ids[0], reservations = ids.len(), confirmation = ?other, "broker did not take the reservations");
                 }
                 Ok(Err(e)) => return Err(e).context("awaiting a confirm"),
                 Err(_) => anyhow::bail!("no confirm from RabbitMQ within {CONFIRM_TIMEOUT:?}"),
@@ -298,17 +374,12 @@ impl Relay {
         }
         let mut confirmed = 0;
         for (journal, ids) in done.iter().filter(|(_, ids)| !ids.is_empty()) {
-            let _: () = redis::pipe()
-                .cmd("XACK")
-                .arg(*journal)
+            let _: i64 = self
+                .ack
+                .key(journal)
                 .arg(GROUP)
                 .arg(ids)
-                .ignore()
-                .cmd("XDEL")
-                .arg(*journal)
-                .arg(ids)
-                .ignore()
-                .query_async(&mut self.redis.conn())
+                .invoke_async(&mut self.redis.conn())
                 .await
                 .context("acknowledging journal entries")?;
             confirmed += ids.len();
@@ -319,7 +390,7 @@ impl Relay {
                 "{failed} reservations were not confirmed; they stay pending and will be re-sent"
             );
         }
-        Ok(confirmed)
+        Ok(())
     }
 
     /// Entries in the given journals not yet confirmed by RabbitMQ.
@@ -344,4 +415,39 @@ pub async fn entries(redis: &Redis, journals: &[String]) -> redis::RedisResult<u
         total += length?;
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reservation(n: u128) -> Reservation {
+        Reservation {
+            token: uuid::Uuid::from_u128(n),
+            activity_id: 7,
+            user_id: n as i64,
+            quantity: 1,
+            reserved_ms: 1_700_000_000_000,
+        }
+    }
+
+    #[test]
+    fn a_message_carries_one_reservation_or_a_batch() {
+        let one = vec![reservation(1)];
+        let body = encode(&one).unwrap();
+        assert_eq!(
+            body[0], b'{',
+            "one alone is an object, as earlier versions wrote"
+        );
+        assert_eq!(decode(&body).unwrap(), one);
+
+        let many: Vec<Reservation> = (1..=PER_MESSAGE as u128).map(reservation).collect();
+        let body = encode(&many).unwrap();
+        assert_eq!(body[0], b'[');
+        assert_eq!(decode(&body).unwrap(), many);
+
+        assert_eq!(decode(b"  [ ]").unwrap(), Vec::<Reservation>::new());
+        assert!(decode(b"{\"token\": 1}").is_err());
+        assert!(decode(b"not json").is_err());
+    }
 }

@@ -3,12 +3,15 @@
 //! commit the tokens are marked `confirmed` in Redis, and only then acknowledged. While PostgreSQL
 //! or Redis is down, the batch is held (not rejected), so the delivery limit is not burnt.
 //! Messages that keep failing reach the dead-letter queue, where `settle_dead_letter` returns
-//! their stock and marks them `failed`.
+//! their stock and marks them `failed`. A message carries one reservation or a batch of them
+//! (`journal.rs`); when PostgreSQL refuses some reservations of a batch, those are published
+//! again one per message (confirmed) and the batch is acknowledged, so only they go toward the
+//! dead letters.
 
 use super::{
     deadline::Deadlines,
     giveback::{give_back, GiveBack},
-    journal::Reservation,
+    journal::{decode, encode, Reservation},
 };
 use crate::{
     buy::soldout::SoldOut,
@@ -22,12 +25,16 @@ use crate::{
 };
 use anyhow::Context;
 use futures_util::StreamExt;
-use lapin::{message::Delivery, options::*, types::FieldTable, Channel};
+use lapin::{
+    message::Delivery, options::*, types::FieldTable, BasicProperties, Channel, Confirmation,
+};
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-const PREFETCH: u16 = 2_000;
-const MAX_BATCH: usize = 1_000;
+/// Messages in flight to one consumer (each up to `journal::PER_MESSAGE` reservations).
+const PREFETCH: u16 = 64;
+/// Reservations written in one statement.
+const MAX_BATCH: usize = 2_000;
 /// How long a batch waits for more messages once it has one.
 const LINGER: Duration = Duration::from_millis(5);
 
@@ -122,9 +129,15 @@ impl Persister {
                 .context("consumer ended")?
                 .context("receiving")?;
             let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
+            // Roughly: a message of the relay holds hundreds, one split out of a batch one.
+            let mut reservations = batch[0].data.len() / 100;
+            while reservations < MAX_BATCH {
                 match tokio::time::timeout(LINGER, consumer.next()).await {
-                    Ok(Some(d)) => batch.push(d.context("receiving")?),
+                    Ok(Some(d)) => {
+                        let d = d.context("receiving")?;
+                        reservations += d.data.len() / 100;
+                        batch.push(d);
+                    }
                     Ok(None) => break,
                     Err(_) => break,
                 }
@@ -137,14 +150,15 @@ impl Persister {
         let mut good = Vec::with_capacity(batch.len());
         let mut reservations = Vec::with_capacity(batch.len());
         for delivery in batch {
-            match serde_json::from_slice::<Reservation>(&delivery.data) {
-                Ok(r) => {
-                    reservations.push(r);
-                    good.push(delivery);
+            match decode(&delivery.data) {
+                Ok(rs) if !rs.is_empty() => {
+                    reservations.extend_from_slice(&rs);
+                    good.push((delivery, rs));
                 }
-                Err(e) => {
-                    // Unreadable: no retry can help; it goes to the dead letters at once.
-                    tracing::error!(error = %e, "unreadable reservation message dead-lettered");
+                decoded => {
+                    // Unreadable (or empty): no retry can help; it goes to the dead letters at once.
+                    let error = decoded.err().map(|e| e.to_string()).unwrap_or_default();
+                    tracing::error!(%error, "unreadable reservation message dead-lettered");
                     delivery
                         .nack(BasicNackOptions {
                             requeue: false,
@@ -195,9 +209,16 @@ impl Persister {
         };
         let refused: std::collections::HashSet<uuid::Uuid> = refused.into_iter().collect();
         let mut last_written = None;
-        for (delivery, r) in good.into_iter().zip(&reservations) {
-            if refused.contains(&r.token) {
-                // Back to the queue; after the delivery limit it is dead-lettered.
+        for (delivery, rs) in good {
+            let alone = rs.len() == 1;
+            let bad: Vec<Reservation> = rs
+                .into_iter()
+                .filter(|r| refused.contains(&r.token))
+                .collect();
+            if bad.is_empty() {
+                last_written = Some(delivery);
+            } else if alone {
+                // A message of one: back to the queue; after the delivery limit it is dead-lettered.
                 delivery
                     .nack(BasicNackOptions {
                         requeue: true,
@@ -205,6 +226,9 @@ impl Persister {
                     })
                     .await?;
             } else {
+                // Part of a batch: its refused reservations go back one per message, and the
+                // batch counts as written (its other reservations are orders now).
+                self.split_out(&bad).await?;
                 last_written = Some(delivery);
             }
         }
@@ -214,6 +238,43 @@ impl Persister {
         if let Some(delivery) = last_written {
             delivery.ack(BasicAckOptions { multiple: true }).await?;
         }
+        Ok(())
+    }
+
+    /// Publishes each of these reservations alone on the reservations queue, confirmed. Should it
+    /// fail, the batch is not acknowledged: it comes back, its written reservations are no-ops.
+    async fn split_out(&self, refused: &[Reservation]) -> anyhow::Result<()> {
+        let channel = self.broker.channel(&self.topology).await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .context("enabling confirms")?;
+        for r in refused {
+            let confirm = channel
+                .basic_publish(
+                    "".into(),
+                    self.topology.reservations.as_str().into(),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..Default::default()
+                    },
+                    &encode(std::slice::from_ref(r))?,
+                    BasicProperties::default()
+                        .with_delivery_mode(2)
+                        .with_content_type("application/json".into())
+                        .with_message_id(r.token.to_string().into()),
+                )
+                .await
+                .context("publishing a refused reservation alone")?
+                .await
+                .context("awaiting its confirm")?;
+            anyhow::ensure!(
+                confirm == Confirmation::Ack(None),
+                "the broker did not take a refused reservation: {confirm:?}"
+            );
+            tracing::warn!(order.token = %r.token, "reservation refused in a batch; sent again alone");
+        }
+        let _ = channel.close(200, "done".into()).await;
         Ok(())
     }
 
@@ -227,7 +288,10 @@ impl Persister {
         let reserved: Vec<i64> = batch.iter().map(|r| r.reserved_ms).collect();
 
         let mut tx = self.db.begin().await.map_err(classify)?;
-        let inserted: i64 = sqlx::query_scalar(
+        // The new orders come back from the insert itself; only tokens already orders (a message
+        // published twice) or refused (no such sale or user) need a second look. The joins are
+        // the existence checks (orders have no foreign keys: migration 0007).
+        let mut rows: Vec<Persisted> = sqlx::query_as(
             "WITH input AS (
                  SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[])
                      AS t(token, activity_id, user_id, quantity, reserved_ms)
@@ -236,33 +300,46 @@ impl Persister {
                  SELECT i.token, i.activity_id, i.user_id, i.quantity, a.seckill_price_cents, 'confirmed',
                         to_timestamp(i.reserved_ms / 1000.0), now() + make_interval(secs => a.payment_window_secs)
                  FROM input i JOIN activities a ON a.id = i.activity_id
+                 WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = i.user_id)
                  ORDER BY i.token
                  ON CONFLICT (token) DO NOTHING
-                 RETURNING activity_id, quantity
+                 RETURNING id, token, activity_id, quantity, status, pay_by
              ), raised AS (
                  UPDATE activities a SET sold = a.sold + s.units
                  FROM (SELECT activity_id, sum(quantity) AS units FROM inserted GROUP BY activity_id) s
                  WHERE a.id = s.activity_id
                  RETURNING 1
              )
-             SELECT count(*) FROM inserted",
+             SELECT i.token, i.id, i.status, i.pay_by, a.payment_window_secs
+                 FROM inserted i JOIN activities a ON a.id = i.activity_id",
         )
         .bind(&tokens)
         .bind(&activities)
         .bind(&users)
         .bind(&quantities)
         .bind(&reserved)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(classify)?;
-        let rows: Vec<Persisted> = sqlx::query_as(
-            "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
-                 FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
-        )
-        .bind(&tokens)
         .fetch_all(&mut *tx)
         .await
         .map_err(classify)?;
+        let inserted = rows.len();
+        if inserted < tokens.len() {
+            let new: std::collections::HashSet<uuid::Uuid> = rows.iter().map(|p| p.token).collect();
+            let others: Vec<uuid::Uuid> = tokens
+                .iter()
+                .filter(|t| !new.contains(t))
+                .copied()
+                .collect();
+            rows.extend(
+                sqlx::query_as::<_, Persisted>(
+                    "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
+                         FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
+                )
+                .bind(&others)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(classify)?,
+            );
+        }
         tx.commit().await.map_err(classify)?;
         self.metrics.persisted.inc_by(inserted as u64);
 
@@ -307,12 +384,14 @@ impl Persister {
             .await?;
         while let Some(delivery) = consumer.next().await {
             let delivery = delivery.context("receiving")?;
-            match serde_json::from_slice::<Reservation>(&delivery.data) {
-                Ok(r) => {
-                    let mut attempt = 0;
-                    while let Err(e) = self.settle_dead_letter(&r).await {
-                        tracing::warn!(error = %format!("{e:#}"), order.token = %r.token, "cannot settle dead letter yet");
-                        backoff(&mut attempt).await;
+            match decode(&delivery.data) {
+                Ok(rs) => {
+                    for r in rs {
+                        let mut attempt = 0;
+                        while let Err(e) = self.settle_dead_letter(&r).await {
+                            tracing::warn!(error = %format!("{e:#}"), order.token = %r.token, "cannot settle dead letter yet");
+                            backoff(&mut attempt).await;
+                        }
                     }
                 }
                 Err(e) => {
@@ -330,7 +409,7 @@ impl Persister {
         let recorded = sqlx::query_scalar::<_, String>(
             "INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reason, reserved_at)
              SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5 / 1000.0)
-             FROM activities a WHERE a.id = $2
+             FROM activities a WHERE a.id = $2 AND EXISTS (SELECT 1 FROM users u WHERE u.id = $3)
              ON CONFLICT (token) DO UPDATE SET token = EXCLUDED.token
              RETURNING status",
         )
@@ -341,12 +420,9 @@ impl Persister {
         .bind(r.reserved_ms)
         .fetch_optional(&self.db)
         .await;
-        let status = match recorded {
-            Ok(status) => status,
-            // The user does not exist: nothing to record in the database; Redis still gets its stock.
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23503") => None,
-            Err(e) => return Err(e.into()),
-        };
+        // No row: the sale or the user does not exist, nothing to record in the database;
+        // Redis still gets its stock.
+        let status = recorded?;
         match status.as_deref() {
             Some("failed") | None => {
                 let g = GiveBack {

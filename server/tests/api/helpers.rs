@@ -89,6 +89,7 @@ pub fn test_config() -> Config {
         persisters: 2,
         header_read_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(30),
+        layers_off: Vec::new(),
     }
 }
 
@@ -537,8 +538,22 @@ pub async fn reserve_behind_the_gate(
     }
 }
 
-/// Publishes reservations straight onto the app's queue, with confirms.
+/// Publishes reservations straight onto the app's queue, one message each, with confirms.
 pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::Reservation]) {
+    let bodies: Vec<Vec<u8>> = reservations
+        .iter()
+        .map(|r| serde_json::to_vec(r).unwrap())
+        .collect();
+    publish_bodies(app, &bodies).await;
+}
+
+/// Publishes these reservations as one message (a batch, as the relay sends them), confirmed.
+pub async fn publish_batch(app: &TestApp, reservations: &[server::pipeline::journal::Reservation]) {
+    let body = server::pipeline::journal::encode(reservations).unwrap();
+    publish_bodies(app, &[body]).await;
+}
+
+async fn publish_bodies(app: &TestApp, bodies: &[Vec<u8>]) {
     use lapin::{options::*, BasicProperties, Connection, ConnectionProperties};
     let first_node = app.config.amqp_url.split(',').next().unwrap_or_default();
     let conn = Connection::connect(first_node, ConnectionProperties::default())
@@ -550,7 +565,7 @@ pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::
         .await
         .unwrap();
     let queue = format!("{}.reservations", app.config.amqp_prefix);
-    for r in reservations {
+    for body in bodies {
         let confirm = channel
             .basic_publish(
                 "".into(),
@@ -559,7 +574,7 @@ pub async fn publish(app: &TestApp, reservations: &[&server::pipeline::journal::
                     mandatory: true,
                     ..Default::default()
                 },
-                &serde_json::to_vec(r).unwrap(),
+                body,
                 BasicProperties::default().with_delivery_mode(2),
             )
             .await

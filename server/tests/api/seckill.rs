@@ -891,6 +891,78 @@ async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned()
 }
 
 #[tokio::test]
+async fn a_poison_reservation_in_a_batch_dead_letters_alone() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let mut two = shoppers(&app, 2).await;
+    let (ann, bob) = (two.remove(0), two.remove(0));
+    let first = reserve_behind_the_gate(&app, id, ann.id).await;
+    // A user that does not exist: the database refuses this one every time.
+    let poison = reserve_behind_the_gate(&app, id, 987_654_321).await;
+    let last = reserve_behind_the_gate(&app, id, bob.id).await;
+    assert_eq!(app.remaining(id).await, 2);
+    publish_batch(&app, &[first.clone(), poison.clone(), last.clone()]).await;
+
+    let token = poison.token.to_string();
+    eventually(60, "the poison reservation fails", || async {
+        (token_status(&app, &token).await.as_deref() == Some("failed")).then_some(())
+    })
+    .await;
+    assert_settled(&app, id, &[first.token.to_string(), last.token.to_string()]).await;
+    assert_eq!(app.remaining(id).await, 3, "only the poison's unit is back");
+    let orders: Vec<(uuid::Uuid, String)> =
+        sqlx::query_as("SELECT token, status FROM orders WHERE activity_id = $1 ORDER BY id")
+            .bind(id)
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    assert_eq!(orders.len(), 2, "{orders:?}");
+    assert!(orders.iter().all(|(_, status)| status == "confirmed"));
+    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(sold, 2);
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("seckill_dead_lettered_reservations_total 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn users_and_sales_that_orders_refer_to_are_never_deleted() {
+    // Orders carry no foreign keys (migration 0007): the database refuses deleting their targets.
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let shopper = shoppers(&app, 1).await.remove(0);
+    for statement in [
+        format!("DELETE FROM users WHERE id = {}", shopper.id),
+        format!("DELETE FROM activities WHERE id = {id}"),
+        "TRUNCATE users CASCADE".to_string(),
+        "TRUNCATE activities CASCADE".to_string(),
+    ] {
+        let refused = sqlx::query(&statement).execute(&app.db).await.unwrap_err();
+        let code = refused.as_database_error().and_then(|e| e.code());
+        assert_eq!(code.as_deref(), Some("23001"), "{statement}: {refused}");
+    }
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM users WHERE id = $1")
+        .bind(shopper.id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(left, 1);
+    assert_eq!(app.remaining(id).await, 5);
+}
+
+#[tokio::test]
 async fn the_demo_set_up_creates_one_upcoming_sale_owned_by_the_admin() {
     let admin = unique_name("demo");
     let app = spawn_app_with(|c| {
