@@ -39,7 +39,10 @@ use std::{future::Future, net::SocketAddr, path::Path, sync::Arc, time::Duration
 use tokio::net::TcpListener;
 use tower::{Service, ServiceBuilder, ServiceExt};
 use tower_http::{
-    compression::CompressionLayer,
+    compression::{
+        predicate::{NotForContentType, Predicate, SizeAbove},
+        CompressionLayer,
+    },
     services::{ServeDir, ServeFile},
     set_header::SetResponseHeaderLayer,
     timeout::TimeoutLayer,
@@ -410,10 +413,19 @@ fn router(state: AppState) -> Router {
         app = app.layer(middleware::from_fn(site::html_cache_policy));
     }
     if on("security_headers") {
-        app = app.layer(middleware::from_fn(site::security_headers));
+        app = app.layer(site::security_headers());
     }
     if on("compression") {
-        app = app.layer(CompressionLayer::new());
+        // Not below 1 KiB: the buy path's small JSON answers gain nothing from it (an encoder
+        // per answer, and a compressed body of a hundred bytes is hardly smaller).
+        app = app.layer(
+            CompressionLayer::new().compress_when(
+                SizeAbove::new(1024)
+                    .and(NotForContentType::GRPC)
+                    .and(NotForContentType::IMAGES)
+                    .and(NotForContentType::SSE),
+            ),
+        );
     }
     if on("timeout") {
         app = app.layer(TimeoutLayer::with_status_code(

@@ -20,6 +20,11 @@ use axum::{
 use leptos::config::LeptosOptions;
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc};
+use tower::{
+    layer::util::{Identity, Stack},
+    ServiceBuilder,
+};
+use tower_http::set_header::SetResponseHeaderLayer;
 
 const HASH_FILE: &str = "hash.txt";
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -137,24 +142,36 @@ pub fn storefront(db: PgPool) -> Storefront {
 /// Headers every answer carries: no MIME sniffing, no referrer beyond the origin to other
 /// sites, and no framing by anyone (clickjacking). HTML pages set their own, fuller policy
 /// (`app::page_policy`, with the response's script nonce); this one is for everything else.
-pub async fn security_headers(req: Request, next: Next) -> Response {
-    let mut resp = next.run(req).await;
-    let headers = resp.headers_mut();
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("strict-origin-when-cross-origin"),
-    );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    headers
-        .entry(header::CONTENT_SECURITY_POLICY)
-        .or_insert(HeaderValue::from_static(
-            "frame-ancestors 'none'; base-uri 'self'; object-src 'none'",
-        ));
-    resp
+/// tower-http's header layers rather than a `from_fn` middleware: no boxed future per request.
+pub fn security_headers() -> ServiceBuilder<
+    Stack<
+        SetResponseHeaderLayer<HeaderValue>,
+        Stack<
+            SetResponseHeaderLayer<HeaderValue>,
+            Stack<
+                SetResponseHeaderLayer<HeaderValue>,
+                Stack<SetResponseHeaderLayer<HeaderValue>, Identity>,
+            >,
+        >,
+    >,
+> {
+    ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("frame-ancestors 'none'; base-uri 'self'; object-src 'none'"),
+        ))
 }
 
 /// Cache policy for HTML answers that did not set their own.
