@@ -65,7 +65,7 @@ wrk_rate() { grep Requests/sec "$1" | awk '{print int($2)}'; }
 shoppers_of() { sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$1"; }
 p99_of() { sed -n 's/^buy latency ms: .*p99 \([0-9.]*\) .*/\1/p' "$1"; }
 paced_of() { # paced_of FILE p50|p99|p99.9: the open-loop latency from the due instant
-  sed -n "s/^open loop at .*from its due instant ms: .* $2 \([0-9.]*\) .*/\1/p" "$1"
+  sed -n "s/^open loop at .*from its due instant ms:.* $2 \([0-9.]*\) .*/\1/p" "$1"
 }
 pace_of() { # pace_of FILE p99|rate
   case $2 in

@@ -170,11 +170,21 @@ rabbit_node_env() { # node number 1..3
   printf 'loopback_users.guest = true\nlisteners.tcp.default = %s\n' "$RABBITMQ_NODE_PORT" >"$RABBITMQ_CONFIG_FILE.conf"
 }
 
+rabbit_node_launch() { # node number; returns at once
+  answers $((RABBIT_CLUSTER_BASE + $1 - 1)) ||
+    ( rabbit_node_env "$1"; /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1 )
+}
+
 rabbit_node_start() { # node number
   local port=$((RABBIT_CLUSTER_BASE + $1 - 1))
   if answers "$port"; then return; fi
+  rabbit_node_launch "$1"
+  rabbit_node_ready "$1"
+}
+
+rabbit_node_ready() { # node number: waits until it serves, and records it as started
+  local port=$((RABBIT_CLUSTER_BASE + $1 - 1))
   ( rabbit_node_env "$1"
-    /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1
     wait_for "rabbitmq node $1" "$port" 120
     local tries=0
     until /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup >/dev/null 2>&1; do
@@ -186,7 +196,11 @@ rabbit_node_start() { # node number
 
 start_rabbitmq_cluster() {
   local n
-  for n in 1 2 3; do rabbit_node_start "$n"; done
+  # All three launched before any is waited for: after an unclean stop (the machine restarted)
+  # a node waits at boot for the peers it last saw running, so starting them one after the
+  # other would wait forever on the first.
+  for n in 1 2 3; do rabbit_node_launch "$n"; done
+  for n in 1 2 3; do rabbit_node_ready "$n"; done
   for n in 2 3; do
     ( rabbit_node_env "$n"
       if ! /usr/lib/rabbitmq/bin/rabbitmqctl -q cluster_status --formatter json 2>/dev/null | grep -q 'seckill1@localhost'; then
