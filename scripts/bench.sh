@@ -299,7 +299,7 @@ if [ -n "${BEFORE_BIN:-}" ]; then
   SERVE_BIN=$BEFORE_BIN serve env DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before
   # Its own load tool too: the tool reads the key layout of the build it belongs to.
   BIN=$BEFORE_BIN DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_before crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 | tee "$out/before.txt"
-  before_row="| in-stock buy path, the build before (BEFORE_BIN, one Redis) | $(sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$out/before.txt") shoppers/s, p99 $(sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$out/before.txt") ms | — | — | — |"
+  before_row="| in-stock buy path, the build before (BEFORE_BIN, one Redis) | $(sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$out/before.txt") shoppers/s, p99 $(sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$out/before.txt") ms | — | — | — |"$'\n'
 fi
 echo "== the cluster shape through nginx (1, 2, 3 instances) and the capacity model"
 kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true
@@ -335,7 +335,7 @@ at all. The product's own \`/healthz\`, which carries the whole stack, is kept b
 | in-stock path: shoppers/s, each GET path + POST buy (closed loop, 1,000 in flight) | $(fig "${instock_runs[@]}") shoppers/s = $((2 * instock_shoppers)) req/s | $(ratio "$((2 * instock_shoppers))" "$hello") % (requests) | $(ratio "$instock_shoppers" "$evalsha") % (one EVALSHA per shopper) | $(ratio "$((2 * instock_shoppers))" "$healthz") % | ≥ 40 % of /healthz |
 | in-stock path without any middleware (\`SECKILL_BENCH_WITHOUT_LAYERS\`, all) | $(fig "${bare_runs[@]}") shoppers/s | — | $(ratio "$(median "${bare_runs[@]}")" "$evalsha") % | — | — |
 | Redis alone: gate script (redis-benchmark, 50 clients), before the lean-down | $redis_before scripts/s | — | — | — | — |
-| Redis alone: gate script (redis-benchmark, 50 clients), lean (today's) | $redis_ceiling scripts/s | — | $(ratio "$redis_ceiling" "$redis_before") % of before | — | — |
+| Redis alone: gate script (redis-benchmark, 50 clients), lean (today's) | $redis_ceiling scripts/s ($(ratio "$redis_ceiling" "$redis_before") % of before) | — | — | — | — |
 
 ### Latency at an operating point (open loop)
 
@@ -371,8 +371,7 @@ $layer_rows
 | in-stock buy path on the Redis Cluster, 4 stock shards, no wait for a replica (\`SECKILL_REDIS_WAIT_REPLICAS=0\`) | $nowait shoppers/s, p99 $nowait_p99 ms | $instock_shoppers (one Redis) | $(ratio "${nowait:-0}" "${instock_shoppers:-1}") % | — |
 | in-stock buy path on the Redis Cluster, 1 stock shard (each 202 waits for a replica) | $cluster1 shoppers/s, p99 $cluster1_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster1:-0}" "${instock_shoppers:-1}") % | — |
 | in-stock buy path on the Redis Cluster, 4 stock shards | $cluster4 shoppers/s, p99 $cluster4_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster4:-0}" "${instock_shoppers:-1}") % | — |
-$before_row
-| waiting room, 200,000 shoppers for 100,000 units: wait from the start to admission | p50 $waiting_p50 s, p99 $waiting_p99 s | — | — | — |
+${before_row}| waiting room, 200,000 shoppers for 100,000 units: wait from the start to admission | p50 $waiting_p50 s, p99 $waiting_p99 s | — | — | — |
 | waiting room's cost on the buy: ticket check in-process | $ticket_ns ns per check | — | — | — |
 | revocable sessions' cost on the buy: session check, signature only (before) vs with ended-session lookups (100,000 ended sessions + 100,000 epochs) | $session_before ns vs $session_after ns per request | — | — | — |
 | in-stock buy latency with tickets (admitted shoppers, 2,000 admitted/s) vs without (1,000 in flight) | p50 $wr_p50 / p99 $wr_p99 ms vs p50 $instock_p50 / p99 $instock_p99 ms | — | — | — |
