@@ -3,7 +3,7 @@
 -- before the first write: a script cannot roll back.
 --
 -- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 token status, 6 idempotency record,
---       7 user rate (bucket and strikes), 8 address rate
+--       7 user rate (bucket and strikes), 8 address rate, 9 unsettled tokens
 -- ARGV: 1 user id, 2 quantity, 3 token, 4 now (ms), 5 captcha (0 not asked, 1 right, 2 wrong),
 --       6 idempotency key given (0/1), 7/8 user bucket capacity / refill per s,
 --       9/10 address bucket capacity / refill per s, 11 strikes before a block,
@@ -90,6 +90,7 @@ if left >= qty then
   redis.call('EXPIRE', KEYS[5], n[13])
   redis.call('XADD', KEYS[4], '*', 'token', ARGV[3], 'activity_id', ARGV[15], 'user_id', ARGV[1],
     'quantity', qty, 'reserved_ms', now)
+  redis.call('ZADD', KEYS[9], now, ARGV[3])
   if ARGV[6] == '1' then redis.call('SET', KEYS[6], ARGV[3], 'EX', n[14]) end
   return {'ok', ARGV[3]}
 end

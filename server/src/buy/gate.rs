@@ -328,6 +328,7 @@ impl Gate {
             })
             .key(home.rate(who_user))
             .key(home.rate(who_ip))
+            .key(home.unsettled())
             .arg(user)
             .arg(quantity)
             .arg(token.to_string())
@@ -436,6 +437,7 @@ impl Gate {
 
     async fn settle(&self, buy: &Buy<'_>, home: &ShardKeys, lent: bool) -> redis::RedisResult<()> {
         let redis = &self.parts.redis;
+        let now_ms = chrono::Utc::now().timestamp_millis();
         let _: i64 = self
             .settle
             .key(home.token(&buy.token))
@@ -444,12 +446,14 @@ impl Gate {
                 Some(k) => home.idempotency(buy.user, k),
                 None => redis.keys.unused(home),
             })
+            .key(home.unsettled())
             .arg(if lent { "lent" } else { "none" })
             .arg(buy.user)
             .arg(buy.quantity)
             .arg(buy.token.to_string())
             .arg(IDEMPOTENCY_TTL_SECS)
             .arg(u8::from(buy.idempotency.is_some()))
+            .arg(now_ms)
             .invoke_async(&mut redis.conn())
             .await?;
         Ok(())

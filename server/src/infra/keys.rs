@@ -130,6 +130,12 @@ impl ShardKeys {
     pub fn journal(&self) -> String {
         self.key("journal")
     }
+    /// The tokens this home shard's gate granted that are neither orders nor returned yet,
+    /// scored by their reservation time (ms): what is in flight between the gate and the
+    /// database, wherever it is (journal, queue, or a persister's hands).
+    pub fn unsettled(&self) -> String {
+        self.key("unsettled")
+    }
     pub fn token(&self, token: &uuid::Uuid) -> String {
         self.key(&format!("tok:{token}"))
     }

@@ -13,6 +13,7 @@ const GIVE_BACK: &str = r"
 local qty = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[6])
 if not qty or qty < 1 or not ttl or ARGV[2] == '' then return redis.error_reply('bad arguments') end
+redis.call('ZREM', KEYS[5], ARGV[7])
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ttl) then return 0 end
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCRBY', KEYS[3], qty) end
 if redis.call('HINCRBY', KEYS[4], ARGV[2], -qty) <= 0 then redis.call('HDEL', KEYS[4], ARGV[2]) end
@@ -47,12 +48,14 @@ pub async fn give_back(
         .key(home.token(&g.token))
         .key(home.stock())
         .key(home.holders())
+        .key(home.unsettled())
         .arg(g.quantity)
         .arg(g.user_id)
         .arg(g.status)
         .arg(g.reason)
         .arg(g.activity_id)
         .arg(TOKEN_TTL_SECS)
+        .arg(g.token.to_string())
         .invoke_async(&mut redis.conn())
         .await?;
     if returned == 1 {

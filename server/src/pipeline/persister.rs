@@ -360,6 +360,10 @@ impl Persister {
                         .ignore()
                         .expire(key, TOKEN_TTL_SECS as i64)
                         .ignore();
+                    // An order now: no longer in flight (the home shard's keys share the slot).
+                    if let Some(home) = self.redis.keys.home_of(&p.token) {
+                        pipe.zrem(home.unsettled(), p.token.to_string()).ignore();
+                    }
                 },
             )
             .await;

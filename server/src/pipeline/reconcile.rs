@@ -6,7 +6,9 @@
 //! - Redis above `total_stock − sold` can never be right (reservations in flight only lower it):
 //!   it is lowered at once.
 //! - Redis below it is normal while reservations are in flight; it is raised only when the
-//!   pipeline is idle (empty journal, empty queue) and the figures held still between two looks.
+//!   pipeline is idle (no granted token left unsettled, empty journal, empty queue) and the
+//!   figures held still between two looks. The unsettled tokens cover what neither the journal
+//!   nor the queue shows: a batch in a persister's hands (delivered, not acknowledged).
 //!
 //! Every repair is a compare-and-set, so a buy that lands in between wins and the repair waits
 //! for the next round.
@@ -35,6 +37,9 @@ pub struct Reconciler {
     pub metrics: Arc<Metrics>,
 }
 
+/// A granted token unsettled for longer than this is looked up in the database.
+const STALE_UNSETTLED_MS: i64 = 5_000;
+
 const CAS: &str = r"
 local current = redis.call('GET', KEYS[1])
 if current == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end
@@ -53,17 +58,23 @@ pub struct Drift {
 }
 
 impl Reconciler {
-    /// Reservations that left Redis but are not orders yet, as far as can be seen: journal entries
-    /// (of every shard of every sale the relay reads) and ready messages on the reservation queue.
+    /// Reservations that left Redis but are not orders yet: the tokens the gates granted that
+    /// are neither orders nor returned (wherever they are: journal, queue, or a persister
+    /// holding a batch it cannot write yet), journal entries (of every shard of every sale the
+    /// relay reads, and the legacy journal) and ready messages on the reservation queue.
     async fn in_flight(&self) -> anyhow::Result<u64> {
         let sales: Vec<(i64, i16)> = sqlx::query_as(
             "SELECT id, stock_shards FROM activities WHERE ends_at > now() - interval '7 days'",
         )
         .fetch_all(&self.db)
         .await?;
-        let journals: Vec<String> = sales
+        let shards: Vec<keys::ShardKeys> = sales
             .iter()
             .flat_map(|&(id, shards)| self.redis.keys.shards(id, shards))
+            .collect();
+        let unsettled = self.unsettled(&shards).await?;
+        let journals: Vec<String> = shards
+            .iter()
             .map(|s| s.journal())
             .chain([self.redis.keys.legacy_journal()])
             .collect();
@@ -80,7 +91,49 @@ impl Reconciler {
             )
             .await?;
         let _ = channel.close(200, "done".into()).await;
-        Ok(journal + u64::from(queue.message_count()))
+        Ok(unsettled + journal + u64::from(queue.message_count()))
+    }
+
+    /// How many granted tokens are not settled yet. Entries older than a few seconds are first
+    /// looked up in the database: a removal lost with a Redis failover (the order written, its
+    /// entry still here) would otherwise hold the stock down for good.
+    async fn unsettled(&self, shards: &[keys::ShardKeys]) -> anyhow::Result<u64> {
+        let old = chrono::Utc::now().timestamp_millis() - STALE_UNSETTLED_MS;
+        let mut total = 0;
+        for shard in shards {
+            let key = shard.unsettled();
+            let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&key)
+                .arg("-inf")
+                .arg(old)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(1000)
+                .query_async(&mut self.redis.conn())
+                .await?;
+            let stale: Vec<uuid::Uuid> = stale.iter().filter_map(|t| t.parse().ok()).collect();
+            if !stale.is_empty() {
+                let settled: Vec<String> = sqlx::query_scalar(
+                    "SELECT token::text FROM orders WHERE token = ANY($1)",
+                )
+                .bind(&stale)
+                .fetch_all(&self.db)
+                .await?;
+                if !settled.is_empty() {
+                    let _: () = redis::cmd("ZREM")
+                        .arg(&key)
+                        .arg(&settled)
+                        .query_async(&mut self.redis.conn())
+                        .await?;
+                }
+            }
+            let n: u64 = redis::cmd("ZCARD")
+                .arg(&key)
+                .query_async(&mut self.redis.conn())
+                .await?;
+            total += n;
+        }
+        Ok(total)
     }
 
     async fn wait_for_idle_queue(&self) -> anyhow::Result<()> {

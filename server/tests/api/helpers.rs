@@ -364,6 +364,20 @@ impl TestApp {
             .shards(activity, self.shards_of(activity).await)
     }
 
+    /// Granted tokens of a sale that are neither orders nor returned yet, over every shard.
+    pub async fn unsettled_len(&self, activity: i64) -> i64 {
+        let mut total = 0;
+        for shard in self.shard_keys(activity).await {
+            let n: i64 = redis::cmd("ZCARD")
+                .arg(shard.unsettled())
+                .query_async(&mut self.redis.conn())
+                .await
+                .unwrap();
+            total += n;
+        }
+        total
+    }
+
     /// Entries waiting in the journals of every shard of a sale.
     pub async fn journal_len(&self, activity: i64) -> i64 {
         let mut total = 0;
@@ -432,8 +446,9 @@ pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
         app.order_units(activity, "confirmed").await + app.order_units(activity, "paid").await;
     assert!(active <= total, "oversold: {active} > {total}");
     assert_eq!(sold, active, "activities.sold matches the orders");
-    eventually(30, "the journal drained", || async {
-        (app.journal_len(activity).await == 0).then_some(())
+    eventually(30, "the journal drained and every token settled", || async {
+        (app.journal_len(activity).await == 0 && app.unsettled_len(activity).await == 0)
+            .then_some(())
     })
     .await;
     assert_eq!(

@@ -360,6 +360,78 @@ async fn after_redis_lost_its_data_a_restart_rebuilds_the_stock_and_no_unit_sell
 }
 
 #[tokio::test]
+async fn reconciliation_never_raises_the_stock_of_units_a_persister_holds() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let buyers = shoppers(&app, 3).await;
+    // The sale's row locked: the persisters' writes wait on it, their batches delivered and not
+    // acknowledged, as while PostgreSQL comes back from an outage. Neither the journal nor the
+    // queue shows these units any more.
+    let mut lock = app.db.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM activities WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let mut tokens = Vec::new();
+    for s in &buyers {
+        let path = app.path(&s.client, id).await;
+        let (status, body) = json(app.buy(&s.client, id, json!({"path": path})).await).await;
+        assert_eq!(status, 202, "{body}");
+        tokens.push(body["token"].as_str().unwrap().to_string());
+    }
+    eventually(30, "the journal shipped and a persister waiting on the lock", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+        (app.journal_len(id).await == 0 && waiting > 0).then_some(())
+    })
+    .await;
+    assert_eq!(app.unsettled_len(id).await, 3);
+
+    let report = app.state.reconciler.reconcile().await.unwrap();
+    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    assert_eq!((drift.drift, drift.repaired), (-3, false), "{drift:?}");
+    assert_eq!(app.remaining(id).await, 7, "units in flight stay off sale");
+
+    lock.rollback().await.unwrap();
+    assert_settled(&app, id, &tokens).await;
+    assert_eq!(sold(&app, id).await, 3);
+    let report = app.state.reconciler.reconcile().await.unwrap();
+    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    assert_eq!(drift.drift, 0, "{drift:?}");
+
+    // A Redis failover lost a removal (an order's token still listed, long ago) and a give-back
+    // (two units): the listed token is found to be an order, and the units come back.
+    let shard = &app.shard_keys(id).await[0];
+    let _: () = redis::cmd("ZADD")
+        .arg(shard.unsettled())
+        .arg(1)
+        .arg(&tokens[0])
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(shard.stock())
+        .arg(5)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    let report = app.state.reconciler.reconcile().await.unwrap();
+    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    assert_eq!((drift.drift, drift.repaired), (-2, true), "{drift:?}");
+    assert_eq!(app.remaining(id).await, 7);
+    assert_eq!(app.unsettled_len(id).await, 0);
+}
+
+#[tokio::test]
 async fn reconciliation_reports_injected_drift_and_repairs_it() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
