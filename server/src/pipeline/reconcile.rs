@@ -113,12 +113,11 @@ impl Reconciler {
                 .await?;
             let stale: Vec<uuid::Uuid> = stale.iter().filter_map(|t| t.parse().ok()).collect();
             if !stale.is_empty() {
-                let settled: Vec<String> = sqlx::query_scalar(
-                    "SELECT token::text FROM orders WHERE token = ANY($1)",
-                )
-                .bind(&stale)
-                .fetch_all(&self.db)
-                .await?;
+                let settled: Vec<String> =
+                    sqlx::query_scalar("SELECT token::text FROM orders WHERE token = ANY($1)")
+                        .bind(&stale)
+                        .fetch_all(&self.db)
+                        .await?;
                 if !settled.is_empty() {
                     let _: () = redis::cmd("ZREM")
                         .arg(&key)

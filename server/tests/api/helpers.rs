@@ -446,10 +446,14 @@ pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
         app.order_units(activity, "confirmed").await + app.order_units(activity, "paid").await;
     assert!(active <= total, "oversold: {active} > {total}");
     assert_eq!(sold, active, "activities.sold matches the orders");
-    eventually(30, "the journal drained and every token settled", || async {
-        (app.journal_len(activity).await == 0 && app.unsettled_len(activity).await == 0)
-            .then_some(())
-    })
+    eventually(
+        30,
+        "the journal drained and every token settled",
+        || async {
+            (app.journal_len(activity).await == 0 && app.unsettled_len(activity).await == 0)
+                .then_some(())
+        },
+    )
     .await;
     assert_eq!(
         app.remaining(activity).await + active,

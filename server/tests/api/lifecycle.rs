@@ -383,16 +383,20 @@ async fn reconciliation_never_raises_the_stock_of_units_a_persister_holds() {
         assert_eq!(status, 202, "{body}");
         tokens.push(body["token"].as_str().unwrap().to_string());
     }
-    eventually(30, "the journal shipped and a persister waiting on the lock", || async {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_stat_activity
+    eventually(
+        30,
+        "the journal shipped and a persister waiting on the lock",
+        || async {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity
              WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        )
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
-        (app.journal_len(id).await == 0 && waiting > 0).then_some(())
-    })
+            )
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+            (app.journal_len(id).await == 0 && waiting > 0).then_some(())
+        },
+    )
     .await;
     assert_eq!(app.unsettled_len(id).await, 3);
 
