@@ -205,11 +205,11 @@ redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 13 \
   "${P}b:u:__rand_int__" "${P}s:u:__rand_int__" "${P}k:u:__rand_int__" "${P}b:ip:__rand_int__" "${P}s:ip:__rand_int__" "${P}k:ip:__rand_int__" \
   __rand_int__ 1 tok-__rand_int__ 1700000000000 0 "" 0 5 1 400 200 30 60000 60 60 1 1000000000 >"$out/redis-before.txt" 2>&1
 redis_before=$(grep -o '[0-9.]* requests per second' "$out/redis-before.txt" | awk '{print int($1)}' | tail -1)
-# After: 8 keys (one rate hash per client; blocks in-process; captcha by GETDEL outside).
+# After: 9 keys (one rate hash per client; blocks in-process; captcha by GETDEL outside; the unsettled tokens).
 SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/buy/gate.lua)")
-redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 8 \
+redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 9 \
   "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}tok:__rand_int__" "${P}unused" \
-  "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" \
+  "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}unsettled" \
   __rand_int__ 1 tok-__rand_int__ 1700000000000 0 0 5 1 400 200 30 60000 60 60 1 1000000000 1 >"$out/redis.txt" 2>&1
 redis_ceiling=$(grep -o '[0-9.]* requests per second' "$out/redis.txt" | awk '{print int($1)}' | tail -1)
 redis-cli -p 56379 --scan --pattern "${P}*" | xargs -r -n 1000 redis-cli -p 56379 DEL >/dev/null
