@@ -56,6 +56,25 @@ async fn sold(app: &TestApp, activity: i64) -> i64 {
         .unwrap()
 }
 
+/// One round of reconciliation; what it found and did for `activity`.
+async fn reconcile(app: &TestApp, activity: i64) -> server::pipeline::reconcile::Drift {
+    let report = app.state.reconciler.reconcile().await.unwrap();
+    report
+        .into_iter()
+        .find(|d| d.activity_id == activity)
+        .expect("the sale is reconciled")
+}
+
+/// Sets a Redis string by hand: drift injected as a fault would leave it.
+async fn set_key(app: &TestApp, key: &str, value: i64) {
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(value)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_same() {
     let app = spawn_app().await;
@@ -400,16 +419,14 @@ async fn reconciliation_never_raises_the_stock_of_units_a_persister_holds() {
     .await;
     assert_eq!(app.unsettled_len(id).await, 3);
 
-    let report = app.state.reconciler.reconcile().await.unwrap();
-    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    let drift = reconcile(&app, id).await;
     assert_eq!((drift.drift, drift.repaired), (-3, false), "{drift:?}");
     assert_eq!(app.remaining(id).await, 7, "units in flight stay off sale");
 
     lock.rollback().await.unwrap();
     assert_settled(&app, id, &tokens).await;
     assert_eq!(sold(&app, id).await, 3);
-    let report = app.state.reconciler.reconcile().await.unwrap();
-    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    let drift = reconcile(&app, id).await;
     assert_eq!(drift.drift, 0, "{drift:?}");
 
     // A Redis failover lost a removal (an order's token still listed, long ago) and a give-back
@@ -422,14 +439,8 @@ async fn reconciliation_never_raises_the_stock_of_units_a_persister_holds() {
         .query_async(&mut app.redis.conn())
         .await
         .unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(shard.stock())
-        .arg(5)
-        .query_async(&mut app.redis.conn())
-        .await
-        .unwrap();
-    let report = app.state.reconciler.reconcile().await.unwrap();
-    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    set_key(&app, &shard.stock(), 5).await;
+    let drift = reconcile(&app, id).await;
     assert_eq!((drift.drift, drift.repaired), (-2, true), "{drift:?}");
     assert_eq!(app.remaining(id).await, 7);
     assert_eq!(app.unsettled_len(id).await, 0);
@@ -447,14 +458,8 @@ async fn reconciliation_reports_injected_drift_and_repairs_it() {
     let stock_key = app.shard_keys(id).await[0].stock();
 
     // Redis claims three more units than exist.
-    let _: () = redis::cmd("SET")
-        .arg(&stock_key)
-        .arg(10)
-        .query_async(&mut app.redis.conn())
-        .await
-        .unwrap();
-    let report = app.state.reconciler.reconcile().await.unwrap();
-    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    set_key(&app, &stock_key, 10).await;
+    let drift = reconcile(&app, id).await;
     assert_eq!(
         (drift.drift, drift.repaired, drift.expected),
         (3, true, 7),
@@ -468,24 +473,13 @@ async fn reconciliation_reports_injected_drift_and_repairs_it() {
     );
 
     // Redis lost two units while nothing is in flight: raised back.
-    let _: () = redis::cmd("SET")
-        .arg(&stock_key)
-        .arg(5)
-        .query_async(&mut app.redis.conn())
-        .await
-        .unwrap();
-    let report = app.state.reconciler.reconcile().await.unwrap();
-    let drift = report.iter().find(|d| d.activity_id == id).unwrap();
+    set_key(&app, &stock_key, 5).await;
+    let drift = reconcile(&app, id).await;
     assert_eq!((drift.drift, drift.repaired), (-2, true), "{drift:?}");
     assert_eq!(app.remaining(id).await, 7);
 
     // `server reconcile` reports the same from the command line.
-    let _: () = redis::cmd("SET")
-        .arg(&stock_key)
-        .arg(9)
-        .query_async(&mut app.redis.conn())
-        .await
-        .unwrap();
+    set_key(&app, &stock_key, 9).await;
     let out = server_command(&app, "reconcile")
         .env("RUST_LOG", "error")
         .output()
