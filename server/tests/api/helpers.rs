@@ -364,12 +364,17 @@ impl TestApp {
             .shards(activity, self.shards_of(activity).await)
     }
 
-    /// Granted tokens of a sale that are neither orders nor returned yet, over every shard.
-    pub async fn unsettled_len(&self, activity: i64) -> i64 {
+    /// The sum of one counting command (`XLEN`, `ZCARD`…) over one key of every shard of a sale.
+    async fn count_over_shards(
+        &self,
+        activity: i64,
+        command: &str,
+        key: fn(&ShardKeys) -> String,
+    ) -> i64 {
         let mut total = 0;
         for shard in self.shard_keys(activity).await {
-            let n: i64 = redis::cmd("ZCARD")
-                .arg(shard.unsettled())
+            let n: i64 = redis::cmd(command)
+                .arg(key(&shard))
                 .query_async(&mut self.redis.conn())
                 .await
                 .unwrap();
@@ -378,18 +383,16 @@ impl TestApp {
         total
     }
 
+    /// Granted tokens of a sale that are neither orders nor returned yet, over every shard.
+    pub async fn unsettled_len(&self, activity: i64) -> i64 {
+        self.count_over_shards(activity, "ZCARD", ShardKeys::unsettled)
+            .await
+    }
+
     /// Entries waiting in the journals of every shard of a sale.
     pub async fn journal_len(&self, activity: i64) -> i64 {
-        let mut total = 0;
-        for shard in self.shard_keys(activity).await {
-            let n: i64 = redis::cmd("XLEN")
-                .arg(shard.journal())
-                .query_async(&mut self.redis.conn())
-                .await
-                .unwrap();
-            total += n;
-        }
-        total
+        self.count_over_shards(activity, "XLEN", ShardKeys::journal)
+            .await
     }
 
     /// Orders of an activity by status, and the activity's `sold`.

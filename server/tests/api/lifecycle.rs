@@ -6,16 +6,18 @@ use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
 use server::pipeline::deadline::Expiry;
 
+/// Buys one unit for `s` (buy path, then buy); returns the granted token.
+async fn buy_one(app: &TestApp, s: &Shopper, activity: i64) -> String {
+    let path = app.path(&s.client, activity).await;
+    let (status, body) = json(app.buy(&s.client, activity, json!({"path": path})).await).await;
+    assert_eq!(status, 202, "{body}");
+    body["token"].as_str().unwrap().to_string()
+}
+
 /// Buys one unit for each of `buyers` and waits until all are persisted; returns the tokens.
 async fn sell(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<String> {
     let tokens: Vec<String> = stream::iter(buyers)
-        .map(|s| async move {
-            let path = app.path(&s.client, activity).await;
-            let (status, body) =
-                json(app.buy(&s.client, activity, json!({"path": path})).await).await;
-            assert_eq!(status, 202, "{body}");
-            body["token"].as_str().unwrap().to_string()
-        })
+        .map(|s| buy_one(app, s, activity))
         .buffered(32)
         .collect()
         .await;
@@ -397,10 +399,7 @@ async fn reconciliation_never_raises_the_stock_of_units_a_persister_holds() {
         .unwrap();
     let mut tokens = Vec::new();
     for s in &buyers {
-        let path = app.path(&s.client, id).await;
-        let (status, body) = json(app.buy(&s.client, id, json!({"path": path})).await).await;
-        assert_eq!(status, 202, "{body}");
-        tokens.push(body["token"].as_str().unwrap().to_string());
+        tokens.push(buy_one(&app, s, id).await);
     }
     eventually(
         30,
