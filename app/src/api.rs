@@ -183,6 +183,62 @@ pub struct Activity {
     /// Shoppers the waiting room admits per second (while admitted shoppers can still find stock).
     #[serde(default = "default_admit_rate")]
     pub admit_per_sec: i32,
+    /// The bot check a buy must pass (`captcha_required` is true exactly when it is `image`).
+    #[serde(default)]
+    pub bot_check: BotCheck,
+    /// The proof of work's difficulty: SHA-256 hashes a browser computes on average.
+    #[serde(default = "default_pow_difficulty")]
+    pub pow_difficulty: i32,
+}
+
+/// What a sale asks of a buyer to tell a person from a bot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BotCheck {
+    /// Nothing.
+    #[default]
+    None,
+    /// The browser computes a proof of work (ALTCHA v2), no person involved.
+    ProofOfWork,
+    /// The image captcha, with the proof of work always accepted instead.
+    Image,
+}
+
+impl BotCheck {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BotCheck::None => "none",
+            BotCheck::ProofOfWork => "proof_of_work",
+            BotCheck::Image => "image",
+        }
+    }
+
+    /// Whether a proof of work is accepted on this sale.
+    pub fn takes_proof_of_work(self) -> bool {
+        self != BotCheck::None
+    }
+}
+
+impl std::str::FromStr for BotCheck {
+    type Err = ();
+    fn from_str(s: &str) -> Result<BotCheck, ()> {
+        match s {
+            "none" => Ok(BotCheck::None),
+            "proof_of_work" => Ok(BotCheck::ProofOfWork),
+            "image" => Ok(BotCheck::Image),
+            _ => Err(()),
+        }
+    }
+}
+
+/// The proof of work's difficulty when the merchant names none: about 50,000 SHA-256 hashes,
+/// a fraction of a second in a phone's browser (BENCHMARKS.md, "Storefront").
+pub const DEFAULT_POW_DIFFICULTY: i32 = 50_000;
+/// The range a merchant may pick the difficulty from.
+pub const POW_DIFFICULTY_RANGE: std::ops::RangeInclusive<i32> = 1_000..=10_000_000;
+
+fn default_pow_difficulty() -> i32 {
+    DEFAULT_POW_DIFFICULTY
 }
 
 fn one_shard() -> i16 {
@@ -233,6 +289,13 @@ pub struct NewActivity {
     /// 1..=1,000,000; default [`DEFAULT_ADMIT_PER_SEC`].
     #[serde(default)]
     pub admit_per_sec: Option<i32>,
+    /// Default `proof_of_work`, unless `captcha_required` alone says otherwise (true: `image`,
+    /// false: `none`, as older clients meant it).
+    #[serde(default)]
+    pub bot_check: Option<BotCheck>,
+    /// [`POW_DIFFICULTY_RANGE`]; default [`DEFAULT_POW_DIFFICULTY`].
+    #[serde(default)]
+    pub pow_difficulty: Option<i32>,
 }
 
 /// Body of `POST /api/admin/activities/{id}/stock`.
@@ -284,6 +347,9 @@ pub struct BuyRequest {
     /// The admission ticket of a sale with a waiting room.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<String>,
+    /// A solved proof of work: base64 of the ALTCHA payload JSON `{"challenge","solution"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pow: Option<String>,
 }
 
 /// Body of `POST /api/activities/{id}/queue`.

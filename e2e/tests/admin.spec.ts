@@ -74,7 +74,10 @@ test.describe("a merchant in another time zone", () => {
     await form.getByTestId("admin-field-starts_at").fill(startsLocal);
     await form.getByTestId("admin-field-ends_at").fill(await localInput(page, 3_600_000));
     await form.getByTestId("admin-field-stock").fill("5");
-    await form.getByTestId("admin-field-captcha").uncheck();
+    // The bot check: the proof of work by default, here without one.
+    await expect(form.getByTestId("admin-field-bot_check")).toHaveValue("proof_of_work");
+    await form.getByTestId("admin-field-bot_check").selectOption("none");
+    await expect(form.getByTestId("admin-field-pow_difficulty")).toBeDisabled();
     await page.getByTestId("admin-activity-submit").click();
     await expect(page.getByTestId("admin-error-seckill_price_cents")).toContainText("cannot be above the regular price");
     await expect(page.getByTestId("admin-error-title")).toHaveText("");
@@ -91,7 +94,8 @@ test.describe("a merchant in another time zone", () => {
     const merchant = await merchantApi();
     const created = await (await merchant.get(`/api/admin/activities/${id}`)).json();
     expect(created.title).toBe(title);
-    expect([created.price_cents, created.seckill_price_cents, created.total_stock, created.captcha_required]).toEqual([49900, 9900, 5, false]);
+    expect([created.price_cents, created.seckill_price_cents, created.total_stock, created.captcha_required, created.bot_check])
+      .toEqual([49900, 9900, 5, false, "none"]);
     const expectedStart = await page.evaluate((v) => new Date(v).getTime(), startsLocal);
     expect(Date.parse(created.starts_at)).toBe(expectedStart);
     expect(created.starts_at.slice(11, 19)).not.toBe(startsLocal.slice(11, 19));

@@ -80,7 +80,7 @@ enum Command {
         /// Do not wait for the orders to be persisted (nor check the invariants).
         #[arg(long)]
         no_settle: bool,
-        /// Buy on this existing activity (no captcha) instead of creating one; --stock and
+        /// Buy on this existing activity (solving its proof of work if it takes one) instead of creating one; --stock and
         /// --per-user-limit are then the activity's own.
         #[arg(long)]
         activity_id: Option<i64>,
@@ -98,6 +98,10 @@ enum Command {
         /// the stock; for servers that predate waiting rooms).
         #[arg(long, default_value = "off")]
         waiting_room: String,
+        /// Give the new sale the proof-of-work check at this difficulty (hashes on average);
+        /// every shopper then solves a challenge before the start, as a browser does.
+        #[arg(long)]
+        proof_of_work: Option<i32>,
     },
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
@@ -284,6 +288,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             retry_secs,
             stock_shards,
             waiting_room,
+            proof_of_work,
         } => {
             let settle = !no_settle;
             let opts = server::crowd::CrowdOptions {
@@ -305,6 +310,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                     "default" => None,
                     other => anyhow::bail!("--waiting-room {other}: on, off or default"),
                 },
+                proof_of_work,
             };
             let report = server::crowd::run(&config, &opts).await?;
             report.print();

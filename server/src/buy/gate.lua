@@ -3,12 +3,14 @@
 -- before the first write: a script cannot roll back.
 --
 -- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 token status, 6 idempotency record,
---       7 user rate (bucket and strikes), 8 address rate, 9 unsettled tokens
--- ARGV: 1 user id, 2 quantity, 3 token, 4 now (ms), 5 captcha (0 not asked, 1 right, 2 wrong),
+--       7 user rate (bucket and strikes), 8 address rate, 9 unsettled tokens,
+--       10 the spent mark of a proof of work's challenge
+-- ARGV: 1 user id, 2 quantity, 3 token, 4 now (ms), 5 bot check (0 not asked, 1 captcha right,
+--       2 wrong, 3 proof of work verified by the caller: good if its challenge is unspent),
 --       6 idempotency key given (0/1), 7/8 user bucket capacity / refill per s,
 --       9/10 address bucket capacity / refill per s, 11 strikes before a block,
 --       12 strike window and block (ms), 13 token status ttl (s), 14 idempotency ttl (s),
---       15 activity id, 16 per-user limit, 17 shards of the sale
+--       15 activity id, 16 per-user limit, 17 shards of the sale, 18 the challenge's expiry (ms)
 -- Returns {code, detail}: ok/borrow + token, sold_out, rate_limited + ms, blocked + 'user ms' or
 -- 'address ms' (the caller blocks that client everywhere), paused,
 -- captcha_invalid, limit_reached, not_warm, bad_args.
@@ -75,6 +77,14 @@ if refused then return refused end
 
 if redis.call('HGET', KEYS[2], 'paused') == '1' then return {'paused', ''} end
 if ARGV[5] == '2' then return {'captcha_invalid', ''} end
+-- A proof of work is good once: its challenge is marked spent until it expires anyway.
+if ARGV[5] == '3' then
+  local expires = tonumber(ARGV[18])
+  if not expires or expires <= now then return {'captcha_invalid', ''} end
+  if not redis.call('SET', KEYS[10], '1', 'NX', 'PX', expires - now) then
+    return {'captcha_invalid', ''}
+  end
+end
 
 local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
 if held + qty > n[16] then return {'limit_reached', ''} end

@@ -1,7 +1,8 @@
 //! The buy path. In-process, before any I/O: the activity (cached), the sale window, the path
 //! HMAC, the waiting room's admission ticket (`queue/`), the input, this instance's sold-out flag,
 //! the blocked clients and an admission limit that sheds load with `503` before latency explodes.
-//! A captcha answer is taken from Redis (`GETDEL`: good once, right or wrong). Then ONE script
+//! A proof of work is verified in-process (`pow.rs`); a captcha answer is taken from Redis
+//! (`GETDEL`: good once, right or wrong). Then ONE script
 //! call (`gate.lua`) on the buyer's home shard decides: buckets, pause, per-user limit, stock, token status, journal entry,
 //! idempotency record. Only when the home shard of a sharded sale is empty do more calls follow:
 //! the other shards are asked in turn to lend the units (`lend.lua`), and the home shard settles
@@ -9,7 +10,11 @@
 //! (`http/buy.rs`).
 
 use super::{
-    activities::ActivityCache, attempts::Attempts, blocks::Blocks, queue::WaitingRoom,
+    activities::ActivityCache,
+    attempts::Attempts,
+    blocks::Blocks,
+    pow::{ProofOfWork, Spent},
+    queue::WaitingRoom,
     soldout::SoldOut,
 };
 use crate::{
@@ -22,7 +27,7 @@ use crate::{
         replication::{Confirmed, Replication},
     },
 };
-use app::api::BuyRequest;
+use app::api::{BotCheck, BuyRequest};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use redis::Script;
@@ -88,6 +93,18 @@ struct Buy<'a> {
     idempotency: Option<&'a str>,
 }
 
+/// The bot check a buy passed, as far as it can be told before Redis.
+enum Proof {
+    /// The sale asks for none.
+    None,
+    /// A captcha id and answer, to be compared with the answer Redis holds.
+    Captcha(String, String),
+    /// A verified proof of work, to be spent by the script (once).
+    Work(Spent),
+    /// Failed in-process; the script still answers a keyed retry with its first answer.
+    Refused,
+}
+
 pub struct Gate {
     script: Script,
     lend: Script,
@@ -95,6 +112,7 @@ pub struct Gate {
     admission: Semaphore,
     limits: GateLimits,
     paths: BuyPaths,
+    pow: ProofOfWork,
     parts: GateParts,
 }
 
@@ -107,6 +125,7 @@ impl Gate {
             admission: Semaphore::new(limits.max_in_flight),
             limits,
             paths: BuyPaths::new(secret),
+            pow: ProofOfWork::new(secret),
             parts,
         }
     }
@@ -116,6 +135,26 @@ impl Gate {
         let activity = self.parts.activities.get(&self.parts.db, id).await?;
         check_window(activity.starts_at, activity.ends_at)?;
         Ok(self.paths.path(user, id))
+    }
+
+    /// A proof-of-work challenge for `user` on sale `id` (any time before the sale ends, so the
+    /// browser solves it during the countdown).
+    pub async fn challenge(&self, user: i64, id: i64) -> ApiResult<altcha::Challenge> {
+        let activity = self.parts.activities.get(&self.parts.db, id).await?;
+        if chrono::Utc::now() >= activity.ends_at {
+            return Err(ApiError::Ended);
+        }
+        Ok(self.pow.challenge(
+            user,
+            id,
+            activity.pow_difficulty,
+            chrono::Utc::now().timestamp(),
+        ))
+    }
+
+    /// Verifies a proof of work in-process, as the buy does (for `server bench`).
+    pub fn verify_work(&self, encoded: &str, user: i64, id: i64) -> bool {
+        self.pow.verify(encoded, user, id).is_some()
     }
 
     /// Counts a buy request's outcome (`accepted` or its error code) in the metrics.
@@ -187,17 +226,27 @@ impl Gate {
                 format!("must be between 1 and {}", activity.per_user_limit),
             ));
         }
-        let captcha = if activity.captcha_required {
-            match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
-                (Some(id), Some(answer))
-                    if uuid::Uuid::parse_str(id).is_ok() && (1..=16).contains(&answer.len()) =>
-                {
-                    Some((id.to_string(), answer.to_lowercase()))
+        let check = activity.check();
+        let proof = match (check, req.pow.as_deref()) {
+            (BotCheck::None, _) => Proof::None,
+            // The image's alternative is always the proof of work.
+            (_, Some(work)) => match self.pow.verify(work, user, id) {
+                Some(spent) => Proof::Work(spent),
+                None if idempotency.is_some() => Proof::Refused,
+                None => return Err(ApiError::CaptchaInvalid),
+            },
+            (BotCheck::Image, None) => {
+                match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
+                    (Some(id), Some(answer))
+                        if uuid::Uuid::parse_str(id).is_ok()
+                            && (1..=16).contains(&answer.len()) =>
+                    {
+                        Proof::Captcha(id.to_string(), answer.to_lowercase())
+                    }
+                    _ => return Err(ApiError::CaptchaInvalid),
                 }
-                _ => return Err(ApiError::CaptchaInvalid),
             }
-        } else {
-            None
+            (BotCheck::ProofOfWork, None) => return Err(ApiError::CaptchaInvalid),
         };
         // A retry with a key may be owed its first answer, so it always goes to Redis.
         if idempotency.is_none() && state.sold_out.is_set(id) {
@@ -224,7 +273,7 @@ impl Gate {
                 activity,
                 user,
                 quantity,
-                captcha,
+                proof,
                 idempotency.as_deref(),
                 (&who_user, &who_ip),
             )
@@ -282,14 +331,14 @@ impl Gate {
         }
     }
 
-    /// The Redis side of one buy: the captcha answer, the home shard's decision, and when the
-    /// home shard is out of units, the other shards in turn.
+    /// The Redis side of one buy: the captcha answer, the home shard's decision (which spends
+    /// a proof of work), and when the home shard is out of units, the other shards in turn.
     async fn ask(
         &self,
         activity: &crate::domain::activity::ActivityRow,
         user: i64,
         quantity: i64,
-        captcha: Option<(String, String)>,
+        proof: Proof,
         idempotency: Option<&str>,
         (who_user, who_ip): (&str, &str),
     ) -> redis::RedisResult<(String, String)> {
@@ -299,19 +348,24 @@ impl Gate {
         let shards = activity.stock_shards;
         let home_index = home_shard(user, shards);
         let home = keys.shard(activity.id, home_index, shards);
-        let captcha_flag = match captcha {
-            None => 0,
-            Some((id, answer)) => {
+        let (check_flag, spent) = match proof {
+            Proof::None => (0, None),
+            Proof::Captcha(id, answer) => {
                 let expected: Option<String> = redis::cmd("GETDEL")
                     .arg(keys.captcha(&id))
                     .query_async(&mut redis.conn())
                     .await?;
-                if expected.is_some_and(|e| e.to_lowercase() == answer) {
-                    1
-                } else {
-                    2
-                }
+                (
+                    if expected.is_some_and(|e| e.to_lowercase() == answer) {
+                        1
+                    } else {
+                        2
+                    },
+                    None,
+                )
             }
+            Proof::Work(spent) => (3, Some(spent)),
+            Proof::Refused => (2, None),
         };
         let token = new_token(activity.id, home_index, shards);
         let now_ms = chrono::Utc::now().timestamp_millis();
@@ -329,11 +383,15 @@ impl Gate {
             .key(home.rate(who_user))
             .key(home.rate(who_ip))
             .key(home.unsettled())
+            .key(match &spent {
+                Some(spent) => home.spent_challenge(&spent.nonce),
+                None => keys.unused(&home),
+            })
             .arg(user)
             .arg(quantity)
             .arg(token.to_string())
             .arg(now_ms)
-            .arg(captcha_flag)
+            .arg(check_flag)
             .arg(u8::from(idempotency.is_some()))
             .arg(limits.user_burst)
             .arg(limits.user_per_sec)
@@ -345,7 +403,8 @@ impl Gate {
             .arg(IDEMPOTENCY_TTL_SECS)
             .arg(activity.id)
             .arg(activity.per_user_limit)
-            .arg(shards);
+            .arg(shards)
+            .arg(spent.as_ref().map_or(0, |s| s.expires_ms));
         let (code, detail): (String, String) = invocation.invoke_async(&mut redis.conn()).await?;
         if code == "ok" {
             self.confirm(&[home.stock()]).await?;

@@ -10,6 +10,7 @@ pub mod attempts;
 pub mod blocks;
 pub mod captcha;
 pub mod gate;
+pub mod pow;
 pub mod queue;
 pub mod soldout;
 pub mod throttle;

@@ -13,7 +13,7 @@ use crate::{
     infra::{config::Config, db},
 };
 use anyhow::Context;
-use app::api::{Activity, BuyPath, QueueStatus, Role, ServerTime};
+use app::api::{Activity, BuyPath, BuyRequest, QueueStatus, Role, ServerTime};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
 use std::{
@@ -55,6 +55,10 @@ pub struct CrowdOptions {
     /// On a sale with one, every shopper joins the line before the start, polls it as the page
     /// does, and buys with the ticket once admitted.
     pub waiting_room: Option<bool>,
+    /// The proof-of-work difficulty of the sale it creates (`None`: no bot check). On a sale
+    /// that takes a proof of work, every shopper fetches a challenge and solves it before the
+    /// start, as the page does during the countdown, and buys with it.
+    pub proof_of_work: Option<i32>,
 }
 
 #[derive(Debug)]
@@ -265,8 +269,11 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
                 "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
                 "stock": opts.stock,
                 "per_user_limit": opts.per_user_limit,
-                "captcha_required": false,
+                "bot_check": if opts.proof_of_work.is_some() { "proof_of_work" } else { "none" },
             });
+            if let Some(difficulty) = opts.proof_of_work {
+                sale["pow_difficulty"] = difficulty.into();
+            }
             // Named only when asked, so that the tool also drives servers that predate shards.
             if let Some(shards) = opts.stock_shards {
                 sale["stock_shards"] = shards.into();
@@ -289,11 +296,6 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             resp.json().await?
         }
     };
-    anyhow::ensure!(
-        !activity.captcha_required,
-        "activity {} needs a captcha; the crowd cannot answer it",
-        activity.id
-    );
     let quantity = activity.per_user_limit;
     let addr_of = |i: usize| format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
 
@@ -317,11 +319,26 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         );
     }
     let joined_in = joining.elapsed();
+    // The proofs of work, computed before the start like a page does during the countdown.
+    let proofs = if activity.bot_check.takes_proof_of_work() {
+        solve_all(
+            &http,
+            &bases,
+            activity.id,
+            &users,
+            &cookie,
+            opts.concurrency,
+        )
+        .await?
+    } else {
+        Vec::new()
+    };
+    let before_start = joining.elapsed();
 
     // Wait for the start instant by the server's clock, as the browser's countdown does.
     let starts = chrono::DateTime::parse_from_rfc3339(&activity.starts_at).context("starts_at")?;
     let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
-    tokio::time::sleep(Duration::from_millis(wait).saturating_sub(joined_in)).await;
+    tokio::time::sleep(Duration::from_millis(wait).saturating_sub(before_start)).await;
 
     let progress = if opts.show_progress {
         indicatif::ProgressBar::new(opts.users as u64)
@@ -351,6 +368,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         retry_for: opts.retry_for,
         requests: tokio::sync::Semaphore::new(opts.concurrency),
         started,
+        proofs,
     };
     // In a waiting room every shopper is there at once (polling); `concurrency` bounds the
     // requests in flight instead.
@@ -498,6 +516,62 @@ struct Target<'a> {
     /// Requests in flight at once (a waiting room's crowd is all there, polling).
     requests: tokio::sync::Semaphore,
     started: Instant,
+    /// Each shopper's solved proof of work (empty when the sale takes none).
+    proofs: Vec<String>,
+}
+
+/// Every shopper's proof of work for sale `id`: the challenges fetched as each shopper, solved
+/// on every core (the solving is the browser's cost; it is paid here before the start).
+async fn solve_all(
+    http: &reqwest::Client,
+    bases: &[&str],
+    id: i64,
+    users: &[i64],
+    cookie: &impl Fn(i64, Role) -> String,
+    concurrency: usize,
+) -> anyhow::Result<Vec<String>> {
+    let challenges: Vec<anyhow::Result<altcha::Challenge>> =
+        stream::iter(users.to_vec().into_iter().enumerate())
+            .map(|(i, user)| {
+                let (cookie, base) = (cookie(user, Role::Shopper), bases[i % bases.len()]);
+                async move {
+                    let resp = http
+                        .get(format!("{base}/api/activities/{id}/challenge"))
+                        .header("cookie", cookie)
+                        .send()
+                        .await?;
+                    anyhow::ensure!(resp.status().is_success(), "challenge: {}", resp.status());
+                    Ok(resp.json().await?)
+                }
+            })
+            .buffered(concurrency)
+            .collect()
+            .await;
+    let challenges = challenges.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_task = challenges.len().div_ceil(cores).max(1);
+    let mut tasks = Vec::new();
+    for part in challenges.chunks(per_task) {
+        let part = part.to_vec();
+        tasks.push(tokio::task::spawn_blocking(move || {
+            part.into_iter()
+                .map(|challenge| {
+                    let solution =
+                        altcha::solve_challenge(altcha::SolveChallengeOptions::new(&challenge))?
+                            .context("no solution within the solver's time limit")?;
+                    Ok(crate::buy::pow::encode(&altcha::Payload {
+                        challenge,
+                        solution,
+                    }))
+                })
+                .collect::<anyhow::Result<Vec<String>>>()
+        }));
+    }
+    let mut proofs = Vec::with_capacity(users.len());
+    for task in tasks {
+        proofs.extend(task.await??);
+    }
+    Ok(proofs)
 }
 
 /// Joins (or `again`: re-joins) a sale's waiting room; the status it answers.
@@ -619,7 +693,8 @@ impl Target<'_> {
             let base = self.bases[attempt % self.bases.len()];
             let Attempt { outcome, retry } = {
                 let _permit = self.requests.acquire().await.expect("never closed");
-                self.attempt(base, cookie, addr, &key, admission, tally)
+                let proof = self.proofs.get(shopper).map(String::as_str);
+                self.attempt(base, cookie, addr, &key, admission, proof, tally)
                     .await
             };
             if !retry || Instant::now() + backoff >= give_up {
@@ -644,6 +719,7 @@ impl Target<'_> {
         addr: &str,
         key: &str,
         admission: Option<&str>,
+        proof: Option<&str>,
         tally: &Mutex<Tally>,
     ) -> Attempt {
         let id = self.id;
@@ -674,11 +750,13 @@ impl Target<'_> {
             .header("cookie", cookie)
             .header("x-forwarded-for", addr)
             .header("idempotency-key", key)
-            .json(&match admission {
-                Some(ticket) => {
-                    serde_json::json!({"path": path, "quantity": self.quantity, "admission": ticket})
-                }
-                None => serde_json::json!({"path": path, "quantity": self.quantity}),
+            .json(&BuyRequest {
+                path,
+                captcha_id: None,
+                captcha_answer: None,
+                quantity: Some(i64::from(self.quantity)),
+                admission: admission.map(str::to_string),
+                pow: proof.map(str::to_string),
             })
             .send()
             .await;

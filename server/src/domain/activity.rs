@@ -5,8 +5,8 @@
 use super::{rfc3339, ApiError, ApiResult};
 use crate::infra::{keys::MAX_SHARDS, redis::Redis};
 use app::api::{
-    Activity, AdminActivity, NewActivity, SaleStatus, DEFAULT_ADMIT_PER_SEC,
-    WAITING_ROOM_STOCK_THRESHOLD,
+    Activity, AdminActivity, BotCheck, NewActivity, SaleStatus, DEFAULT_ADMIT_PER_SEC,
+    DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE, WAITING_ROOM_STOCK_THRESHOLD,
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -31,14 +31,17 @@ pub struct ActivityRow {
     pub waiting_room: bool,
     pub admit_per_sec: i32,
     pub shop_id: i64,
+    pub bot_check: String,
+    pub pow_difficulty: i32,
 }
 
 pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
                        total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards, \
-                       waiting_room, admit_per_sec, shop_id";
+                       waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty";
 
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
+        let bot_check = self.check();
         Activity {
             id: self.id,
             title: self.title,
@@ -56,7 +59,14 @@ impl ActivityRow {
             stock_shards: self.stock_shards,
             waiting_room: self.waiting_room,
             admit_per_sec: self.admit_per_sec,
+            bot_check,
+            pow_difficulty: self.pow_difficulty,
         }
+    }
+
+    /// The sale's bot check (the column's CHECK constraint allows no other value).
+    pub fn check(&self) -> BotCheck {
+        self.bot_check.parse().unwrap_or(BotCheck::Image)
     }
 }
 
@@ -104,7 +114,8 @@ pub struct ActivitySpec {
     ends_at: DateTime<Utc>,
     stock: i64,
     per_user_limit: i32,
-    captcha_required: bool,
+    bot_check: BotCheck,
+    pow_difficulty: i32,
     payment_window_secs: i32,
     stock_shards: i16,
     waiting_room: bool,
@@ -203,7 +214,33 @@ impl ActivitySpec {
                 "must be between 1 and 1000000",
             ));
         }
+        let bot_check = match (n.bot_check, n.captcha_required) {
+            (None, None) => BotCheck::ProofOfWork,
+            (None, Some(true)) => BotCheck::Image,
+            (None, Some(false)) => BotCheck::None,
+            (Some(check), None) => check,
+            (Some(check), Some(captcha)) if captcha == (check == BotCheck::Image) => check,
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid(
+                    "bot_check",
+                    "contradicts captcha_required (true means image); send one of them",
+                ))
+            }
+        };
+        let pow_difficulty = n.pow_difficulty.unwrap_or(DEFAULT_POW_DIFFICULTY);
+        if !POW_DIFFICULTY_RANGE.contains(&pow_difficulty) {
+            return Err(ApiError::invalid(
+                "pow_difficulty",
+                format!(
+                    "must be between {} and {}",
+                    POW_DIFFICULTY_RANGE.start(),
+                    POW_DIFFICULTY_RANGE.end()
+                ),
+            ));
+        }
         Ok(ActivitySpec {
+            bot_check,
+            pow_difficulty,
             waiting_room: n
                 .waiting_room
                 .unwrap_or(n.stock >= WAITING_ROOM_STOCK_THRESHOLD),
@@ -217,7 +254,6 @@ impl ActivitySpec {
             ends_at,
             stock: n.stock,
             per_user_limit,
-            captcha_required: n.captcha_required.unwrap_or(true),
             payment_window_secs,
             stock_shards,
         })
@@ -367,9 +403,9 @@ pub async fn insert<'e>(
     Ok(sqlx::query_as(&format!(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
-             waiting_room, admit_per_sec, shop_id)
+             waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'))
+                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17)
          RETURNING {COLUMNS}"
     ))
     .bind(merchant_id)
@@ -382,11 +418,13 @@ pub async fn insert<'e>(
     .bind(spec.ends_at)
     .bind(spec.stock)
     .bind(spec.per_user_limit)
-    .bind(spec.captcha_required)
+    .bind(spec.bot_check == BotCheck::Image)
     .bind(spec.payment_window_secs)
     .bind(spec.stock_shards)
     .bind(spec.waiting_room)
     .bind(spec.admit_per_sec)
+    .bind(spec.bot_check.as_str())
+    .bind(spec.pow_difficulty)
     .fetch_one(db)
     .await?)
 }
@@ -418,11 +456,13 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
             ends_at: rfc3339(now + chrono::Duration::hours(2)),
             stock: 100,
             per_user_limit: Some(1),
-            captcha_required: Some(true),
+            captcha_required: None,
             payment_window_secs: Some(600),
             stock_shards: None,
             waiting_room: None,
             admit_per_sec: None,
+            bot_check: Some(BotCheck::ProofOfWork),
+            pow_difficulty: None,
         },
         60,
         1,
@@ -454,6 +494,8 @@ mod tests {
             stock_shards: None,
             waiting_room: None,
             admit_per_sec: None,
+            bot_check: None,
+            pow_difficulty: None,
         }
     }
 
@@ -471,11 +513,33 @@ mod tests {
         assert_eq!(
             (
                 spec.per_user_limit,
-                spec.captcha_required,
+                spec.bot_check,
+                spec.pow_difficulty,
                 spec.payment_window_secs
             ),
-            (1, true, 600)
+            (1, BotCheck::ProofOfWork, DEFAULT_POW_DIFFICULTY, 600)
         );
+        // Older clients' `captcha_required` alone still means what it meant.
+        let check = |bot_check, captcha_required| {
+            ActivitySpec::parse(
+                NewActivity {
+                    bot_check,
+                    captcha_required,
+                    ..valid()
+                },
+                60,
+                3,
+            )
+            .map(|s| s.bot_check)
+            .ok()
+        };
+        assert_eq!(check(None, Some(true)), Some(BotCheck::Image));
+        assert_eq!(check(None, Some(false)), Some(BotCheck::None));
+        assert_eq!(
+            check(Some(BotCheck::Image), Some(true)),
+            Some(BotCheck::Image)
+        );
+        assert_eq!(check(Some(BotCheck::ProofOfWork), Some(true)), None);
         // A waiting room by default from the threshold up, unless the merchant says otherwise.
         assert!(!spec.waiting_room);
         let big = |waiting_room| {
@@ -497,6 +561,15 @@ mod tests {
 
     #[test]
     fn each_rule_names_its_field() {
+        for difficulty in [999, 10_000_001] {
+            assert_eq!(
+                field_of(NewActivity {
+                    pow_difficulty: Some(difficulty),
+                    ..valid()
+                }),
+                "pow_difficulty"
+            );
+        }
         assert_eq!(
             field_of(NewActivity {
                 title: " ".into(),

@@ -34,6 +34,7 @@ where
     Router::new()
         .route("/activities/{id}/queue", get(queue_status).post(join_queue))
         .route("/activities/{id}/path", get(buy_path))
+        .route("/activities/{id}/challenge", get(challenge))
         .route("/activities/{id}/buy", post(buy))
         .route("/captcha", get(new_captcha))
 }
@@ -47,6 +48,17 @@ async fn buy_path(
     Ok(Json(BuyPath {
         path: gate.path(user.user_id, id).await?,
     }))
+}
+
+/// A proof-of-work challenge for this shopper and sale (ALTCHA v2 JSON, what ALTCHA's widget
+/// fetches too).
+async fn challenge(
+    State(gate): State<Arc<Gate>>,
+    SignedIn(user): SignedIn,
+    Path(id): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let challenge = gate.challenge(user.user_id, parse_id(&id)?).await?;
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(challenge)))
 }
 
 /// Where the shopper stands in the sale's waiting room; polled by the sale page.

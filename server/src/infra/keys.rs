@@ -15,6 +15,7 @@
 //! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
 //! | `{a:ID.S}:lent:UUID` | set once shard S lent units to another shard's buyer |
 //! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
+//! | `{a:ID.S}:pow:NONCE` | a proof-of-work challenge already used (until it expires) |
 //! | `{a:ID.S}:rate:WHO` | token bucket and strikes of a user or an address, per sale shard |
 //!
 //! A sale's waiting room is one slot of its own, `{q:ID}` (every instance serves the same line):
@@ -144,6 +145,10 @@ impl ShardKeys {
     }
     pub fn lent(&self, token: &uuid::Uuid) -> String {
         self.key(&format!("lent:{token}"))
+    }
+    /// Set once a proof-of-work challenge (its nonce) bought here: it is good once.
+    pub fn spent_challenge(&self, nonce: &str) -> String {
+        self.key(&format!("pow:{nonce}"))
     }
     pub fn idempotency(&self, user: i64, key: &str) -> String {
         self.key(&format!("idem:{user}:{key}"))

@@ -27,6 +27,8 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
         waiting_room: Some(false),
+        // Every shopper solves the sale's proof of work, as a browser does.
+        proof_of_work: Some(2_000),
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();

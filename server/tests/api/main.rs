@@ -2,6 +2,7 @@
 
 mod accounts;
 mod admin;
+mod bot_check;
 mod crowd;
 mod fuzz;
 mod health;

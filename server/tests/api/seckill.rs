@@ -622,9 +622,10 @@ async fn the_merchant_creates_activities_and_shoppers_cannot() {
         (
             created["per_user_limit"].as_i64(),
             created["captcha_required"].as_bool(),
+            created["bot_check"].as_str(),
             created["payment_window_secs"].as_i64()
         ),
-        (Some(1), Some(true), Some(600))
+        (Some(1), Some(false), Some("proof_of_work"), Some(600))
     );
     let id = created["id"].as_i64().unwrap();
     assert_eq!(app.remaining(id).await, 3, "pre-warmed before the 201");

@@ -470,6 +470,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         retry_for: Duration::from_secs(60),
         stock_shards: None,
         waiting_room: Some(false),
+        proof_of_work: None,
     };
     let config = app.config.clone();
     let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });

@@ -1,7 +1,10 @@
 //! The new-sale form as typed (`Draft`) and its rules: money in cents, whole numbers, local
 //! times to UTC, and which field a server message is about.
 
-use crate::api::{NewActivity, WAITING_ROOM_STOCK_THRESHOLD};
+use crate::api::{
+    BotCheck, NewActivity, DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE,
+    WAITING_ROOM_STOCK_THRESHOLD,
+};
 use std::collections::BTreeMap;
 
 /// The form's fields as typed, before they become a `NewActivity`.
@@ -17,7 +20,9 @@ pub struct Draft {
     pub ends_at: String,
     pub stock: String,
     pub per_user_limit: String,
-    pub captcha_required: bool,
+    pub bot_check: BotCheck,
+    /// The proof of work's difficulty (hashes on average).
+    pub pow_difficulty: String,
     pub payment_window_mins: String,
     /// Stock shards; empty lets the server choose from the stock and its Redis masters.
     pub stock_shards: String,
@@ -65,7 +70,8 @@ impl Draft {
     pub fn fresh() -> Draft {
         Draft {
             per_user_limit: "1".into(),
-            captcha_required: true,
+            bot_check: BotCheck::ProofOfWork,
+            pow_difficulty: DEFAULT_POW_DIFFICULTY.to_string(),
             payment_window_mins: "10".into(),
             ..Draft::default()
         }
@@ -186,10 +192,22 @@ impl Draft {
                 n
             }
         };
+        let pow_difficulty = parse_int(&self.pow_difficulty)
+            .filter(|n| POW_DIFFICULTY_RANGE.contains(&(*n as i32)) && *n <= i64::from(i32::MAX));
+        if self.bot_check.takes_proof_of_work() && pow_difficulty.is_none() {
+            errors.insert(
+                "pow_difficulty",
+                "The difficulty is 1,000 to 10,000,000 hashes.".into(),
+            );
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
         Ok(NewActivity {
+            bot_check: Some(self.bot_check),
+            pow_difficulty: pow_difficulty
+                .filter(|_| self.bot_check.takes_proof_of_work())
+                .map(|n| n as i32),
             waiting_room: Some(self.waiting_room_on()),
             admit_per_sec: admit_per_sec.map(|n| n as i32),
             title,
@@ -201,7 +219,7 @@ impl Draft {
             ends_at: ends.unwrap_or_default(),
             stock: stock.unwrap_or_default(),
             per_user_limit: limit.map(|n| n as i32),
-            captcha_required: Some(self.captcha_required),
+            captcha_required: None,
             payment_window_secs: window.map(|m| (m * 60) as i32),
             stock_shards: shards.map(|n| n as i16),
         })
@@ -211,7 +229,7 @@ impl Draft {
 /// The form field a server `invalid_input` message is about: API.md's messages start with the
 /// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
 pub fn field_of_message(message: &str) -> Option<&'static str> {
-    const FIELDS: [&str; 14] = [
+    const FIELDS: [&str; 16] = [
         "title",
         "description",
         "image_url",
@@ -222,6 +240,8 @@ pub fn field_of_message(message: &str) -> Option<&'static str> {
         "stock",
         "per_user_limit",
         "captcha_required",
+        "bot_check",
+        "pow_difficulty",
         "payment_window_secs",
         "stock_shards",
         "waiting_room",
@@ -313,17 +333,24 @@ mod tests {
         assert_eq!(
             (
                 body.per_user_limit,
-                body.captcha_required,
+                body.bot_check,
+                body.pow_difficulty,
                 body.payment_window_secs
             ),
-            (Some(1), Some(true), Some(600))
+            (
+                Some(1),
+                Some(BotCheck::ProofOfWork),
+                Some(DEFAULT_POW_DIFFICULTY),
+                Some(600)
+            )
         );
         assert_eq!(body.image_url, None);
     }
 
     #[test]
     fn each_mistake_lands_on_its_field() {
-        let cases: [(fn(&mut Draft), &str); 9] = [
+        let cases: [(fn(&mut Draft), &str); 10] = [
+            (|d| d.pow_difficulty = "999".into(), "pow_difficulty"),
             (|d| d.title = "  ".into(), "title"),
             (|d| d.image_url = "javascript:alert(1)".into(), "image_url"),
             (|d| d.price = "abc".into(), "price_cents"),

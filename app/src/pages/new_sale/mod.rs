@@ -6,7 +6,11 @@ mod draft;
 pub use draft::parse_int;
 use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
 
-use crate::{api::Activity, client, components::merchant_only::MerchantOnly};
+use crate::{
+    api::{Activity, BotCheck},
+    client,
+    components::merchant_only::MerchantOnly,
+};
 use leptos::{ev::SubmitEvent, prelude::*};
 use leptos_meta::Title;
 
@@ -122,6 +126,7 @@ pub fn ActivityForm() -> impl IntoView {
     let (limit, set_limit) = bind!(per_user_limit);
     let (window_mins, set_window_mins) = bind!(payment_window_mins);
     let (shards, set_shards) = bind!(stock_shards);
+    let (difficulty, set_difficulty) = bind!(pow_difficulty);
     let (admit_rate, set_admit_rate) = bind!(admit_per_sec);
     let described = |id: &str| format!("{id}-error");
 
@@ -180,12 +185,27 @@ pub fn ActivityForm() -> impl IntoView {
                             aria-describedby=described("stock_shards") prop:value=shards on:input=set_shards/>
                     </Field>
                 </div>
-                <label class="check">
-                    <input type="checkbox" name="captcha_required" data-testid="admin-field-captcha"
-                        prop:checked=move || draft.with(|d| d.captcha_required)
-                        on:change=move |ev| draft.update(|d| d.captcha_required = event_target_checked(&ev))/>
-                    " Shoppers must answer a captcha"
-                </label>
+                <div class="row">
+                    <Field id="bot_check" label="Bot check" errors
+                        hint=Signal::derive(|| "Proof of work: the shopper's browser computes it, nobody solves a puzzle. Image: a captcha to read, with the proof of work offered instead to whoever cannot.".to_string())>
+                        <select id="field-bot_check" name="bot_check" data-testid="admin-field-bot_check"
+                            aria-describedby=described("bot_check")
+                            on:change=move |ev| draft.update(|d| d.bot_check = event_target_value(&ev).parse().unwrap_or_default())>
+                            {[(BotCheck::ProofOfWork, "Proof of work (no puzzle)"), (BotCheck::Image, "Image captcha, or proof of work"), (BotCheck::None, "None")]
+                                .into_iter()
+                                .map(|(check, label)| view! {
+                                    <option value=check.as_str() selected=move || draft.with(|d| d.bot_check == check)>{label}</option>
+                                })
+                                .collect_view()}
+                        </select>
+                    </Field>
+                    <Field id="pow_difficulty" label="Proof-of-work difficulty (hashes)" errors
+                        hint=Signal::derive(|| "50,000 solves in well under a second on a mid-range phone.".to_string())>
+                        <input id="field-pow_difficulty" name="pow_difficulty" type="number" min="1000" max="10000000" data-testid="admin-field-pow_difficulty"
+                            disabled=move || draft.with(|d| !d.bot_check.takes_proof_of_work())
+                            aria-describedby=described("pow_difficulty") prop:value=difficulty on:input=set_difficulty/>
+                    </Field>
+                </div>
                 <label class="check">
                     <input type="checkbox" name="waiting_room" data-testid="admin-field-waiting_room"
                         prop:checked=move || draft.with(|d| d.waiting_room_on())

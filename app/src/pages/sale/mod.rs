@@ -1,18 +1,21 @@
 //! `/activities/{id}`: one sale with its countdown, remaining stock and, while it is on, the buy
-//! panel (buy path, captcha, quantity, the buy with its `Idempotency-Key`, then the order tracker).
+//! panel (buy path, bot check, quantity, the buy with its `Idempotency-Key`, then the order
+//! tracker). A sale with the proof-of-work check has it solved by the browser from the moment
+//! the page loads (`components/proof_of_work.rs`); an image-captcha sale offers it instead.
 //! A sale with a waiting room puts the shopper in its line first (`waiting_room.rs`)
 //! and opens the buy panel at their turn. "Sold out" while no unit remains, reopening by itself
 //! when units come back. The HTML carries no per-user data (it is cacheable); everything live
 //! comes after hydration.
 
 use crate::{
-    api::{Activity, BuyPath, Captcha, Reservation},
+    api::{Activity, BotCheck, BuyPath, Captcha, Reservation},
     client,
     clock::ServerClock,
     components::{
         captcha::CaptchaInput,
         countdown::{phase, Countdown, Phase},
         order_tracker::OrderTracker,
+        proof_of_work::{Work, WorkStatus},
         stock::{poll_remaining, StockLeft},
     },
     data,
@@ -54,6 +57,9 @@ fn ActivityView(activity: Activity) -> impl IntoView {
     let a = activity.clone();
     let live_phase = Memo::new(move |_| phase(&a, clock.now_ms.get()).0);
     let waiting_room = activity.waiting_room;
+    if activity.bot_check.takes_proof_of_work() {
+        Work::provide(activity.id);
+    }
     view! {
         <Title text=page_title(&activity.title)/>
         <article class="card activity">
@@ -101,7 +107,11 @@ pub fn BuyPanel(
 ) -> impl IntoView {
     let session = Session::get();
     let id = activity.id;
-    let needs_captcha = activity.captcha_required;
+    let check = activity.bot_check;
+    let work = Work::get();
+    // The proof of work is the check, or the image's alternative the shopper chose.
+    let use_work = RwSignal::new(check == BotCheck::ProofOfWork);
+    let needs_captcha = move || check == BotCheck::Image && !use_work.get();
     let path = RwSignal::new(None::<String>);
     let captcha = RwSignal::new(None::<Captcha>);
     let answer = RwSignal::new(String::new());
@@ -116,7 +126,7 @@ pub fn BuyPanel(
     let quantity = RwSignal::new(1i64);
 
     let load_captcha = move || {
-        if !needs_captcha {
+        if check != BotCheck::Image {
             return;
         }
         answer.set(String::new());
@@ -157,7 +167,11 @@ pub fn BuyPanel(
             && !waiting()
             && reservation.get().is_none()
             && path.get().is_some()
-            && (!needs_captcha || !answer.get().trim().is_empty())
+            && match check {
+                BotCheck::None => true,
+                _ if use_work.get() => work.is_some_and(|w| w.payload.get().is_some()),
+                _ => !answer.get().trim().is_empty(),
+            }
     };
 
     let submit = move || {
@@ -167,15 +181,23 @@ pub fn BuyPanel(
         busy.set(true);
         message.set(None);
         let key = new_key();
-        let body = buy_request(
-            path.get_untracked().unwrap_or_default(),
-            needs_captcha
-                .then(|| captcha.get_untracked().map(|c| c.id))
-                .flatten(),
-            answer.get_untracked(),
-            quantity.get_untracked(),
-            admission.get_untracked(),
-        );
+        let captcha_id = (check == BotCheck::Image && !use_work.get_untracked())
+            .then(|| captcha.get_untracked().map(|c| c.id))
+            .flatten();
+        let pow = use_work
+            .get_untracked()
+            .then(|| work.and_then(|w| w.take()))
+            .flatten();
+        let body = crate::api::BuyRequest {
+            path: path.get_untracked().unwrap_or_default(),
+            captcha_answer: captcha_id
+                .as_ref()
+                .map(|_| answer.get_untracked().trim().to_string()),
+            captcha_id,
+            quantity: Some(quantity.get_untracked()),
+            admission: admission.get_untracked(),
+            pow,
+        };
         leptos::task::spawn_local(async move {
             let mut attempt = 0u32;
             loop {
@@ -221,6 +243,12 @@ pub fn BuyPanel(
                                 closed.set(true);
                                 "The sale has ended.".to_string()
                             }
+                            "captcha_invalid" if use_work.get_untracked() => {
+                                if let Some(w) = work {
+                                    w.renew();
+                                }
+                                "Your browser's bot check was refused (it had expired); it is making a new one — try again in a moment.".to_string()
+                            }
                             "captcha_invalid" => {
                                 load_captcha();
                                 "That captcha answer was wrong — here is a new one.".to_string()
@@ -264,8 +292,15 @@ pub fn BuyPanel(
                 Some(None) => view! { <p><a href="/login">"Sign in"</a> " to buy."</p> }.into_any(),
                 _ => ().into_any(),
             }}
-            {move || needs_captcha.then(|| view! {
+            {move || needs_captcha().then(|| view! {
                 <CaptchaInput captcha answer refresh=Callback::new(move |()| load_captcha()) enter=Callback::new(move |()| submit())/>
+            })}
+            {move || (use_work.get()).then(|| work.map(|work| view! { <WorkStatus work/> }))}
+            {(check == BotCheck::Image).then(|| view! {
+                <button type="button" class="link" data-testid="use-pow" aria-pressed=move || use_work.get().to_string()
+                    on:click=move |_| use_work.update(|w| *w = !*w)>
+                    {move || if use_work.get() { "Answer the picture instead" } else { "Can't read the picture? Let your browser do the check instead" }}
+                </button>
             })}
             {(activity.per_user_limit > 1).then(|| view! {
                 <label for="quantity">"Quantity"</label>
@@ -284,21 +319,5 @@ pub fn BuyPanel(
             <p class="error" role="alert" data-testid="buy-message">{move || message.get()}</p>
             {move || reservation.get().map(|r| view! { <OrderTracker token=r.token initial=r.status/> })}
         </section>
-    }
-}
-
-fn buy_request(
-    path: String,
-    captcha_id: Option<String>,
-    answer: String,
-    quantity: i64,
-    admission: Option<String>,
-) -> crate::api::BuyRequest {
-    crate::api::BuyRequest {
-        path,
-        captcha_answer: captcha_id.as_ref().map(|_| answer.trim().to_string()),
-        captcha_id,
-        quantity: Some(quantity),
-        admission,
     }
 }

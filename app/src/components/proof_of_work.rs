@@ -1,0 +1,141 @@
+//! The proof-of-work bot check as the browser does it: the sale page fetches a challenge for
+//! the signed-in shopper as soon as it loads (during the countdown), solves it in the wasm
+//! (ALTCHA v2, the `altcha` crate), and keeps the solution for the buy, so the start second
+//! adds no solving time. A buy spends it; a new one is computed at once, and one that is about
+//! to expire is replaced. Nobody is asked to do anything.
+
+use leptos::prelude::*;
+
+/// A sale page's proof of work (a context: the buy panel reads it, inside a waiting room too).
+#[derive(Clone, Copy)]
+pub struct Work {
+    /// The solved payload for the next buy: base64 of the ALTCHA payload JSON.
+    pub payload: RwSignal<Option<String>>,
+    /// How long the last solve took in this browser (ms).
+    pub solve_ms: RwSignal<Option<f64>>,
+    /// Set when no challenge could be had (the message shown).
+    pub failure: RwSignal<Option<String>>,
+    /// Bumped to ask for a new solution.
+    renewals: RwSignal<u32>,
+}
+
+impl Work {
+    /// Starts the check for sale `id` once the shopper is known to be signed in.
+    pub fn provide(id: i64) -> Work {
+        let work = Work {
+            payload: RwSignal::new(None),
+            solve_ms: RwSignal::new(None),
+            failure: RwSignal::new(None),
+            renewals: RwSignal::new(0),
+        };
+        provide_context(work);
+        #[cfg(feature = "hydrate")]
+        {
+            let session = crate::Session::get();
+            let started = StoredValue::new(false);
+            let alive = crate::clock::while_mounted();
+            Effect::new(move |_| {
+                if matches!(session.user.get(), Some(Some(_))) && !started.get_value() {
+                    started.set_value(true);
+                    leptos::task::spawn_local(work.run(id, alive.clone()));
+                }
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = id;
+        work
+    }
+
+    pub fn get() -> Option<Work> {
+        use_context::<Work>()
+    }
+
+    /// The solution for a buy; a new one is computed for the next.
+    pub fn take(self) -> Option<String> {
+        let payload = self.payload.get_untracked();
+        if payload.is_some() {
+            self.payload.set(None);
+            self.renewals.update(|n| *n += 1);
+        }
+        payload
+    }
+
+    /// The server refused the solution (expired, or already used): compute another.
+    pub fn renew(self) {
+        self.payload.set(None);
+        self.renewals.update(|n| *n += 1);
+    }
+
+    #[cfg(feature = "hydrate")]
+    async fn run(self, id: i64, alive: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        use crate::clock::gloo_timers_sleep;
+        use std::sync::atomic::Ordering;
+        /// Replaced this long before it expires.
+        const MARGIN_SECS: f64 = 60.0;
+        while alive.load(Ordering::Relaxed) {
+            let renewals = self.renewals.get_untracked();
+            let challenge = match crate::client::get::<altcha::Challenge>(&format!(
+                "/api/activities/{id}/challenge"
+            ))
+            .await
+            {
+                Ok(challenge) => challenge,
+                Err(f) if f.body.error == "ended" || f.status == 404 || f.status == 401 => {
+                    return;
+                }
+                Err(f) => {
+                    self.failure.set(Some(f.message()));
+                    gloo_timers_sleep(5_000).await;
+                    continue;
+                }
+            };
+            // Let the page paint and answer input first: the solve holds the main thread.
+            gloo_timers_sleep(0).await;
+            let started = js_sys::Date::now();
+            let solved = altcha::solve_challenge(altcha::SolveChallengeOptions::new(&challenge));
+            let Some(payload) = solved.ok().flatten().and_then(|solution| {
+                let json = serde_json::to_string(&altcha::Payload {
+                    challenge: challenge.clone(),
+                    solution,
+                })
+                .ok()?;
+                web_sys::window()?.btoa(&json).ok()
+            }) else {
+                self.failure
+                    .set(Some("Your browser could not complete the check.".into()));
+                return;
+            };
+            self.solve_ms.set(Some(js_sys::Date::now() - started));
+            self.failure.set(None);
+            self.payload.set(Some(payload));
+            let expires_ms =
+                challenge.parameters.expires_at.unwrap_or(0) as f64 * 1000.0 - MARGIN_SECS * 1000.0;
+            // Until a buy spends it, the server refuses it, or it is about to expire.
+            while alive.load(Ordering::Relaxed)
+                && self.renewals.get_untracked() == renewals
+                && js_sys::Date::now() < expires_ms
+            {
+                gloo_timers_sleep(500).await;
+            }
+        }
+    }
+}
+
+/// What the check is doing, for everyone (a polite live region: it speaks when it changes).
+#[component]
+pub fn WorkStatus(work: Work) -> impl IntoView {
+    let text = move || match (work.payload.get(), work.failure.get()) {
+        (Some(_), _) => "Bot check passed: your browser proved it is not a bot.".to_string(),
+        (None, Some(failure)) => failure,
+        (None, None) => {
+            "Bot check: your browser is proving it is not a bot (no puzzle to solve)…".to_string()
+        }
+    };
+    view! {
+        <p class="muted" role="status" data-testid="pow-status"
+            data-ready=move || work.payload.get().is_some().to_string()
+            data-solve-ms=move || work.solve_ms.get().map(|ms| format!("{ms:.0}"))>
+            {text}
+        </p>
+    }
+}
