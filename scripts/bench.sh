@@ -205,15 +205,22 @@ redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 13 \
   "${P}b:u:__rand_int__" "${P}s:u:__rand_int__" "${P}k:u:__rand_int__" "${P}b:ip:__rand_int__" "${P}s:ip:__rand_int__" "${P}k:ip:__rand_int__" \
   __rand_int__ 1 tok-__rand_int__ 1700000000000 0 "" 0 5 1 400 200 30 60000 60 60 1 1000000000 >"$out/redis-before.txt" 2>&1
 redis_before=$(grep -o '[0-9.]* requests per second' "$out/redis-before.txt" | awk '{print int($1)}' | tail -1)
-# After: 9 keys (one rate hash per client; blocks in-process; captcha by GETDEL outside; the unsettled tokens).
+# After: 10 keys (one rate hash per client; blocks in-process; captcha by GETDEL outside; the unsettled tokens;
+# a proof of work's spent mark, unused here).
 SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/buy/gate.lua)")
-redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 9 \
+redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 10 \
   "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}tok:__rand_int__" "${P}unused" \
-  "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}unsettled" \
-  __rand_int__ 1 tok-__rand_int__ 1700000000000 0 0 5 1 400 200 30 60000 60 60 1 1000000000 1 >"$out/redis.txt" 2>&1
+  "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}unsettled" "${P}unused" \
+  __rand_int__ 1 tok-__rand_int__ 1700000000000 0 0 5 1 400 200 30 60000 60 60 1 1000000000 1 0 >"$out/redis.txt" 2>&1
 redis_ceiling=$(grep -o '[0-9.]* requests per second' "$out/redis.txt" | awk '{print int($1)}' | tail -1)
+# The same with a proof of work to spend on each buy (flag 3: SET NX of its challenge, 10 min).
+redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 10 \
+  "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}tok:__rand_int__" "${P}unused" \
+  "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}unsettled" "${P}pow:__rand_int__" \
+  __rand_int__ 1 tok-__rand_int__ 1700000000000 3 0 5 1 400 200 30 60000 60 60 1 1000000000 1 1700000600000 >"$out/redis-pow.txt" 2>&1
+redis_pow=$(grep -o '[0-9.]* requests per second' "$out/redis-pow.txt" | awk '{print int($1)}' | tail -1)
 redis-cli -p 56379 --scan --pattern "${P}*" | xargs -r -n 1000 redis-cli -p 56379 DEL >/dev/null
-echo "   before $redis_before, after $redis_ceiling scripts/s"
+echo "   before $redis_before, after $redis_ceiling scripts/s, spending a proof of work $redis_pow scripts/s"
 
 echo "== in-stock buy path (each shopper: GET path + POST buy), closed loop of 1,000, 3 runs"
 instock_runs=(); instock_p99_runs=()
@@ -226,6 +233,13 @@ done
 cp "$out/instock-1.txt" "$out/instock.txt"
 instock_shoppers=$(median "${instock_runs[@]}")
 instock_p99=$(median "${instock_p99_runs[@]}")
+echo "== the same with the proof-of-work check: every shopper solves before the start (difficulty 1,000:"
+echo "   the server's verify costs the same at any difficulty), 3 runs"
+pow_runs=(); pow_p99_runs=()
+for run in 1 2 3; do
+  crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 20 --proof-of-work 1000 | tee "$out/instock-pow-$run.txt"
+  pow_runs+=("$(shoppers_of "$out/instock-pow-$run.txt")"); pow_p99_runs+=("$(p99_of "$out/instock-pow-$run.txt")")
+done
 
 echo "== the in-stock buy path without any layer (SECKILL_BENCH_WITHOUT_LAYERS=all of them), 3 runs"
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
@@ -307,6 +321,10 @@ wr_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.
 wr_p99=$(sed -n 's/.*latency ms: .*p99 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.txt")
 instock_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock.txt")
 ticket_ns=$("$BIN" ticket-cost 2>/dev/null | sed -n 's/.* \([0-9.]*\) ns per check.*/\1/p')
+pow_line=$("$BIN" pow-cost 2>/dev/null | tee "$out/pow-cost.txt")
+pow_issue_ns=$(echo "$pow_line" | sed -n 's/.*: \([0-9]*\) ns to issue.*/\1/p')
+pow_verify_ns=$(echo "$pow_line" | sed -n 's/.*, \([0-9]*\) ns to verify.*/\1/p')
+pow_solve_ms=$(echo "$pow_line" | sed -n 's/.*, \([0-9.]*\) ms to solve.*/\1/p')
 echo "== sessions that can end: a session check before and after"
 session_line=$("$BIN" session-cost 2>/dev/null | tee "$out/session-cost.txt")
 session_before=$(echo "$session_line" | sed -n 's/.*: \([0-9.]*\) ns signature only.*/\1/p')
@@ -372,6 +390,7 @@ at all. The product's own \`/healthz\`, which carries the whole stack, is kept b
 | in-stock path without any middleware (\`SECKILL_BENCH_WITHOUT_LAYERS\`, all) | $(fig "${bare_runs[@]}") shoppers/s | — | $(ratio "$(median "${bare_runs[@]}")" "$evalsha") % | — | — |
 | Redis alone: gate script (redis-benchmark, 50 clients), before the lean-down | $redis_before scripts/s | — | — | — | — |
 | Redis alone: gate script (redis-benchmark, 50 clients), lean (today's) | $redis_ceiling scripts/s ($(ratio "$redis_ceiling" "$redis_before") % of before) | — | — | — | — |
+| Redis alone: gate script spending a proof of work (its challenge's SET NX) | $redis_pow scripts/s ($(ratio "$redis_pow" "$redis_ceiling") % of without) | — | — | — | — |
 
 ### Latency at an operating point (open loop)
 
@@ -414,6 +433,8 @@ $layer_rows
 | in-stock buy path on the Redis Cluster, 4 stock shards | $cluster4 shoppers/s, p99 $cluster4_p99 ms | $instock_shoppers (one Redis) | $(ratio "${cluster4:-0}" "${instock_shoppers:-1}") % | — |
 ${before_row}| waiting room, 200,000 shoppers for 100,000 units: wait from the start to admission | p50 $waiting_p50 s, p99 $waiting_p99 s | — | — | — |
 | waiting room's cost on the buy: ticket check in-process | $ticket_ns ns per check | — | — | — |
+| proof-of-work check (default difficulty): issue a challenge / verify a solution, in-process | $pow_issue_ns ns / $pow_verify_ns ns (a native solve: $pow_solve_ms ms) | — | — | verify in µs |
+| in-stock buy path with the proof-of-work check (closed loop, 1,000 in flight) | $(fig "${pow_runs[@]}") shoppers/s, p99 $(fig "${pow_p99_runs[@]}") ms | $instock_shoppers (no check) | $(ratio "$(median "${pow_runs[@]}")" "${instock_shoppers:-1}") % | — |
 | revocable sessions' cost on the buy: session check, signature only (before) vs with ended-session lookups (100,000 ended sessions + 100,000 epochs) | $session_before ns vs $session_after ns per request | — | — | — |
 | in-stock buy latency with tickets (admitted shoppers, 2,000 admitted/s) vs without (1,000 in flight) | p50 $wr_p50 / p99 $wr_p99 ms vs p50 $instock_p50 / p99 $instock_p99 ms | — | — | — |
 | server peak RSS (the open loops and the 200,000-shopper crowd) | $rss MB | — | — | ≤ 200 MB |

@@ -51,6 +51,9 @@ export interface ActivityOptions {
   /** Off unless asked (the server's default turns it on from 1,000 units). */
   waitingRoom?: boolean;
   admitPerSec?: number;
+  /** The bot check; when named, `captcha` is not sent. */
+  botCheck?: "none" | "proof_of_work" | "image";
+  powDifficulty?: number;
 }
 
 /** Creates a sale through the admin API; returns its id. */
@@ -67,7 +70,8 @@ export async function createActivity(o: ActivityOptions = {}): Promise<number> {
       ends_at: new Date(starts + 3600_000).toISOString(),
       stock: o.stock ?? 10,
       per_user_limit: o.perUserLimit ?? 1,
-      captcha_required: o.captcha ?? false,
+      ...(o.botCheck ? { bot_check: o.botCheck } : { captcha_required: o.captcha ?? false }),
+      ...(o.powDifficulty ? { pow_difficulty: o.powDifficulty } : {}),
       payment_window_secs: 600,
       waiting_room: o.waitingRoom ?? false,
       ...(o.admitPerSec ? { admit_per_sec: o.admitPerSec } : {}),

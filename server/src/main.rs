@@ -28,6 +28,10 @@ enum Command {
     /// could end) and with the ended-session lookups (for `make bench`).
     #[command(hide = true)]
     SessionCost,
+    /// What the proof-of-work check costs the server: issuing a challenge and verifying a
+    /// solution, at the default difficulty (for `make bench`).
+    #[command(hide = true)]
+    PowCost,
     /// The bare ceilings for `make bench`: a minimal axum "hello" (`GET /hello`) and a minimal
     /// handler of one EVALSHA check-and-decrement (`POST /decrement`), no middleware.
     #[command(hide = true)]
@@ -214,6 +218,42 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let ns = started.elapsed().as_nanos() as f64 / f64::from(rounds);
             anyhow::ensure!(admitted == rounds as usize, "a valid ticket was refused");
             println!("admission ticket: {ns:.0} ns per check ({rounds} checks, HMAC-SHA256)");
+            Ok(())
+        }
+        Command::PowCost => {
+            use server::buy::pow::{encode, ProofOfWork};
+            let pow = ProofOfWork::new(&config.secret.0);
+            let difficulty = app::api::DEFAULT_POW_DIFFICULTY;
+            let now = chrono::Utc::now().timestamp();
+            let rounds = 20_000u32;
+            let started = std::time::Instant::now();
+            let challenges: Vec<_> = (0..rounds)
+                .map(|i| pow.challenge(42, i64::from(i % 7), difficulty, now))
+                .collect();
+            let issue_ns = started.elapsed().as_nanos() as f64 / f64::from(rounds);
+            // Solving is the browser's work; a few solutions are enough to verify many times.
+            let solving = std::time::Instant::now();
+            let payloads: Vec<_> = challenges
+                .into_iter()
+                .take(20)
+                .map(|challenge| {
+                    let solution =
+                        altcha::solve_challenge(altcha::SolveChallengeOptions::new(&challenge))?
+                            .context("unsolved")?;
+                    let sale = challenge.parameters.data.as_ref().and_then(|d| d["sale"].as_i64());
+                    anyhow::Ok((encode(&altcha::Payload { challenge, solution }), sale.unwrap_or(0)))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            let solve_ms = solving.elapsed().as_secs_f64() * 1000.0 / payloads.len() as f64;
+            let verifying = std::time::Instant::now();
+            let mut ok = 0;
+            for i in 0..rounds as usize {
+                let (payload, sale) = &payloads[i % payloads.len()];
+                ok += usize::from(pow.verify(std::hint::black_box(payload), 42, *sale).is_some());
+            }
+            let verify_ns = verifying.elapsed().as_nanos() as f64 / f64::from(rounds);
+            anyhow::ensure!(ok == rounds as usize, "a valid solution was refused");
+            println!("proof of work at difficulty {difficulty}: {issue_ns:.0} ns to issue a challenge, {verify_ns:.0} ns to verify a solution ({rounds} each), {solve_ms:.1} ms to solve one natively on this machine");
             Ok(())
         }
         Command::SessionCost => {

@@ -1,5 +1,6 @@
 //! The dashboard's chart: remaining stock and units sold over the last minutes, drawn with
-//! plotters on a canvas in the browser (the server renders the empty canvas).
+//! plotters on a canvas in the browser (the server renders the empty canvas), and its text
+//! alternative: the latest figures as a table.
 
 use leptos::prelude::*;
 
@@ -17,6 +18,9 @@ pub struct Sample {
 #[cfg(feature = "hydrate")]
 pub const KEEP_SAMPLES: usize = 600;
 
+/// Rows of the chart's table: the latest samples, newest first.
+const TABLE_ROWS: usize = 10;
+
 /// Remaining stock and units sold over the last minutes, drawn with plotters on a canvas.
 #[component]
 pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
@@ -33,11 +37,27 @@ pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
     view! {
         <figure class="chart">
             <canvas node_ref=canvas width="720" height="260" data-testid="admin-chart" data-samples=move || samples.with(Vec::len)
-                role="img" aria-label="Remaining stock and units sold over time"></canvas>
+                role="img" aria-label="Remaining stock and units sold over time; the figures are in the table below"></canvas>
             <figcaption class="muted small">
                 <span class="key remaining">"■ remaining"</span> " " <span class="key sold">"■ sold"</span>
                 " — one sample a second while this page is open"
             </figcaption>
+            <table class="data chart-table" data-testid="chart-table">
+                <caption>"The chart's figures: the latest samples, newest first"</caption>
+                <thead><tr><th scope="col">"Seconds ago"</th><th scope="col">"Remaining"</th><th scope="col">"Sold"</th></tr></thead>
+                <tbody>
+                    {move || samples.with(|data| {
+                        let last = data.last().map_or(0.0, |s| s.at_ms);
+                        data.iter().rev().take(TABLE_ROWS).map(|s| view! {
+                            <tr>
+                                <td>{format!("{:.0}", (last - s.at_ms) / 1000.0)}</td>
+                                <td>{s.remaining}</td>
+                                <td>{s.sold}</td>
+                            </tr>
+                        }).collect_view()
+                    })}
+                </tbody>
+            </table>
         </figure>
     }
 }
@@ -75,7 +95,7 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
         .map_err(|e| e.to_string())?;
     let at = |s: &Sample| (s.at_ms - last) / 1000.0;
     let remaining_color = RGBColor(37, 99, 235);
-    let sold_color = RGBColor(22, 163, 74);
+    let sold_color = RGBColor(21, 128, 61);
     chart
         .draw_series(LineSeries::new(
             data.iter().map(|s| (at(s), s.remaining as f64)),

@@ -121,7 +121,8 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
 
     view! {
         <div class="order">
-            <p class="status">
+            // Announced when the status changes (not the deadline below, which ticks every second).
+            <p class="status" role="status" aria-live="polite" aria-atomic="true">
                 <span class=move || format!("badge {}", shown.get()) data-testid="order-status" data-history=move || history.get().join(",")>
                     {move || shown.get()}
                 </span>

@@ -71,7 +71,7 @@ fn ActivityView(activity: Activity) -> impl IntoView {
             </p>
             <p class="description">{activity.description.clone()}</p>
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
-            <Countdown activity=activity.clone() remaining/>
+            <Countdown activity=activity.clone() remaining announce=true/>
             {move || match live_phase.get() {
                 Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase/> }.into_any(),
                 Phase::Live => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
