@@ -364,6 +364,8 @@ cluster4=$(shoppers_of "$out/cluster4.txt"); cluster4_p99=$(p99_of "$out/cluster
 nowait=$(shoppers_of "$out/cluster4-nowait.txt"); nowait_p99=$(p99_of "$out/cluster4-nowait.txt")
 
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
+echo "== the storefront on a phone: Lighthouse (mobile) and the proof of work's solve time (scripts/bench-storefront.sh)"
+scripts/bench-storefront.sh >"$out/storefront.md"
 report=BENCHMARKS.md
 [ "$PROFILE" = 1 ] && report="$out/BENCHMARKS.md" # a profiled run does not replace the figures
 cat >"$report" <<MD
@@ -443,6 +445,9 @@ ${before_row}| waiting room, 200,000 shoppers for 100,000 units: wait from the s
 \`\`\`
 $(cat "$out/crowd.txt")
 \`\`\`
+
+## The storefront on a phone (\`make bench-storefront\` alone)
+$(cat "$out/storefront.md")
 
 ## In-stock run
 \`\`\`
