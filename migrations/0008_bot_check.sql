@@ -4,7 +4,7 @@
 ALTER TABLE activities
     ADD COLUMN bot_check text NOT NULL DEFAULT 'proof_of_work'
         CHECK (bot_check IN ('none', 'proof_of_work', 'image')),
-    ADD COLUMN pow_difficulty integer NOT NULL DEFAULT 50000
+    ADD COLUMN pow_difficulty integer NOT NULL DEFAULT 30000
         CHECK (pow_difficulty BETWEEN 1000 AND 10000000);
 UPDATE activities SET bot_check = CASE WHEN captcha_required THEN 'image' ELSE 'none' END;
 ALTER TABLE activities

@@ -231,9 +231,9 @@ impl std::str::FromStr for BotCheck {
     }
 }
 
-/// The proof of work's difficulty when the merchant names none: about 50,000 SHA-256 hashes,
+/// The proof of work's difficulty when the merchant names none: about 30,000 SHA-256 hashes,
 /// a fraction of a second in a phone's browser (BENCHMARKS.md, "Storefront").
-pub const DEFAULT_POW_DIFFICULTY: i32 = 50_000;
+pub const DEFAULT_POW_DIFFICULTY: i32 = 30_000;
 /// The range a merchant may pick the difficulty from.
 pub const POW_DIFFICULTY_RANGE: std::ops::RangeInclusive<i32> = 1_000..=10_000_000;
 

@@ -240,8 +240,18 @@ async fn run(command: Command) -> anyhow::Result<()> {
                     let solution =
                         altcha::solve_challenge(altcha::SolveChallengeOptions::new(&challenge))?
                             .context("unsolved")?;
-                    let sale = challenge.parameters.data.as_ref().and_then(|d| d["sale"].as_i64());
-                    anyhow::Ok((encode(&altcha::Payload { challenge, solution }), sale.unwrap_or(0)))
+                    let sale = challenge
+                        .parameters
+                        .data
+                        .as_ref()
+                        .and_then(|d| d["sale"].as_i64());
+                    anyhow::Ok((
+                        encode(&altcha::Payload {
+                            challenge,
+                            solution,
+                        }),
+                        sale.unwrap_or(0),
+                    ))
                 })
                 .collect::<anyhow::Result<_>>()?;
             let solve_ms = solving.elapsed().as_secs_f64() * 1000.0 / payloads.len() as f64;
@@ -249,7 +259,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let mut ok = 0;
             for i in 0..rounds as usize {
                 let (payload, sale) = &payloads[i % payloads.len()];
-                ok += usize::from(pow.verify(std::hint::black_box(payload), 42, *sale).is_some());
+                ok += usize::from(
+                    pow.verify(std::hint::black_box(payload), 42, *sale)
+                        .is_some(),
+                );
             }
             let verify_ns = verifying.elapsed().as_nanos() as f64 / f64::from(rounds);
             anyhow::ensure!(ok == rounds as usize, "a valid solution was refused");

@@ -187,10 +187,10 @@ async fn the_check_is_the_merchants_choice_and_old_clients_keep_their_meaning() 
         }
     };
     // `live_activity` sends `captcha_required: false` unless told otherwise.
-    assert_eq!(created(json!({})).await, ("none".into(), false, 50_000));
+    assert_eq!(created(json!({})).await, ("none".into(), false, 30_000));
     assert_eq!(
         created(json!({"captcha_required": true})).await,
-        ("image".into(), true, 50_000)
+        ("image".into(), true, 30_000)
     );
     assert_eq!(
         created(json!({"captcha_required": null, "bot_check": "proof_of_work", "pow_difficulty": 200_000})).await,

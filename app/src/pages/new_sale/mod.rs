@@ -200,7 +200,7 @@ pub fn ActivityForm() -> impl IntoView {
                         </select>
                     </Field>
                     <Field id="pow_difficulty" label="Proof-of-work difficulty (hashes)" errors
-                        hint=Signal::derive(|| "50,000 solves in well under a second on a mid-range phone.".to_string())>
+                        hint=Signal::derive(|| "30,000 (the default) solves in about a third of a second on a mid-range phone.".to_string())>
                         <input id="field-pow_difficulty" name="pow_difficulty" type="number" min="1000" max="10000000" data-testid="admin-field-pow_difficulty"
                             disabled=move || draft.with(|d| !d.bot_check.takes_proof_of_work())
                             aria-describedby=described("pow_difficulty") prop:value=difficulty on:input=set_difficulty/>

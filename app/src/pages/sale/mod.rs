@@ -57,9 +57,12 @@ fn ActivityView(activity: Activity) -> impl IntoView {
     let a = activity.clone();
     let live_phase = Memo::new(move |_| phase(&a, clock.now_ms.get()).0);
     let waiting_room = activity.waiting_room;
-    if activity.bot_check.takes_proof_of_work() {
-        Work::provide(activity.id);
-    }
+    let work = activity
+        .bot_check
+        .takes_proof_of_work()
+        .then(|| Work::provide(activity.id));
+    let session = Session::get();
+    let signed_in = move || matches!(session.user.get(), Some(Some(_)));
     view! {
         <Title text=page_title(&activity.title)/>
         <article class="card activity">
@@ -79,6 +82,9 @@ fn ActivityView(activity: Activity) -> impl IntoView {
                 _ => view! {
                     <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
                     <p class="muted">"The buy button opens when the sale starts."</p>
+                    // The proof of work is done during the countdown: say so.
+                    {move || (signed_in() && activity.bot_check == BotCheck::ProofOfWork)
+                        .then(|| work.map(|work| view! { <WorkStatus work/> }))}
                 }.into_any(),
             }}
         </article>
