@@ -67,13 +67,24 @@ test("every storefront page in every state passes axe-core (WCAG 2.2 AA)", async
   await signUpShopper(page);
   await openHydrated(page, `/activities/${upcoming}`);
   await expect(page.getByTestId("countdown")).toContainText("Starts in");
+  await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
   await expectAccessible(page, "countdown");
+  // The ticking text is silent; the live region says the milestone, and not again each second.
+  const countdown = page.getByTestId("countdown");
+  const announcement = page.getByTestId("countdown-announcement");
+  await expect(countdown).toHaveAttribute("aria-live", "off");
+  await expect(announcement).toHaveAttribute("aria-live", "polite");
+  await expect(announcement).toHaveText("The sale starts in less than 10 minutes.");
+  const before = await countdown.textContent();
+  await expect(countdown).not.toHaveText(before ?? "");
+  await expect(announcement).toHaveText("The sale starts in less than 10 minutes.");
 
   // The buy panel, with the proof of work ready.
   const live = await createActivity({ stock: 1, botCheck: "proof_of_work", powDifficulty: 1000 });
   await openHydrated(page, `/activities/${live}`);
   await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
   await expect(page.getByTestId("buy-button")).toBeEnabled();
+  await expect(page.getByTestId("countdown-announcement")).toHaveText("The sale is on: you can buy now.");
   await expectAccessible(page, "buy panel (proof of work)");
 
   // The image captcha with its alternative.
