@@ -189,6 +189,8 @@ test("a proof-of-work sale is bought with no puzzle; an image sale's alternative
   const sale = await created.json();
   expect(sale.bot_check).toBe("proof_of_work");
   await signUpShopper(page);
+  const challenges: string[] = [];
+  page.on("request", (r) => { if (r.url().endsWith("/challenge")) challenges.push(r.url()); });
   await openHydrated(page, `/activities/${sale.id}`);
   await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true", { timeout: 30_000 });
   await expect(page.getByTestId("captcha-image")).toHaveCount(0);
@@ -197,6 +199,8 @@ test("a proof-of-work sale is bought with no puzzle; an image sale's alternative
   await page.getByTestId("buy-button").click();
   expect(JSON.parse((await buy).postData() ?? "{}").pow).toBeTruthy();
   await expect(page.getByTestId("order-status")).toHaveText("confirmed");
+  // Bought: no new challenge is fetched (none at the busiest second for a shopper who is done).
+  expect(challenges, "challenges fetched").toHaveLength(1);
 
   // An image sale: the shopper who cannot read it switches to the proof of work from the keyboard.
   const image = await createActivity({ stock: 3, botCheck: "image", powDifficulty: 1000 });

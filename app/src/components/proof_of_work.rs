@@ -1,8 +1,9 @@
 //! The proof-of-work bot check as the browser does it: the sale page fetches a challenge for
 //! the signed-in shopper as soon as it loads (during the countdown), solves it in the wasm
 //! (ALTCHA v2, the `altcha` crate), and keeps the solution for the buy, so the start second
-//! adds no solving time. A buy spends it; a new one is computed at once, and one that is about
-//! to expire is replaced. Nobody is asked to do anything.
+//! adds no solving time. A buy spends it; the buy panel asks for another only when the shopper
+//! can buy again (not after a success, nor while sold out: no extra request at the busiest
+//! second), and one that is about to expire is replaced. Nobody is asked to do anything.
 
 use leptos::prelude::*;
 
@@ -15,6 +16,8 @@ pub struct Work {
     pub solve_ms: RwSignal<Option<f64>>,
     /// Set when no challenge could be had (the message shown).
     pub failure: RwSignal<Option<String>>,
+    /// While a challenge is fetched and solved.
+    pub solving: RwSignal<bool>,
     /// Bumped to ask for a new solution.
     renewals: RwSignal<u32>,
 }
@@ -26,6 +29,7 @@ impl Work {
             payload: RwSignal::new(None),
             solve_ms: RwSignal::new(None),
             failure: RwSignal::new(None),
+            solving: RwSignal::new(false),
             renewals: RwSignal::new(0),
         };
         provide_context(work);
@@ -50,17 +54,16 @@ impl Work {
         use_context::<Work>()
     }
 
-    /// The solution for a buy; a new one is computed for the next.
+    /// The solution for a buy (spent by it: the next buy needs [`Work::renew`]).
     pub fn take(self) -> Option<String> {
         let payload = self.payload.get_untracked();
         if payload.is_some() {
             self.payload.set(None);
-            self.renewals.update(|n| *n += 1);
         }
         payload
     }
 
-    /// The server refused the solution (expired, or already used): compute another.
+    /// Compute a new solution (the last one was spent, refused or is about to expire).
     pub fn renew(self) {
         self.payload.set(None);
         self.renewals.update(|n| *n += 1);
@@ -74,6 +77,7 @@ impl Work {
         const MARGIN_SECS: f64 = 60.0;
         while alive.load(Ordering::Relaxed) {
             let renewals = self.renewals.get_untracked();
+            self.solving.set(true);
             let challenge = match crate::client::get::<altcha::Challenge>(&format!(
                 "/api/activities/{id}/challenge"
             ))
@@ -81,10 +85,12 @@ impl Work {
             {
                 Ok(challenge) => challenge,
                 Err(f) if f.body.error == "ended" || f.status == 404 || f.status == 401 => {
+                    self.solving.set(false);
                     return;
                 }
                 Err(f) => {
                     self.failure.set(Some(f.message()));
+                    self.solving.set(false);
                     gloo_timers_sleep(5_000).await;
                     continue;
                 }
@@ -103,14 +109,16 @@ impl Work {
             }) else {
                 self.failure
                     .set(Some("Your browser could not complete the check.".into()));
+                self.solving.set(false);
                 return;
             };
             self.solve_ms.set(Some(js_sys::Date::now() - started));
             self.failure.set(None);
             self.payload.set(Some(payload));
+            self.solving.set(false);
             let expires_ms =
                 challenge.parameters.expires_at.unwrap_or(0) as f64 * 1000.0 - MARGIN_SECS * 1000.0;
-            // Until a buy spends it, the server refuses it, or it is about to expire.
+            // Until a new one is asked for, or this one is about to expire.
             while alive.load(Ordering::Relaxed)
                 && self.renewals.get_untracked() == renewals
                 && js_sys::Date::now() < expires_ms

@@ -180,6 +180,20 @@ pub fn BuyPanel(
             }
     };
 
+    // A spent or refused proof of work is replaced only when the shopper can buy again: not
+    // after a success, not while sold out (it is when units come back).
+    Effect::new(move |_| {
+        let Some(work) = work else { return };
+        let can_try_again = use_work.get()
+            && !busy.get()
+            && !closed.get()
+            && !sold_out()
+            && reservation.get().is_none();
+        if can_try_again && work.payload.get().is_none() && !work.solving.get() {
+            work.renew();
+        }
+    });
+
     let submit = move || {
         if !can_buy() {
             return;
@@ -250,9 +264,6 @@ pub fn BuyPanel(
                                 "The sale has ended.".to_string()
                             }
                             "captcha_invalid" if use_work.get_untracked() => {
-                                if let Some(w) = work {
-                                    w.renew();
-                                }
                                 "Your browser's bot check was refused (it had expired); it is making a new one — try again in a moment.".to_string()
                             }
                             "captcha_invalid" => {
