@@ -94,9 +94,12 @@ struct Buy<'a> {
 }
 
 /// The bot check a buy passed, as far as it can be told before Redis.
-enum Proof {
+enum Proof<'a> {
     /// The sale asks for none.
     None,
+    /// A proof of work not verified yet (verified after the in-process sold-out answer, which
+    /// the hot sold-out path gives without paying for it).
+    Unverified(&'a str),
     /// A captcha id and answer, to be compared with the answer Redis holds.
     Captcha(String, String),
     /// A verified proof of work, to be spent by the script (once).
@@ -150,11 +153,6 @@ impl Gate {
             activity.pow_difficulty,
             chrono::Utc::now().timestamp(),
         ))
-    }
-
-    /// Verifies a proof of work in-process, as the buy does (for `server bench`).
-    pub fn verify_work(&self, encoded: &str, user: i64, id: i64) -> bool {
-        self.pow.verify(encoded, user, id).is_some()
     }
 
     /// Counts a buy request's outcome (`accepted` or its error code) in the metrics.
@@ -230,11 +228,7 @@ impl Gate {
         let proof = match (check, req.pow.as_deref()) {
             (BotCheck::None, _) => Proof::None,
             // The image's alternative is always the proof of work.
-            (_, Some(work)) => match self.pow.verify(work, user, id) {
-                Some(spent) => Proof::Work(spent),
-                None if idempotency.is_some() => Proof::Refused,
-                None => return Err(ApiError::CaptchaInvalid),
-            },
+            (_, Some(work)) => Proof::Unverified(work),
             (BotCheck::Image, None) => {
                 match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
                     (Some(id), Some(answer))
@@ -252,6 +246,14 @@ impl Gate {
         if idempotency.is_none() && state.sold_out.is_set(id) {
             return Err(ApiError::SoldOut);
         }
+        let proof = match proof {
+            Proof::Unverified(work) => match self.pow.verify(work, user, id) {
+                Some(spent) => Proof::Work(spent),
+                None if idempotency.is_some() => Proof::Refused,
+                None => return Err(ApiError::CaptchaInvalid),
+            },
+            checked => checked,
+        };
         let (who_user, who_ip) = (format!("u:{user}"), format!("ip:{ip}"));
         if let Some(ms) = state
             .blocks
@@ -338,7 +340,7 @@ impl Gate {
         activity: &crate::domain::activity::ActivityRow,
         user: i64,
         quantity: i64,
-        proof: Proof,
+        proof: Proof<'_>,
         idempotency: Option<&str>,
         (who_user, who_ip): (&str, &str),
     ) -> redis::RedisResult<(String, String)> {
@@ -365,7 +367,8 @@ impl Gate {
                 )
             }
             Proof::Work(spent) => (3, Some(spent)),
-            Proof::Refused => (2, None),
+            // Verified before this call; never reaches here unverified.
+            Proof::Unverified(_) | Proof::Refused => (2, None),
         };
         let token = new_token(activity.id, home_index, shards);
         let now_ms = chrono::Utc::now().timestamp_millis();
