@@ -187,6 +187,7 @@ test("a proof-of-work sale is bought with no puzzle; an image sale's alternative
   });
   expect(created.status()).toBe(201);
   const sale = await created.json();
+  await api.dispose();
   expect(sale.bot_check).toBe("proof_of_work");
   await signUpShopper(page);
   const challenges: string[] = [];

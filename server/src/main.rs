@@ -221,7 +221,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             Ok(())
         }
         Command::PowCost => {
-            use server::buy::pow::{encode, ProofOfWork};
+            use server::buy::pow::{solve, ProofOfWork};
             let pow = ProofOfWork::new(&config.secret.0);
             let difficulty = app::api::DEFAULT_POW_DIFFICULTY;
             let now = chrono::Utc::now().timestamp();
@@ -237,21 +237,12 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 .into_iter()
                 .take(20)
                 .map(|challenge| {
-                    let solution =
-                        altcha::solve_challenge(altcha::SolveChallengeOptions::new(&challenge))?
-                            .context("unsolved")?;
                     let sale = challenge
                         .parameters
                         .data
                         .as_ref()
                         .and_then(|d| d["sale"].as_i64());
-                    anyhow::Ok((
-                        encode(&altcha::Payload {
-                            challenge,
-                            solution,
-                        }),
-                        sale.unwrap_or(0),
-                    ))
+                    anyhow::Ok((solve(challenge).context("unsolved")?, sale.unwrap_or(0)))
                 })
                 .collect::<anyhow::Result<_>>()?;
             let solve_ms = solving.elapsed().as_secs_f64() * 1000.0 / payloads.len() as f64;

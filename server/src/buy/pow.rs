@@ -9,8 +9,8 @@
 //! challenge's nonce on the buyer's home shard (`SET NX`), atomically with the decision.
 
 use altcha::{
-    create_challenge, verify_solution, Challenge, CreateChallengeOptions, Payload,
-    VerifySolutionOptions,
+    create_challenge, solve_challenge, verify_solution, Challenge, CreateChallengeOptions, Payload,
+    SolveChallengeOptions, VerifySolutionOptions,
 };
 use base64::{engine::general_purpose::STANDARD, Engine};
 use hmac::{Hmac, Mac};
@@ -48,11 +48,7 @@ impl ProofOfWork {
             let mut mac =
                 Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
             mac.update(label.as_bytes());
-            mac.finalize()
-                .into_bytes()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
+            hex::encode(mac.finalize().into_bytes())
         };
         ProofOfWork {
             challenge_secret: derive("pow-challenge"),
@@ -120,20 +116,25 @@ pub fn encode(payload: &Payload) -> String {
     STANDARD.encode(serde_json::to_vec(payload).expect("a payload serialises"))
 }
 
+/// Solves a challenge as a browser does and encodes the payload for the buy (the load tool's,
+/// the benchmark's and the tests' solver; `None` if the crate's solver gives up).
+pub fn solve(challenge: Challenge) -> Option<String> {
+    let solution = solve_challenge(SolveChallengeOptions::new(&challenge))
+        .ok()
+        .flatten()?;
+    Some(encode(&Payload {
+        challenge,
+        solution,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use altcha::{solve_challenge, SolveChallengeOptions};
 
     fn solved(pow: &ProofOfWork, user: i64, sale: i64, now: i64) -> (Challenge, String) {
         let challenge = pow.challenge(user, sale, 2_000, now);
-        let solution = solve_challenge(SolveChallengeOptions::new(&challenge))
-            .unwrap()
-            .expect("solvable");
-        let encoded = encode(&Payload {
-            challenge: challenge.clone(),
-            solution,
-        });
+        let encoded = solve(challenge.clone()).expect("solvable");
         (challenge, encoded)
     }
 

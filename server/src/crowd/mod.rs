@@ -556,13 +556,8 @@ async fn solve_all(
         tasks.push(tokio::task::spawn_blocking(move || {
             part.into_iter()
                 .map(|challenge| {
-                    let solution =
-                        altcha::solve_challenge(altcha::SolveChallengeOptions::new(&challenge))?
-                            .context("no solution within the solver's time limit")?;
-                    Ok(crate::buy::pow::encode(&altcha::Payload {
-                        challenge,
-                        solution,
-                    }))
+                    crate::buy::pow::solve(challenge)
+                        .context("no solution within the solver's time limit")
                 })
                 .collect::<anyhow::Result<Vec<String>>>()
         }));

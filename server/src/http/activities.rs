@@ -58,7 +58,7 @@ async fn get_activity(
 ) -> ApiResult<Response> {
     let row = load(&db, parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
     let body = serde_json::to_vec(&row.into_activity()).map_err(anyhow::Error::from)?;
-    let etag = format!("\"{}\"", &hex(&Sha256::digest(&body))[..32]);
+    let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&body))[..32]);
     let cache = [(
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=5"),
@@ -83,10 +83,6 @@ async fn get_activity(
         body,
     )
         .into_response())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 async fn get_stock(

@@ -279,5 +279,5 @@ impl Config {
 pub fn generate_secret() -> String {
     use rand::Rng;
     let bytes: [u8; 32] = rand::rng().random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }

@@ -3,10 +3,15 @@
 //! Solved here with the same crate a browser runs.
 
 use crate::helpers::*;
-use altcha::{solve_challenge, Challenge, Payload, SolveChallengeOptions};
+use altcha::{Challenge, Payload};
 use reqwest::Client;
 use serde_json::{json, Value};
 use server::buy::pow::{encode, ProofOfWork, CHALLENGE_TTL_SECS};
+
+/// Solved as the page's wasm solves it.
+fn solve(challenge: Challenge) -> String {
+    server::buy::pow::solve(challenge).expect("solved")
+}
 
 async fn challenge(app: &TestApp, client: &Client, id: i64) -> Challenge {
     let resp = client
@@ -23,16 +28,6 @@ async fn challenge(app: &TestApp, client: &Client, id: i64) -> Challenge {
     let (status, body) = json(resp).await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_value(body).unwrap()
-}
-
-fn solve(challenge: Challenge) -> String {
-    let solution = solve_challenge(SolveChallengeOptions::new(&challenge))
-        .unwrap()
-        .expect("solved");
-    encode(&Payload {
-        challenge,
-        solution,
-    })
 }
 
 async fn sale(app: &TestApp, merchant: &Client, fields: Value) -> i64 {
@@ -203,20 +198,13 @@ async fn the_check_is_the_merchants_choice_and_old_clients_keep_their_meaning() 
         ),
         (json!({"bot_check": "puzzle"}), "bot_check"),
         (
-            json!({"bot_check": "proof_of_work", "pow_difficulty": 999}),
+            json!({"bot_check": "proof_of_work", "captcha_required": null, "pow_difficulty": 999}),
             "pow_difficulty",
         ),
     ] {
-        let mut body = json!({
-            "title": "T", "price_cents": 100, "seckill_price_cents": 10, "stock": 1,
-            "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2030-01-01T01:00:00Z",
-        });
-        for (k, v) in fields.as_object().unwrap() {
-            body[k] = v.clone();
-        }
         let resp = merchant
             .post(app.url("/api/admin/activities"))
-            .json(&body)
+            .json(&live_activity_body(1, fields))
             .send()
             .await
             .unwrap();

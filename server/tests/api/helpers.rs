@@ -276,6 +276,19 @@ pub async fn merchant_of(app: &TestApp, shop: &str) -> Client {
 
 /// An activity that is on sale now (captcha off unless `fields` says otherwise).
 pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields: Value) -> Value {
+    let resp = merchant
+        .post(app.url("/api/admin/activities"))
+        .json(&live_activity_body(stock, fields))
+        .send()
+        .await
+        .unwrap();
+    let (status, activity) = json(resp).await;
+    assert_eq!(status, 201, "{activity}");
+    activity
+}
+
+/// The create body `live_activity` sends: a sale on now, captcha off, `fields` merged in.
+pub fn live_activity_body(stock: i64, fields: Value) -> Value {
     let now = chrono::Utc::now();
     let mut body = serde_json::json!({
         "title": "Flash phone",
@@ -290,15 +303,7 @@ pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields:
     for (k, v) in fields.as_object().unwrap() {
         body[k] = v.clone();
     }
-    let resp = merchant
-        .post(app.url("/api/admin/activities"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let (status, activity) = json(resp).await;
-    assert_eq!(status, 201, "{activity}");
-    activity
+    body
 }
 
 impl TestApp {

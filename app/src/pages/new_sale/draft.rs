@@ -193,7 +193,8 @@ impl Draft {
             }
         };
         let pow_difficulty = parse_int(&self.pow_difficulty)
-            .filter(|n| POW_DIFFICULTY_RANGE.contains(&(*n as i32)) && *n <= i64::from(i32::MAX));
+            .and_then(|n| i32::try_from(n).ok())
+            .filter(|n| POW_DIFFICULTY_RANGE.contains(n));
         if self.bot_check.takes_proof_of_work() && pow_difficulty.is_none() {
             errors.insert(
                 "pow_difficulty",
@@ -205,9 +206,7 @@ impl Draft {
         }
         Ok(NewActivity {
             bot_check: Some(self.bot_check),
-            pow_difficulty: pow_difficulty
-                .filter(|_| self.bot_check.takes_proof_of_work())
-                .map(|n| n as i32),
+            pow_difficulty: pow_difficulty.filter(|_| self.bot_check.takes_proof_of_work()),
             waiting_room: Some(self.waiting_room_on()),
             admit_per_sec: admit_per_sec.map(|n| n as i32),
             title,

@@ -201,7 +201,7 @@ pub fn BuyPanel(
         busy.set(true);
         message.set(None);
         let key = new_key();
-        let captcha_id = (check == BotCheck::Image && !use_work.get_untracked())
+        let captcha_id = untrack(needs_captcha)
             .then(|| captcha.get_untracked().map(|c| c.id))
             .flatten();
         let pow = use_work
