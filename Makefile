@@ -119,7 +119,13 @@ test-e2e: clean-test-dbs
 	DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e \
 	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
 	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
-	npx playwright test
+	$(E2E_DOORS) npx playwright test
+
+# Every browser of the e2e suites comes from this one loopback address: the per-address doors
+# (sign-up, captcha) and the per-shopper ones are opened wide there (their own tests lower them).
+E2E_DOORS := SECKILL_SIGNUPS_PER_ADDRESS=1000000 SECKILL_SIGNUPS_PER_MINUTE=1000000 \
+  SECKILL_CAPTCHAS_PER_MINUTE=1000000 SECKILL_CHALLENGES_PER_MINUTE=1000000 \
+  SECKILL_QUEUE_PER_MINUTE=1000000 SECKILL_STOCK_PER_MINUTE=1000000
 
 # The same journeys through nginx against the cluster shape (debug build, a database of its own).
 test-e2e-cluster: clean-test-dbs
@@ -127,7 +133,7 @@ test-e2e-cluster: clean-test-dbs
 	  SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password SECKILL_DEMO=0 \
 	  SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password \
 	  SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e SECKILL_REDIS_PREFIX=e2ec:$$(date +%s%N): \
-	  SECKILL_TRUST_FORWARDED_FOR=2 RUST_LOG=warn \
+	  SECKILL_TRUST_FORWARDED_FOR=1 RUST_LOG=warn $(E2E_DOORS) \
 	  DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e_cluster REDIS_CLUSTER_URLS=$(TEST_CLUSTER_URLS)
 	trap '$(CURDIR)/scripts/cluster.sh down' EXIT
 	scripts/cluster.sh up

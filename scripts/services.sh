@@ -293,8 +293,11 @@ nginx_start() { # port site-root upstream-port...
   mkdir -p "$NGINX_DIR/logs" "$NGINX_DIR/tmp"
   local servers="" p
   for p in "$@"; do servers+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
-  SERVERS="$servers" PORT="$port" SITE="$(cd "$site" && pwd)" PREFIX="$NGINX_DIR" \
-    perl -pe 's/\@SERVERS\@\n?/$ENV{SERVERS}/; s/\@(PORT|SITE|PREFIX)\@/$ENV{$1}/g' \
+  # The proxies whose X-Forwarded-For is believed (space-separated addresses or CIDR ranges).
+  local real_ip="" r
+  for r in ${SECKILL_NGINX_REAL_IP_FROM:-127.0.0.1}; do real_ip+="    set_real_ip_from $r;"$'\n'; done
+  SERVERS="$servers" REAL_IP_FROM="$real_ip" PORT="$port" SITE="$(cd "$site" && pwd)" PREFIX="$NGINX_DIR" \
+    perl -pe 's/\@SERVERS\@\n?/$ENV{SERVERS}/; s/^\@REAL_IP_FROM\@\n?/$ENV{REAL_IP_FROM}/; s/\@(PORT|SITE|PREFIX)\@/$ENV{$1}/g; s/\@REAL_IP_FROM\@/the trusted proxies/g' \
     "$root/scripts/nginx.conf" >"$NGINX_DIR/nginx.conf"
   cp "$root/scripts/nginx-proxy.conf" "$NGINX_DIR/proxy.conf"
   if [ -f "$NGINX_DIR/nginx.pid" ] && kill -0 "$(cat "$NGINX_DIR/nginx.pid")" 2>/dev/null; then

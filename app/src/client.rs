@@ -134,3 +134,17 @@ mod imp {
 }
 
 pub use imp::{get, post, post_with_key};
+
+/// A fresh `Idempotency-Key` (128 random bits as hex) for one write the page may retry.
+pub fn new_key() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let mut bytes = [0u8; 16];
+        if let Some(crypto) = web_sys::window().and_then(|w| w.crypto().ok()) {
+            let _ = crypto.get_random_values_with_u8_array(&mut bytes);
+        }
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    String::new()
+}

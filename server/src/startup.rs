@@ -7,6 +7,7 @@ use crate::{
         activities::ActivityCache,
         attempts::Attempts,
         blocks::Blocks,
+        doors::Doors,
         gate::{Gate, GateParts},
         queue::WaitingRoom,
         soldout::SoldOut,
@@ -158,8 +159,13 @@ impl AppState {
         };
         Ok(AppState::new(Shared {
             sessions,
-            passwords: Passwords::new(config.password_hash_concurrency)?,
-            login_throttle: LoginThrottle::new(config.login_throttle, keys),
+            passwords: Passwords::new(
+                config.password_hash_concurrency,
+                config.doors.signup_hash_concurrency,
+            )?,
+            login_throttle: LoginThrottle::new(config.login_throttle, keys.clone()),
+            doors: Doors::new(config.doors, keys),
+            exports: Default::default(),
             gate: Arc::new(gate),
             waiting_room,
             sold_out,
@@ -273,6 +279,23 @@ impl Application {
         tokio::spawn(listen(&state));
         tokio::spawn(state.attempts.clone().run(state.redis.clone()));
         tokio::spawn(state.waiting_room.clone().run());
+        tokio::spawn(
+            state
+                .sessions
+                .revocations
+                .clone()
+                .run(state.db.clone(), state.config.session_reload),
+        );
+        let (doors, gate) = (state.doors.clone(), state.gate.clone());
+        tokio::spawn(async move {
+            // The in-process buckets forget clients idle long enough to be full again.
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                doors.sweep();
+                gate.sweep();
+            }
+        });
         if state.config.run_workers {
             state.spawn_workers().await?;
         }
@@ -365,6 +388,7 @@ fn router(state: AppState) -> Router {
     if on("require_json") {
         api = api.layer(middleware::from_fn(http::input::require_json));
     }
+    let api = api.layer(middleware::from_fn(http::input::json_rejections));
 
     let site = Path::new(&state.config.site_root).to_path_buf();
     let routes = generate_route_list(app::App);
@@ -414,6 +438,13 @@ fn router(state: AppState) -> Router {
     }
     if on("security_headers") {
         app = app.layer(site::security_headers());
+        // Served over HTTPS (the cookie is `Secure`): browsers keep to HTTPS from then on.
+        if state.config.cookie_secure {
+            app = app.layer(SetResponseHeaderLayer::overriding(
+                header::STRICT_TRANSPORT_SECURITY,
+                HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+            ));
+        }
     }
     if on("compression") {
         // Not below 1 KiB: the buy path's small JSON answers gain nothing from it (an encoder

@@ -3,7 +3,7 @@
 
 use crate::{
     buy::{
-        activities::ActivityCache, attempts::Attempts, blocks::Blocks, gate::Gate,
+        activities::ActivityCache, attempts::Attempts, blocks::Blocks, doors::Doors, gate::Gate,
         queue::WaitingRoom, soldout::SoldOut, throttle::LoginThrottle,
     },
     domain::{password::Passwords, payment::PaymentProvider},
@@ -51,6 +51,8 @@ pub struct Shared {
     pub sessions: Arc<SessionKeys>,
     pub passwords: Passwords,
     pub login_throttle: LoginThrottle,
+    pub doors: Doors,
+    pub exports: crate::http::admin::orders::Exports,
     pub leptos: LeptosOptions,
     pub assets: app::Assets,
     pub hashed_assets: bool,
@@ -85,6 +87,8 @@ parts! {
     sessions: Arc<SessionKeys>,
     passwords: Passwords,
     login_throttle: LoginThrottle,
+    doors: Doors,
+    exports: crate::http::admin::orders::Exports,
     leptos: LeptosOptions,
     gate: Arc<Gate>,
     waiting_room: WaitingRoom,

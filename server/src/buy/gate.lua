@@ -11,13 +11,14 @@
 --       9/10 address bucket capacity / refill per s, 11 strikes before a block,
 --       12 strike window and block (ms), 13 token status ttl (s), 14 idempotency ttl (s),
 --       15 activity id, 16 per-user limit, 17 shards of the sale, 18 the challenge's expiry (ms)
--- Returns {code, detail}: ok/borrow + token, sold_out, rate_limited + ms, blocked + 'user ms' or
+-- Returns {code, detail}: ok + token, borrow + 'token quantity', sold_out, rate_limited + ms, blocked + 'user ms' or
 -- 'address ms' (the caller blocks that client everywhere), paused,
 -- captcha_invalid, limit_reached, not_warm, bad_args.
 --
 -- `borrow`: this shard is out of units but others may have some. The user's units are held
 -- here (the per-user limit has one home) and the token is `pending` until the caller got the
--- units from another shard (`lend.lua`) and settled (`settle.lua`).
+-- units from another shard (`lend.lua`) and settled (`settle.lua`). The quantity borrowed is the
+-- one first asked for, whatever a keyed retry asks: it is what the holders count holds.
 
 local qty = tonumber(ARGV[2])
 local now = tonumber(ARGV[4])
@@ -37,7 +38,12 @@ end
 if ARGV[6] == '1' then
   local previous = redis.call('GET', KEYS[6])
   if previous then
-    if string.sub(previous, 1, 8) == 'pending:' then return {'borrow', string.sub(previous, 9)} end
+    if string.sub(previous, 1, 8) == 'pending:' then
+      -- 'pending:<token>:<quantity>'
+      local token, held_qty = string.match(previous, '^pending:([^:]+):(%d+)$')
+      if not token then return {'bad_args', 'pending record'} end
+      return {'borrow', token .. ' ' .. held_qty}
+    end
     return {'ok', previous}
   end
 end
@@ -106,5 +112,5 @@ if left >= qty then
 end
 redis.call('HSET', KEYS[5], 'status', 'pending', 'activity_id', ARGV[15], 'user_id', ARGV[1], 'quantity', qty)
 redis.call('EXPIRE', KEYS[5], n[13])
-if ARGV[6] == '1' then redis.call('SET', KEYS[6], 'pending:' .. ARGV[3], 'EX', n[14]) end
-return {'borrow', ARGV[3]}
+if ARGV[6] == '1' then redis.call('SET', KEYS[6], 'pending:' .. ARGV[3] .. ':' .. qty, 'EX', n[14]) end
+return {'borrow', ARGV[3] .. ' ' .. qty}

@@ -21,7 +21,7 @@ use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
         config::GateLimits,
-        keys::{home_shard, new_token, ShardKeys, TOKEN_TTL_SECS},
+        keys::{address_bucket, home_shard, new_token, ShardKeys, TOKEN_TTL_SECS},
         metrics::Metrics,
         redis::Redis,
         replication::{Confirmed, Replication},
@@ -108,7 +108,15 @@ enum Proof<'a> {
     Refused,
 }
 
+/// An earlier request's answer, found by its Idempotency-Key.
+enum Previous {
+    Granted(String),
+    Borrowing,
+}
+
 pub struct Gate {
+    /// Keyed retries that need a Redis read before their in-process answer, per shopper.
+    keyed_lookups: governor::DefaultKeyedRateLimiter<i64>,
     script: Script,
     lend: Script,
     settle: Script,
@@ -121,7 +129,12 @@ pub struct Gate {
 
 impl Gate {
     pub fn new(limits: GateLimits, secret: &[u8], parts: GateParts) -> Gate {
+        let per_request = std::time::Duration::from_secs_f64(1.0 / limits.user_per_sec.max(0.001));
+        let quota = governor::Quota::with_period(per_request)
+            .expect("a positive period")
+            .allow_burst(std::num::NonZeroU32::new(limits.user_burst.max(1)).expect("positive"));
         Gate {
+            keyed_lookups: governor::RateLimiter::keyed(quota),
             script: Script::new(include_str!("gate.lua")),
             lend: Script::new(include_str!("lend.lua")),
             settle: Script::new(include_str!("settle.lua")),
@@ -131,6 +144,12 @@ impl Gate {
             pow: ProofOfWork::new(secret),
             parts,
         }
+    }
+
+    /// Forgets shoppers whose keyed-retry bucket is full again (bounds its memory).
+    pub fn sweep(&self) {
+        self.keyed_lookups.retain_recent();
+        self.keyed_lookups.shrink_to_fit();
     }
 
     /// The buy path of `user` for activity `id`, only while the sale is on.
@@ -242,19 +261,35 @@ impl Gate {
             }
             (BotCheck::ProofOfWork, None) => return Err(ApiError::CaptchaInvalid),
         };
-        // A retry with a key may be owed its first answer, so it always goes to Redis.
-        if idempotency.is_none() && state.sold_out.is_set(id) {
-            return Err(ApiError::SoldOut);
+        // Sold out, or a failed proof of work: the answer is given here, except to a keyed retry
+        // whose first request was granted or is borrowing (it gets its first answer). Whether it
+        // was is one read, behind a per-shopper bucket: a fresh key on every request is no way
+        // around the in-process answer.
+        if state.sold_out.is_set(id) {
+            match self
+                .first_answer(activity, user, idempotency.as_deref())
+                .await?
+            {
+                Some(Previous::Granted(token)) => return Ok(token),
+                Some(Previous::Borrowing) => {}
+                None => return Err(ApiError::SoldOut),
+            }
         }
         let proof = match proof {
             Proof::Unverified(work) => match self.pow.verify(work, user, id) {
                 Some(spent) => Proof::Work(spent),
-                None if idempotency.is_some() => Proof::Refused,
-                None => return Err(ApiError::CaptchaInvalid),
+                None => match self
+                    .first_answer(activity, user, idempotency.as_deref())
+                    .await?
+                {
+                    Some(Previous::Granted(token)) => return Ok(token),
+                    Some(Previous::Borrowing) => Proof::Refused,
+                    None => return Err(ApiError::CaptchaInvalid),
+                },
             },
             checked => checked,
         };
-        let (who_user, who_ip) = (format!("u:{user}"), format!("ip:{ip}"));
+        let (who_user, who_ip) = (format!("u:{user}"), format!("ip:{}", address_bucket(ip)));
         if let Some(ms) = state
             .blocks
             .remaining(&who_user)
@@ -331,6 +366,40 @@ impl Gate {
                 "gate script answered {other:?} {detail:?}"
             ))),
         }
+    }
+
+    /// What an earlier request with this Idempotency-Key was answered, if it was granted (or is
+    /// still borrowing its units). Without a key, nothing; past the shopper's bucket, `429`.
+    async fn first_answer(
+        &self,
+        activity: &crate::domain::activity::ActivityRow,
+        user: i64,
+        idempotency: Option<&str>,
+    ) -> ApiResult<Option<Previous>> {
+        let Some(key) = idempotency else {
+            return Ok(None);
+        };
+        self.keyed_lookups
+            .check_key(&user)
+            .map_err(|_| ApiError::RateLimited {
+                retry_after: (1.0 / self.limits.user_per_sec.max(0.001)).ceil() as u64,
+            })?;
+        let redis = &self.parts.redis;
+        let shards = activity.stock_shards;
+        let home = redis
+            .keys
+            .shard(activity.id, home_shard(user, shards), shards);
+        let previous: Option<String> = redis::cmd("GET")
+            .arg(home.idempotency(user, key))
+            .query_async(&mut redis.conn())
+            .await?;
+        Ok(previous.map(|p| {
+            if p.starts_with("pending:") {
+                Previous::Borrowing
+            } else {
+                Previous::Granted(p)
+            }
+        }))
     }
 
     /// The Redis side of one buy: the captcha answer, the home shard's decision (which spends
@@ -415,10 +484,14 @@ impl Gate {
         if code != "borrow" {
             return Ok((code, detail));
         }
-        // The token may be an earlier request's, resumed by its Idempotency-Key.
-        let token: uuid::Uuid = detail.parse().map_err(|_| {
-            redis::RedisError::from((redis::ErrorKind::Client, "gate answered a bad token"))
-        })?;
+        // The token may be an earlier request's, resumed by its Idempotency-Key: its quantity is
+        // the one first asked for (and held), whatever this retry asks.
+        let (token, quantity) = detail
+            .split_once(' ')
+            .and_then(|(t, q)| Some((t.parse::<uuid::Uuid>().ok()?, q.parse::<i64>().ok()?)))
+            .ok_or_else(|| {
+                redis::RedisError::from((redis::ErrorKind::Client, "gate answered a bad borrow"))
+            })?;
         let buy = Buy {
             user,
             activity: activity.id,

@@ -9,6 +9,7 @@ pub mod activities;
 pub mod attempts;
 pub mod blocks;
 pub mod captcha;
+pub mod doors;
 pub mod gate;
 pub mod pow;
 pub mod queue;

@@ -2,7 +2,8 @@
 -- units), or the held units are let go and the token forgotten (no shard had any). Once only.
 --
 -- KEYS: 1 token status, 2 holders, 3 idempotency record, 4 unsettled tokens
--- ARGV: 1 outcome (lent / none), 2 user id, 3 quantity, 4 token, 5 idempotency ttl (s),
+-- ARGV: 1 outcome (lent / none), 2 user id, 3 quantity (the token's own, from the gate), 4 token,
+--       5 idempotency ttl (s),
 --       6 idempotency key given (0/1), 7 now (ms)
 -- Returns 1 if this call settled the token, 0 if it was settled before.
 
@@ -17,5 +18,7 @@ if ARGV[1] == 'lent' then
 end
 if redis.call('HINCRBY', KEYS[2], ARGV[2], -qty) <= 0 then redis.call('HDEL', KEYS[2], ARGV[2]) end
 redis.call('DEL', KEYS[1])
-if ARGV[6] == '1' and redis.call('GET', KEYS[3]) == 'pending:' .. ARGV[4] then redis.call('DEL', KEYS[3]) end
+if ARGV[6] == '1' and redis.call('GET', KEYS[3]) == 'pending:' .. ARGV[4] .. ':' .. ARGV[3] then
+  redis.call('DEL', KEYS[3])
+end
 return 1

@@ -1,31 +1,78 @@
-//! Login throttling, per username and per client address, kept in Redis so that it holds across
-//! every server instance. Failures count within a window; past the limit, attempts get
-//! `429 rate_limited` with `Retry-After` until the window ends (even with the right password).
-//! Each counter is its own key, touched by its own call (on a cluster they live apart).
+//! Sign-in throttling, kept in Redis so that it holds across every server instance. An attempt
+//! is taken from the budgets *before* the password is verified, so a burst of concurrent
+//! guesses cannot all be verified before the first failure is counted:
+//!
+//! - per client address, over every username (`max_failures_per_ip` a window);
+//! - per username *and* address (`max_failures_per_user`): the lock a guesser earns is on their
+//!   own address only, so a stranger cannot lock the owner out;
+//! - per username from everywhere (`max_failures_per_user_everywhere`), a much higher bound
+//!   that slows (one attempt a second for that username), never locks;
+//! - one verification in flight per username: a concurrent attempt is told to retry in a second.
+//!
+//! A successful sign-in gives back the attempt it took and forgives that address's failures for
+//! the username. Past a limit, `429 rate_limited` with `Retry-After`, even with the right password.
 
-use crate::infra::{keys::Keys, redis::Conn};
+use crate::infra::{
+    keys::{address_bucket, Keys},
+    redis::Conn,
+};
 use crate::{domain::ApiError, infra::config::LoginThrottle as Limits};
 use redis::Script;
 use std::{net::IpAddr, sync::Arc};
 
-const CHECK: &str = r"
-local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-if n >= tonumber(ARGV[1]) then return math.max(redis.call('PTTL', KEYS[1]), 0) end
+/// KEYS: 1 this address's failures for the username, 2 its failures from everywhere, 3 the slow
+/// lane, 4 the verification in flight. ARGV: 1 per-address limit, 2 everywhere limit, 3 window
+/// (ms), 4 how long a verification may hold the username (ms), 5 this attempt's id.
+/// Returns 0 (the attempt is taken, counted as a failure until it succeeds), or ms to wait.
+const RESERVE_USER: &str = r"
+local mine = tonumber(redis.call('GET', KEYS[1]) or '0')
+if mine >= tonumber(ARGV[1]) then return math.max(redis.call('PTTL', KEYS[1]), 1) end
+local all = tonumber(redis.call('GET', KEYS[2]) or '0')
+if all >= tonumber(ARGV[2]) and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', 1000) then
+  return math.max(redis.call('PTTL', KEYS[3]), 1)
+end
+if not redis.call('SET', KEYS[4], ARGV[5], 'NX', 'PX', ARGV[4]) then return 1000 end
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3], 'NX')
+redis.call('INCR', KEYS[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3], 'NX')
 return 0
 ";
 
-const FAIL: &str = r"
-redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[1], 'NX')
+/// KEYS as RESERVE_USER's 1, 2 and 4. ARGV: 1 outcome (`ok`, `failed`, or `undecided` when
+/// the verification could not run), 2 the attempt's id.
+const FINISH_USER: &str = r"
+if ARGV[1] == 'ok' then redis.call('DEL', KEYS[1]) end
+if ARGV[1] == 'undecided' and redis.call('DECR', KEYS[1]) <= 0 then redis.call('DEL', KEYS[1]) end
+if ARGV[1] ~= 'failed' and redis.call('DECR', KEYS[2]) <= 0 then redis.call('DEL', KEYS[2]) end
+if redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
 return 1
 ";
+
+/// The longest a verification holds its username (a crashed instance's hold lapses by then).
+const HOLD_MS: u64 = 15_000;
 
 #[derive(Clone)]
 pub struct LoginThrottle {
     limits: Limits,
     keys: Keys,
-    check: Arc<Script>,
-    fail: Arc<Script>,
+    reserve_address: Arc<Script>,
+    reserve_user: Arc<Script>,
+    finish_user: Arc<Script>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+    Undecided,
+}
+
+/// An attempt taken from the budgets: report how it ended with [`LoginThrottle::finish`].
+pub struct Attempt {
+    user_keys: [String; 3],
+    address_key: String,
+    id: String,
 }
 
 impl LoginThrottle {
@@ -33,69 +80,100 @@ impl LoginThrottle {
         LoginThrottle {
             limits,
             keys,
-            check: Arc::new(Script::new(CHECK)),
-            fail: Arc::new(Script::new(FAIL)),
+            reserve_address: Arc::new(Script::new(super::doors::FIXED_WINDOW)),
+            reserve_user: Arc::new(Script::new(RESERVE_USER)),
+            finish_user: Arc::new(Script::new(FINISH_USER)),
         }
     }
 
-    fn keys(&self, username: &str, ip: IpAddr) -> [String; 2] {
-        [
-            self.keys
-                .login_failures(&format!("u:{}", username.to_lowercase())),
-            self.keys.login_failures(&format!("ip:{ip}")),
-        ]
-    }
-
-    /// `Err(RateLimited)` while either counter is at its limit.
-    pub async fn check(
+    /// Takes one attempt for `username` from `ip`, or `Err(RateLimited)`.
+    pub async fn reserve(
         &self,
         redis: &mut Conn,
         username: &str,
         ip: IpAddr,
-    ) -> Result<(), ApiError> {
-        let [user, addr] = self.keys(username, ip);
-        let mut wait_ms: i64 = 0;
-        for (key, limit) in [
-            (user, self.limits.max_failures_per_user),
-            (addr, self.limits.max_failures_per_ip),
-        ] {
-            let wait: i64 = self.check.key(key).arg(limit).invoke_async(redis).await?;
-            wait_ms = wait_ms.max(wait);
+    ) -> Result<Attempt, ApiError> {
+        let address = address_bucket(ip);
+        let window_ms = self.limits.window.as_millis() as u64;
+        let address_key = self.keys.login_address(&address);
+        let wait: i64 = self
+            .reserve_address
+            .key(&address_key)
+            .arg(self.limits.max_failures_per_ip)
+            .arg(window_ms)
+            .invoke_async(redis)
+            .await?;
+        refuse_if_waiting(wait)?;
+        let user = |what: &str| self.keys.login_user(username, what);
+        let attempt = Attempt {
+            user_keys: [user(&format!("ip:{address}")), user("all"), user("busy")],
+            address_key,
+            id: uuid::Uuid::new_v4().simple().to_string(),
+        };
+        let [mine, all, busy] = &attempt.user_keys;
+        let wait: i64 = self
+            .reserve_user
+            .key(mine)
+            .key(all)
+            .key(user("slow"))
+            .key(busy)
+            .arg(self.limits.max_failures_per_user)
+            .arg(self.limits.max_failures_per_user_everywhere)
+            .arg(window_ms)
+            .arg(HOLD_MS)
+            .arg(&attempt.id)
+            .invoke_async(redis)
+            .await?;
+        if wait != 0 {
+            // The address's attempt is given back: refused here, nothing was verified.
+            let _: redis::RedisResult<i64> = redis::cmd("DECR")
+                .arg(&attempt.address_key)
+                .query_async(redis)
+                .await;
         }
-        if wait_ms > 0 {
-            return Err(ApiError::RateLimited {
-                retry_after: (wait_ms as u64).div_ceil(1000),
-            });
-        }
-        Ok(())
+        refuse_if_waiting(wait)?;
+        Ok(attempt)
     }
 
-    pub async fn record_failure(
+    /// Reports how an attempt ended: a success gives its attempt back (for the username and the
+    /// address) and forgives the address's failures for the username; a failure stays counted;
+    /// an attempt that could not be decided (the database was down) is given back. Either way the
+    /// username is free for the next one.
+    pub async fn finish(
         &self,
         redis: &mut Conn,
-        username: &str,
-        ip: IpAddr,
+        attempt: Attempt,
+        outcome: Outcome,
     ) -> Result<(), ApiError> {
-        for key in self.keys(username, ip) {
-            let _: i64 = self
-                .fail
-                .key(key)
-                .arg(self.limits.window.as_millis() as u64)
-                .invoke_async(redis)
+        let [mine, all, busy] = &attempt.user_keys;
+        let _: i64 = self
+            .finish_user
+            .key(mine)
+            .key(all)
+            .key(busy)
+            .arg(match outcome {
+                Outcome::Succeeded => "ok",
+                Outcome::Failed => "failed",
+                Outcome::Undecided => "undecided",
+            })
+            .arg(&attempt.id)
+            .invoke_async(redis)
+            .await?;
+        if outcome != Outcome::Failed {
+            let _: i64 = redis::cmd("DECR")
+                .arg(&attempt.address_key)
+                .query_async(redis)
                 .await?;
         }
         Ok(())
     }
+}
 
-    /// A successful sign-in forgives the username's failures (not the address's).
-    pub async fn record_success(
-        &self,
-        redis: &mut Conn,
-        username: &str,
-        ip: IpAddr,
-    ) -> Result<(), ApiError> {
-        let [user, _] = self.keys(username, ip);
-        let _: i64 = redis::cmd("DEL").arg(user).query_async(redis).await?;
-        Ok(())
+fn refuse_if_waiting(wait_ms: i64) -> Result<(), ApiError> {
+    if wait_ms > 0 {
+        return Err(ApiError::RateLimited {
+            retry_after: (wait_ms as u64).div_ceil(1000).max(1),
+        });
     }
+    Ok(())
 }

@@ -136,12 +136,38 @@ fn parse_time(field: &str, s: &str) -> ApiResult<DateTime<Utc>> {
         })
 }
 
+/// The highest price a sale may ask (ten trillion in the currency's units): any order's amount,
+/// at the most units a shopper may buy, fits in 64 bits with room to spare.
+pub const MAX_PRICE_CENTS: i64 = 1_000_000_000_000_000;
+
+/// Text a person reads: no NUL or other control characters (line breaks and tabs only where
+/// `multiline`), and no bidirectional overrides or isolates, which make a name read differently
+/// from what it is ("Trojan Source").
+pub fn plain_text(field: &str, text: &str, multiline: bool) -> ApiResult<()> {
+    let bad = text.chars().find(|&c| {
+        (c.is_control() && !(multiline && matches!(c, '\n' | '\r' | '\t')))
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+    });
+    match bad {
+        Some(c) => Err(ApiError::invalid(
+            field,
+            format!("must not hold the control character U+{:04X}", c as u32),
+        )),
+        None => Ok(()),
+    }
+}
+
 impl ActivitySpec {
     /// `masters`: how many Redis masters the deployment has (for the default shard count).
     pub fn parse(n: NewActivity, min_window: i32, masters: usize) -> ApiResult<ActivitySpec> {
         let title = n.title.trim().to_string();
         if title.is_empty() || title.chars().count() > 120 {
             return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
+        }
+        plain_text("title", &title, false)?;
+        plain_text("description", &n.description, true)?;
+        if let Some(url) = &n.image_url {
+            plain_text("image_url", url, false)?;
         }
         if n.description.chars().count() > 5000 {
             return Err(ApiError::invalid(
@@ -167,8 +193,11 @@ impl ActivitySpec {
             }
             other => other,
         };
-        if n.price_cents < 0 {
-            return Err(ApiError::invalid("price_cents", "must be at least 0"));
+        if !(0..=MAX_PRICE_CENTS).contains(&n.price_cents) {
+            return Err(ApiError::invalid(
+                "price_cents",
+                format!("must be between 0 and {MAX_PRICE_CENTS}"),
+            ));
         }
         if !(0..=n.price_cents).contains(&n.seckill_price_cents) {
             return Err(ApiError::invalid(

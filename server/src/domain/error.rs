@@ -120,6 +120,18 @@ impl From<sqlx::Error> for ApiError {
         if sqlx_unavailable(&e) {
             return unavailable("postgres", &e);
         }
+        // SQLSTATE class 22, "data exception": a value the database cannot store or compute
+        // (a NUL character, a number out of range). The input's fault: every field is checked
+        // before it gets here, so this is the net under the checks, logged to be tightened.
+        if let sqlx::Error::Database(db) = &e {
+            if db.code().is_some_and(|c| c.starts_with("22")) {
+                tracing::warn!(error = %db, "input the database refused");
+                return ApiError::invalid(
+                    "input",
+                    "holds a value the database cannot store (a NUL character or a number out of range)",
+                );
+            }
+        }
         ApiError::Internal(anyhow::Error::new(e).context("database"))
     }
 }

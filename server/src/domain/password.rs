@@ -23,16 +23,20 @@ fn argon2() -> Argon2<'static> {
 #[derive(Clone)]
 pub struct Passwords {
     slots: Arc<Semaphore>,
+    /// Sign-ups hash in slots of their own: a sign-up flood waits for these, never for the
+    /// slots sign-in verifies in.
+    sign_up_slots: Arc<Semaphore>,
     /// Verified against when the user does not exist, so that the answer takes as long as for a
     /// wrong password and does not reveal which usernames exist.
     decoy: Arc<str>,
 }
 
 impl Passwords {
-    pub fn new(concurrency: usize) -> anyhow::Result<Passwords> {
+    pub fn new(concurrency: usize, sign_ups: usize) -> anyhow::Result<Passwords> {
         let decoy = hash_now(&generate_secret())?;
         Ok(Passwords {
             slots: Arc::new(Semaphore::new(concurrency.max(1))),
+            sign_up_slots: Arc::new(Semaphore::new(sign_ups.max(1))),
             decoy: decoy.into(),
         })
     }
@@ -41,17 +45,16 @@ impl Passwords {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
-        let permit = tokio::time::timeout(QUEUE_TIMEOUT, self.slots.clone().acquire_owned())
-            .await
-            .map_err(|_| ApiError::Overloaded { retry_after: 2 })?
-            .context("password semaphore closed")?;
-        let out = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            f()
-        })
-        .await
-        .context("password hashing task")?;
-        Ok(out)
+        run_in(&self.slots, f).await
+    }
+
+    /// The hash of a new account's password, in the sign-up slots (see [`Passwords::hash_new`]).
+    pub async fn hash_sign_up(
+        &self,
+        password: String,
+        username: String,
+    ) -> Result<String, ApiError> {
+        run_in(&self.sign_up_slots, move || new_hash(&password, &username)).await?
     }
 
     pub async fn hash(&self, password: String) -> Result<String, ApiError> {
@@ -61,13 +64,7 @@ impl Passwords {
     /// The hash of a password a user chose (register, change, reset): refused with `400
     /// invalid_input` when it is common or guessable (see [`guessable`]).
     pub async fn hash_new(&self, password: String, username: String) -> Result<String, ApiError> {
-        self.run(move || {
-            if let Some(why) = guessable(&password, &username) {
-                return Err(ApiError::invalid("password", why));
-            }
-            Ok(hash_now(&password)?)
-        })
-        .await?
+        self.run(move || new_hash(&password, &username)).await?
     }
 
     /// `stored` is `None` for an unknown user: the decoy is checked and the answer is `false`.
@@ -77,6 +74,32 @@ impl Passwords {
         let ok = self.run(move || verify_now(&password, &phc)).await??;
         Ok(known && ok)
     }
+}
+
+fn new_hash(password: &str, username: &str) -> Result<String, ApiError> {
+    if let Some(why) = guessable(password, username) {
+        return Err(ApiError::invalid("password", why));
+    }
+    Ok(hash_now(password)?)
+}
+
+/// Runs `f` on the blocking pool once one of `slots` is free (`503 overloaded` after waiting
+/// [`QUEUE_TIMEOUT`]).
+async fn run_in<T: Send + 'static>(
+    slots: &Arc<Semaphore>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let permit = tokio::time::timeout(QUEUE_TIMEOUT, slots.clone().acquire_owned())
+        .await
+        .map_err(|_| ApiError::Overloaded { retry_after: 2 })?
+        .context("password semaphore closed")?;
+    let out = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        f()
+    })
+    .await
+    .context("password hashing task")?;
+    Ok(out)
 }
 
 /// Past this many guesses a password is not in the lists attackers try first: zxcvbn's score 2
@@ -170,7 +193,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_user_never_verifies() {
-        let passwords = Passwords::new(1).unwrap();
+        let passwords = Passwords::new(1, 1).unwrap();
         assert!(!passwords.verify("anything".into(), None).await.unwrap());
     }
 }

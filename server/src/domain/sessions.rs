@@ -2,21 +2,30 @@
 //! over when it was signed out one by one (its id is in `revoked_sessions` until its cookie would
 //! have expired) or when its user's session epoch moved past the one it was issued under (sign
 //! out everywhere, a password change, a reset, a block). PostgreSQL holds both; every instance
-//! keeps them in memory, loads them at start and whenever its subscription was interrupted, and
-//! hears each change over Redis pub/sub within milliseconds. Checking a cookie is one read lock
-//! and two hash lookups.
+//! keeps them in memory, loads them at start and whenever its subscription was interrupted,
+//! hears each change over Redis pub/sub within milliseconds, and re-reads what changed since its
+//! last look every [`RELOAD_EVERY`] (so a lost broadcast is honoured within that period).
+//! Checking a cookie is one read lock and two hash lookups; ending one is O(log n) (the ended
+//! sessions are also kept ordered by expiry, and the expired ones are dropped from the front by
+//! a timer, a bounded number at a time), whatever their number.
 
 use super::{ApiError, ApiResult};
 use crate::infra::redis::Redis;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     sync::{Arc, RwLock},
+    time::Duration,
 };
 
-/// Past this many ended sessions, the expired ones are swept out on the next insert.
-const SWEEP_ABOVE: usize = 100_000;
+/// How often every instance re-reads the sessions ended (and epochs moved) since its last look.
+pub const RELOAD_EVERY: Duration = Duration::from_secs(10);
+/// Each re-read starts this long before the last one did: a row stamped before a slow commit
+/// became visible is read by the next look.
+const RELOAD_OVERLAP: Duration = Duration::from_secs(60);
+/// Expired sessions dropped per hold of the write lock (the request path waits at most that).
+const SWEEP_BATCH: usize = 4096;
 
 #[derive(Default)]
 struct Ended {
@@ -24,6 +33,33 @@ struct Ended {
     epochs: HashMap<i64, i64>,
     /// Session id → when its cookie expires (unix seconds).
     sessions: HashMap<u128, i64>,
+    /// The same sessions by expiry, to drop the expired ones from the front.
+    by_expiry: BTreeSet<(i64, u128)>,
+}
+
+impl Ended {
+    fn insert(&mut self, sid: u128, expires_at: i64) {
+        if let Some(old) = self.sessions.insert(sid, expires_at) {
+            self.by_expiry.remove(&(old, sid));
+        }
+        self.by_expiry.insert((expires_at, sid));
+    }
+
+    /// Drops up to `at_most` sessions expired by `now`; how many it dropped.
+    fn drop_expired(&mut self, now: i64, at_most: usize) -> usize {
+        let mut dropped = 0;
+        while dropped < at_most {
+            match self.by_expiry.first() {
+                Some(&(exp, sid)) if exp <= now => {
+                    self.by_expiry.pop_first();
+                    self.sessions.remove(&sid);
+                    dropped += 1;
+                }
+                _ => break,
+            }
+        }
+        dropped
+    }
 }
 
 #[derive(Clone, Default)]
@@ -52,11 +88,34 @@ impl Revocations {
 
     fn end(&self, sid: u128, expires_at: i64) {
         let mut ended = self.ended.write().expect("revocations lock");
-        if ended.sessions.len() > SWEEP_ABOVE {
-            let now = Utc::now().timestamp();
-            ended.sessions.retain(|_, exp| *exp > now);
+        // A few expired ones go with each insert; the timer takes the rest.
+        ended.drop_expired(Utc::now().timestamp(), 2);
+        ended.insert(sid, expires_at);
+    }
+
+    /// Ended sessions known here (expired ones not yet dropped included).
+    pub fn len(&self) -> usize {
+        self.ended.read().expect("revocations lock").sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every session expired by `now`, [`SWEEP_BATCH`] at a time.
+    pub fn drop_expired(&self, now: i64) -> usize {
+        let mut total = 0;
+        loop {
+            let dropped = self
+                .ended
+                .write()
+                .expect("revocations lock")
+                .drop_expired(now, SWEEP_BATCH);
+            total += dropped;
+            if dropped < SWEEP_BATCH {
+                return total;
+            }
         }
-        ended.sessions.insert(sid, expires_at);
     }
 
     /// A broadcast arrived: `epoch <user> <epoch>` or `session <sid hex> <expires>`.
@@ -91,15 +150,66 @@ impl Revocations {
             sqlx::query_as("SELECT sid, expires_at FROM revoked_sessions")
                 .fetch_all(db)
                 .await?;
-        let sessions = sessions
-            .into_iter()
-            .filter_map(|(sid, exp)| Some((u128::from_str_radix(&sid, 16).ok()?, exp.timestamp())))
-            .collect();
-        *self.ended.write().expect("revocations lock") = Ended {
+        let mut fresh = Ended {
             epochs: epochs.into_iter().collect(),
-            sessions,
+            ..Ended::default()
         };
+        for (sid, exp) in sessions {
+            if let Ok(sid) = u128::from_str_radix(&sid, 16) {
+                fresh.insert(sid, exp.timestamp());
+            }
+        }
+        *self.ended.write().expect("revocations lock") = fresh;
         Ok(())
+    }
+
+    /// Adds what changed in the database since `since` (the database's clock), and returns the
+    /// time to ask from next.
+    pub async fn reload_since(
+        &self,
+        db: &PgPool,
+        since: DateTime<Utc>,
+    ) -> sqlx::Result<DateTime<Utc>> {
+        let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(db).await?;
+        let epochs: Vec<(i64, i64)> =
+            sqlx::query_as("SELECT id, session_epoch FROM users WHERE session_epoch_at >= $1")
+                .bind(since)
+                .fetch_all(db)
+                .await?;
+        let sessions: Vec<(String, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT sid, expires_at FROM revoked_sessions WHERE revoked_at >= $1 AND expires_at > now()",
+        )
+        .bind(since)
+        .fetch_all(db)
+        .await?;
+        for (user, epoch) in epochs {
+            self.raise_epoch(user, epoch);
+        }
+        for (sid, exp) in sessions {
+            if let Ok(sid) = u128::from_str_radix(&sid, 16) {
+                self.ended
+                    .write()
+                    .expect("revocations lock")
+                    .insert(sid, exp.timestamp());
+            }
+        }
+        Ok(now - chrono::Duration::from_std(RELOAD_OVERLAP).expect("a small duration"))
+    }
+
+    /// Every `every`: re-reads what changed (a lost broadcast is honoured by then) and drops the
+    /// expired sessions. Runs until the process ends.
+    pub async fn run(self, db: PgPool, every: Duration) {
+        let mut since = Utc::now() - chrono::Duration::from_std(RELOAD_OVERLAP).expect("small");
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match self.reload_since(&db, since).await {
+                Ok(next) => since = next,
+                Err(e) => tracing::warn!(error = %e, "ended sessions not re-read; next time"),
+            }
+            self.drop_expired(Utc::now().timestamp());
+        }
     }
 
     /// Ends one session (sign out): recorded, then known here at once and broadcast.
@@ -153,7 +263,8 @@ impl Revocations {
 /// Moves a user's session epoch on (ending every session issued before) and returns the new one.
 pub async fn next_epoch<'e>(db: impl sqlx::PgExecutor<'e>, user_id: i64) -> ApiResult<Option<i64>> {
     Ok(sqlx::query_scalar(
-        "UPDATE users SET session_epoch = session_epoch + 1 WHERE id = $1 RETURNING session_epoch",
+        "UPDATE users SET session_epoch = session_epoch + 1, session_epoch_at = clock_timestamp()
+         WHERE id = $1 RETURNING session_epoch",
     )
     .bind(user_id)
     .fetch_optional(db)
@@ -184,5 +295,38 @@ mod tests {
         assert!(r.admits(8, 0, new_session_id()));
         r.on_message("garbage");
         r.on_message("epoch x y");
+    }
+
+    #[test]
+    fn two_hundred_thousand_ended_sessions_then_ten_thousand_more_are_all_kept_and_expire() {
+        let r = Revocations::default();
+        let now = Utc::now().timestamp();
+        let ended: Vec<u128> = (0..200_000).map(|_| new_session_id()).collect();
+        for (i, sid) in ended.iter().enumerate() {
+            // Half already expired (as the oldest logouts of a week would be), half not.
+            let exp = if i % 2 == 0 { now - 10 } else { now + 3600 };
+            r.end(*sid, exp);
+        }
+        let more: Vec<u128> = (0..10_000).map(|_| new_session_id()).collect();
+        for sid in &more {
+            r.end(*sid, now + 3600);
+        }
+        assert!(more.iter().all(|sid| !r.admits(1, 0, *sid)));
+        assert!(ended
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|sid| !r.admits(1, 0, *sid)));
+        // The timer drops exactly the expired ones.
+        let kept_before = r.len();
+        let dropped = r.drop_expired(now);
+        assert_eq!(r.len(), kept_before - dropped);
+        assert_eq!(r.len(), 110_000);
+        assert!(more.iter().all(|sid| !r.admits(1, 0, *sid)));
+        // Ending a session again (a retried sign-out) keeps one entry, with the later expiry.
+        r.end(more[0], now + 7200);
+        assert_eq!(r.len(), 110_000);
+        assert_eq!(r.drop_expired(now + 3601), 109_999);
+        assert!(!r.admits(1, 0, more[0]));
     }
 }

@@ -4,10 +4,13 @@
 use super::{
     client_ip::ClientIp,
     input::AppJson,
-    session::{Merchant, SessionKeys, SignedIn, COOKIE_NAME},
+    session::{Merchant, SessionKeys, SignedIn},
 };
 use crate::{
-    buy::throttle::LoginThrottle,
+    buy::{
+        doors::Doors,
+        throttle::{LoginThrottle, Outcome},
+    },
     domain::{
         account::{self, insert_user, Password, UserRow, Username, USER_COLUMNS},
         password::Passwords,
@@ -34,6 +37,7 @@ where
     Redis: FromRef<S>,
     Passwords: FromRef<S>,
     LoginThrottle: FromRef<S>,
+    Doors: FromRef<S>,
     Arc<SessionKeys>: FromRef<S>,
     Arc<Config>: FromRef<S>,
 {
@@ -47,17 +51,25 @@ where
         .route("/admin/merchants", get(list_merchants))
 }
 
+/// A new shopper account: counted against the address's and the platform's sign-up budgets
+/// (`429` past them) once the input is valid, and hashed in the sign-up slots.
+// Each part it needs is one extractor.
+#[allow(clippy::too_many_arguments)]
 async fn register(
     State(db): State<PgPool>,
+    State(redis): State<Redis>,
     State(passwords): State<Passwords>,
+    State(doors): State<Doors>,
     State(sessions): State<Arc<SessionKeys>>,
+    ClientIp(ip): ClientIp,
     jar: CookieJar,
     AppJson(creds): AppJson<Credentials>,
 ) -> ApiResult<(StatusCode, CookieJar, Json<User>)> {
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
+    doors.sign_up(&mut redis.conn(), ip).await?;
     let hash = passwords
-        .hash_new(password.into_inner(), username.as_str().to_string())
+        .hash_sign_up(password.into_inner(), username.as_str().to_string())
         .await?;
     let user = insert_user(&db, &username, &hash, Role::Shopper, None).await?;
     tracing::info!(user.id = user.id, "registered");
@@ -65,8 +77,9 @@ async fn register(
     Ok((StatusCode::CREATED, jar, Json(user)))
 }
 
-/// Checks a user's password under the sign-in throttle (per username and per address): `429`
-/// past the limit, `401 invalid_credentials` for a wrong password or an unknown user alike.
+/// Checks a user's password under the sign-in throttle (`buy/throttle.rs`: the attempt is taken
+/// before the password is verified): `429` past a limit, `401 invalid_credentials` for a wrong
+/// password or an unknown user alike.
 async fn authenticate(
     db: &PgPool,
     redis: &Redis,
@@ -77,26 +90,23 @@ async fn authenticate(
     password: Password,
 ) -> ApiResult<UserRow> {
     let mut redis = redis.conn();
-    throttle.check(&mut redis, username.as_str(), ip).await?;
-    let (found, stored) = match account::find_with_hash(db, username.as_str()).await? {
-        Some((row, hash)) => (Some(row), Some(hash)),
-        None => (None, None),
-    };
-    let ok = passwords.verify(password.into_inner(), stored).await?;
-    match found {
-        Some(row) if ok => {
-            throttle
-                .record_success(&mut redis, username.as_str(), ip)
-                .await?;
-            Ok(row)
-        }
-        _ => {
-            throttle
-                .record_failure(&mut redis, username.as_str(), ip)
-                .await?;
-            Err(ApiError::InvalidCredentials)
-        }
+    let attempt = throttle.reserve(&mut redis, username.as_str(), ip).await?;
+    let verified = async {
+        let (found, stored) = match account::find_with_hash(db, username.as_str()).await? {
+            Some((row, hash)) => (Some(row), Some(hash)),
+            None => (None, None),
+        };
+        let ok = passwords.verify(password.into_inner(), stored).await?;
+        ApiResult::Ok(found.filter(|_| ok))
     }
+    .await;
+    let outcome = match &verified {
+        Ok(Some(_)) => Outcome::Succeeded,
+        Ok(None) => Outcome::Failed,
+        Err(_) => Outcome::Undecided,
+    };
+    throttle.finish(&mut redis, attempt, outcome).await?;
+    verified?.ok_or(ApiError::InvalidCredentials)
 }
 
 // Each part it needs is one extractor; bundling them into a struct would hide what it uses.
@@ -134,7 +144,7 @@ async fn logout(
 ) -> ApiResult<(StatusCode, CookieJar)> {
     let now = chrono::Utc::now().timestamp();
     if let Some(claims) = jar
-        .get(COOKIE_NAME)
+        .get(sessions.cookie_name())
         .and_then(|c| sessions.check(c.value(), now))
     {
         sessions
@@ -203,7 +213,8 @@ async fn change_password(
             other => other,
         })?;
     let epoch: i64 = sqlx::query_scalar(
-        "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1 WHERE id = $1
+        "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1,
+         session_epoch_at = clock_timestamp() WHERE id = $1
          RETURNING session_epoch",
     )
     .bind(claims.user_id)

@@ -1,14 +1,17 @@
 //! API.md "Storefront", its reads: the server's clock, the activity list, one activity (cacheable,
 //! with an ETag) and its remaining stock.
 
-use super::input::parse_id;
+use super::{client_ip::ClientIp, input::parse_id};
 use crate::{
-    buy::activities::ActivityCache,
+    buy::{
+        activities::ActivityCache,
+        doors::{Door, Doors},
+    },
     domain::{
         activity::{list, load, remaining},
         rfc3339, ApiError, ApiResult,
     },
-    infra::redis::Redis,
+    infra::{config::Config, redis::Redis},
 };
 use app::api::{ActivityList, Remaining, ServerTime};
 use axum::{
@@ -21,6 +24,7 @@ use axum::{
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use std::sync::Arc;
 
 pub fn router<S>() -> Router<S>
 where
@@ -28,6 +32,8 @@ where
     PgPool: FromRef<S>,
     Redis: FromRef<S>,
     ActivityCache: FromRef<S>,
+    Doors: FromRef<S>,
+    Arc<Config>: FromRef<S>,
 {
     Router::new()
         .route("/time", get(server_time))
@@ -89,8 +95,11 @@ async fn get_stock(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(activities): State<ActivityCache>,
+    State(doors): State<Doors>,
+    ClientIp(ip): ClientIp,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
+    doors.pass(Door::Stock, &Doors::address(ip))?;
     let id = parse_id(&id)?;
     let activity = activities.get(&db, id).await?;
     let remaining = remaining(&redis, id, activity.stock_shards).await?;

@@ -8,7 +8,12 @@ use super::{
     session::{SessionKeys, SignedIn},
 };
 use crate::{
-    buy::{captcha, gate::Gate, queue::WaitingRoom},
+    buy::{
+        captcha,
+        doors::{Door, Doors},
+        gate::Gate,
+        queue::WaitingRoom,
+    },
     domain::{ApiError, ApiResult},
     infra::{config::Config, redis::Redis},
 };
@@ -28,6 +33,7 @@ where
     Arc<Gate>: FromRef<S>,
     WaitingRoom: FromRef<S>,
     Redis: FromRef<S>,
+    Doors: FromRef<S>,
     Arc<SessionKeys>: FromRef<S>,
     Arc<Config>: FromRef<S>,
 {
@@ -54,9 +60,11 @@ async fn buy_path(
 /// fetches too).
 async fn challenge(
     State(gate): State<Arc<Gate>>,
+    State(doors): State<Doors>,
     SignedIn(user): SignedIn,
     Path(id): Path<String>,
 ) -> ApiResult<impl IntoResponse> {
+    doors.pass(Door::Challenge, &user.user_id.to_string())?;
     let challenge = gate.challenge(user.user_id, parse_id(&id)?).await?;
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(challenge)))
 }
@@ -64,9 +72,11 @@ async fn challenge(
 /// Where the shopper stands in the sale's waiting room; polled by the sale page.
 async fn queue_status(
     State(room): State<WaitingRoom>,
+    State(doors): State<Doors>,
     SignedIn(user): SignedIn,
     Path(id): Path<String>,
 ) -> ApiResult<impl IntoResponse> {
+    doors.pass(Door::Queue, &user.user_id.to_string())?;
     let status = room.status(user.user_id, parse_id(&id)?).await?;
     Ok(no_store(status))
 }
@@ -74,10 +84,12 @@ async fn queue_status(
 /// Joins the sale's waiting room (a place already held is kept) and says where the shopper stands.
 async fn join_queue(
     State(room): State<WaitingRoom>,
+    State(doors): State<Doors>,
     SignedIn(user): SignedIn,
     Path(id): Path<String>,
     AppJson(join): AppJson<JoinQueue>,
 ) -> ApiResult<impl IntoResponse> {
+    doors.pass(Door::Queue, &user.user_id.to_string())?;
     let status = room
         .join(user.user_id, parse_id(&id)?, join.again.unwrap_or(false))
         .await?;
@@ -88,13 +100,19 @@ fn no_store(status: QueueStatus) -> impl IntoResponse {
     ([(header::CACHE_CONTROL, "no-store")], Json(status))
 }
 
-async fn new_captcha(State(redis): State<Redis>) -> ApiResult<impl IntoResponse> {
+/// A new image captcha: no sign-in is needed, so it is bounded per client address.
+async fn new_captcha(
+    State(redis): State<Redis>,
+    State(doors): State<Doors>,
+    ClientIp(ip): ClientIp,
+) -> ApiResult<impl IntoResponse> {
+    doors.pass(Door::Captcha, &Doors::address(ip))?;
     let captcha = captcha::issue(&redis).await?;
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(captcha)))
 }
 
 /// The optional `Idempotency-Key` header, read without copying the request's headers.
-pub struct IdempotencyKey(Option<String>);
+pub struct IdempotencyKey(pub Option<String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     type Rejection = ApiError;

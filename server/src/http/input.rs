@@ -4,7 +4,7 @@
 use crate::domain::{ApiError, ApiResult};
 use axum::{
     extract::{FromRequest, Request},
-    http::{header, Method},
+    http::{header, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -67,6 +67,34 @@ pub async fn require_json(req: Request, next: Next) -> Response {
         return ApiError::PayloadTooLarge.into_response();
     }
     next.run(req).await
+}
+
+/// The extractors' own refusals (a query string axum cannot decode, a repeated query field, a
+/// path segment that is not UTF-8…) come as `400 text/plain`: they are turned into the API's
+/// JSON `400 invalid_input`, their explanation kept as the message.
+pub async fn json_rejections(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let plain = matches!(
+        resp.status(),
+        StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY
+    ) && resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/plain"));
+    if !plain {
+        return resp;
+    }
+    let text = axum::body::to_bytes(resp.into_body(), 4096)
+        .await
+        .unwrap_or_default();
+    let why = String::from_utf8_lossy(&text);
+    // "Failed to deserialize query string: duplicate field `q`" → the field is named.
+    let field = why
+        .split('`')
+        .nth(1)
+        .filter(|f| !f.is_empty() && f.len() <= 64)
+        .unwrap_or("request");
+    ApiError::invalid(field, why.trim()).into_response()
 }
 
 /// A JSON body decoded into `T`; errors name the field (`quantity: invalid type …`).

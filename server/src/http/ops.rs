@@ -1,11 +1,11 @@
 //! API.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
 //! Redis and RabbitMQ, all at once, each within a deadline, and names the ones that did not answer.
 
-use crate::infra::{broker::Broker, metrics::Metrics, redis::Redis};
+use crate::infra::{broker::Broker, config::Config, metrics::Metrics, redis::Redis};
 use app::api::ErrorBody;
 use axum::{
     extract::{FromRef, State},
-    http::{header, StatusCode},
+    http::{header, HeaderMap, StatusCode},
     response::IntoResponse,
     routing::get,
     Json, Router,
@@ -22,6 +22,7 @@ where
     Redis: FromRef<S>,
     Broker: FromRef<S>,
     Arc<Metrics>: FromRef<S>,
+    Arc<Config>: FromRef<S>,
 {
     Router::new()
         .route("/healthz", get(healthz))
@@ -84,7 +85,29 @@ async fn readyz(
     }
 }
 
-async fn exposition(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+/// The metrics, for the operator's Prometheus only: `Authorization: Bearer <SECKILL_METRICS_TOKEN>`
+/// (compared in constant time), else `401`; with no token configured, `404` (off).
+async fn exposition(
+    State(metrics): State<Arc<Metrics>>,
+    State(config): State<Arc<Config>>,
+    headers: HeaderMap,
+) -> axum::response::Response {
+    let Some(token) = &config.metrics_token else {
+        return crate::domain::ApiError::NotFound.into_response();
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !constant_time_eq(given.as_bytes(), &token.0) {
+        let mut resp = crate::domain::ApiError::Unauthenticated.into_response();
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer realm=\"metrics\""),
+        );
+        return resp;
+    }
     (
         [(
             header::CONTENT_TYPE,
@@ -92,4 +115,15 @@ async fn exposition(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
         )],
         metrics.exposition(),
     )
+        .into_response()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    // Hashed first: equal lengths, and the comparison's time says nothing of the token's length.
+    let (a, b) = (Sha256::digest(a), Sha256::digest(b));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
 }

@@ -17,6 +17,11 @@ use sha2::Sha256;
 use std::{sync::Arc, time::Duration};
 
 pub const COOKIE_NAME: &str = "sid";
+/// The name over HTTPS: a `__Host-` cookie is only ever set with `Secure`, for the whole site and
+/// no `Domain`, so a sibling subdomain or a plain-HTTP page cannot plant or overwrite it.
+pub const SECURE_COOKIE_NAME: &str = "__Host-sid";
+/// An operator's session lasts at most this long (hours, not the shoppers' days).
+pub const OPERATOR_TTL: Duration = Duration::from_secs(4 * 3600);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claims {
@@ -98,7 +103,17 @@ impl SessionKeys {
             .filter(|c| self.revocations.admits(c.user_id, c.epoch, c.sid))
     }
 
+    /// The session cookie's name: `__Host-sid` where the site is served over HTTPS, else `sid`.
+    pub fn cookie_name(&self) -> &'static str {
+        if self.secure {
+            SECURE_COOKIE_NAME
+        } else {
+            COOKIE_NAME
+        }
+    }
+
     /// A new session for a user as the database has them now (`epoch`: their session epoch).
+    /// An operator's lasts at most [`OPERATOR_TTL`].
     pub fn issue(
         &self,
         user_id: i64,
@@ -106,7 +121,11 @@ impl SessionKeys {
         shop_id: Option<i64>,
         epoch: i64,
     ) -> Cookie<'static> {
-        let expires_at = chrono::Utc::now().timestamp() + self.ttl.as_secs() as i64;
+        let ttl = match role {
+            Role::Operator => self.ttl.min(OPERATOR_TTL),
+            _ => self.ttl,
+        };
+        let expires_at = chrono::Utc::now().timestamp() + ttl.as_secs() as i64;
         let value = self.sign(&Claims {
             sid: crate::domain::sessions::new_session_id(),
             user_id,
@@ -115,17 +134,17 @@ impl SessionKeys {
             epoch,
             expires_at,
         });
-        Cookie::build((COOKIE_NAME, value))
+        Cookie::build((self.cookie_name(), value))
             .path("/")
             .http_only(true)
             .same_site(SameSite::Lax)
             .secure(self.secure)
-            .max_age(cookie_duration(self.ttl))
+            .max_age(cookie_duration(ttl))
             .build()
     }
 
     pub fn clear(&self) -> Cookie<'static> {
-        Cookie::build((COOKIE_NAME, ""))
+        Cookie::build((self.cookie_name(), ""))
             .path("/")
             .http_only(true)
             .same_site(SameSite::Lax)
@@ -165,9 +184,11 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let jar = CookieJar::from_headers(&parts.headers);
-        let cookie = jar.get(COOKIE_NAME).ok_or(ApiError::Unauthenticated)?;
-        Arc::<SessionKeys>::from_ref(state)
-            .check(cookie.value(), chrono::Utc::now().timestamp())
+        let keys = Arc::<SessionKeys>::from_ref(state);
+        let cookie = jar
+            .get(keys.cookie_name())
+            .ok_or(ApiError::Unauthenticated)?;
+        keys.check(cookie.value(), chrono::Utc::now().timestamp())
             .map(SignedIn)
             .ok_or(ApiError::Unauthenticated)
     }

@@ -26,7 +26,13 @@ pub struct Config {
     /// Where cargo-leptos put the site (`pkg/`, favicon).
     pub site_root: String,
     pub session_ttl: Duration,
+    /// How often each instance re-reads the sessions ended since its last look (a lost
+    /// broadcast is honoured within this; at most 30 s).
+    pub session_reload: Duration,
     pub login_throttle: LoginThrottle,
+    pub doors: DoorLimits,
+    /// The bearer token `/metrics` asks for (`SECKILL_METRICS_TOKEN`); unset, `/metrics` is off.
+    pub metrics_token: Option<Secret>,
     /// Proxies in front that append to `X-Forwarded-For` (0: none, the peer is the client; 1: a
     /// load balancer, whose hop is the last; 2: a CDN and a load balancer…).
     pub trusted_proxies: u8,
@@ -77,9 +83,49 @@ pub const LAYERS: [&str; 8] = [
 
 #[derive(Clone, Copy, Debug)]
 pub struct LoginThrottle {
+    /// Failures for one username from one client address (the lock is per address).
     pub max_failures_per_user: u32,
+    /// Failures for one username from everywhere, past which it gets one attempt a second.
+    pub max_failures_per_user_everywhere: u32,
     pub max_failures_per_ip: u32,
     pub window: Duration,
+}
+
+/// Bounds on the doors a crowd can knock on without buying: sign-up (in Redis, over every
+/// instance), and the captcha, proof-of-work challenge, waiting-room and stock endpoints
+/// (in-process token buckets, per instance: a burst, then a steady rate per minute).
+#[derive(Clone, Copy, Debug)]
+pub struct DoorLimits {
+    /// Sign-ups from one client address (an IPv6 /64) within `signup_window`.
+    pub signups_per_address: u32,
+    pub signup_window: Duration,
+    /// Sign-ups over the whole platform per minute (a flood from many addresses).
+    pub signups_per_minute: u32,
+    /// Concurrent argon2 hashes for sign-ups, apart from the sign-in slots.
+    pub signup_hash_concurrency: usize,
+    /// Image captchas per client address per minute (no sign-in needed).
+    pub captchas_per_minute: u32,
+    /// Proof-of-work challenges per shopper per minute.
+    pub challenges_per_minute: u32,
+    /// Waiting-room joins and polls per shopper per minute.
+    pub queue_per_minute: u32,
+    /// Stock reads per client address per minute.
+    pub stock_per_minute: u32,
+}
+
+impl Default for DoorLimits {
+    fn default() -> Self {
+        DoorLimits {
+            signups_per_address: 10,
+            signup_window: Duration::from_secs(3600),
+            signups_per_minute: 600,
+            signup_hash_concurrency: 1,
+            captchas_per_minute: 30,
+            challenges_per_minute: 60,
+            queue_per_minute: 300,
+            stock_per_minute: 3000,
+        }
+    }
 }
 
 /// The buy path's buckets and blocks (per user and per client address) and its admission limit.
@@ -215,10 +261,51 @@ impl Config {
                 .to_string(),
             site_root: var_or("LEPTOS_SITE_ROOT", "target/site"),
             session_ttl: Duration::from_secs(number("SECKILL_SESSION_TTL_SECS", 7 * 24 * 3600)?),
+            session_reload: Duration::from_secs(
+                number("SECKILL_SESSION_RELOAD_SECS", 10u64)?.clamp(1, 30),
+            ),
             login_throttle: LoginThrottle {
                 max_failures_per_user: number("SECKILL_LOGIN_MAX_FAILURES_PER_USER", 5)?,
+                max_failures_per_user_everywhere: number(
+                    "SECKILL_LOGIN_MAX_FAILURES_PER_USER_EVERYWHERE",
+                    100,
+                )?,
                 max_failures_per_ip: number("SECKILL_LOGIN_MAX_FAILURES_PER_IP", 50)?,
                 window: Duration::from_secs(number("SECKILL_LOGIN_WINDOW_SECS", 900)?),
+            },
+            doors: {
+                let d = DoorLimits::default();
+                DoorLimits {
+                    signups_per_address: number(
+                        "SECKILL_SIGNUPS_PER_ADDRESS",
+                        d.signups_per_address,
+                    )?,
+                    signup_window: Duration::from_secs(number(
+                        "SECKILL_SIGNUP_WINDOW_SECS",
+                        d.signup_window.as_secs(),
+                    )?),
+                    signups_per_minute: number("SECKILL_SIGNUPS_PER_MINUTE", d.signups_per_minute)?,
+                    signup_hash_concurrency: number(
+                        "SECKILL_SIGNUP_HASH_CONCURRENCY",
+                        d.signup_hash_concurrency,
+                    )?
+                    .max(1),
+                    captchas_per_minute: number(
+                        "SECKILL_CAPTCHAS_PER_MINUTE",
+                        d.captchas_per_minute,
+                    )?,
+                    challenges_per_minute: number(
+                        "SECKILL_CHALLENGES_PER_MINUTE",
+                        d.challenges_per_minute,
+                    )?,
+                    queue_per_minute: number("SECKILL_QUEUE_PER_MINUTE", d.queue_per_minute)?,
+                    stock_per_minute: number("SECKILL_STOCK_PER_MINUTE", d.stock_per_minute)?,
+                }
+            },
+            metrics_token: match var("SECKILL_METRICS_TOKEN") {
+                Some(t) if t.len() >= 16 => Some(Secret(t.into_bytes())),
+                Some(_) => bail!("SECKILL_METRICS_TOKEN must be at least 16 characters"),
+                None => None,
             },
             trusted_proxies: match var("SECKILL_TRUST_FORWARDED_FOR").as_deref() {
                 None | Some("0" | "false" | "no" | "off") => 0,

@@ -13,7 +13,7 @@
 //! | `{a:ID.S}:journal` | reservations shard S granted, for the relay |
 //! | `{a:ID.S}:tok:UUID` | a reservation's status; the token names its sale and home shard |
 //! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
-//! | `{a:ID.S}:lent:UUID` | set once shard S lent units to another shard's buyer |
+//! | `{a:ID.S}:lent:UUID` | shard S's one answer to another shard's buyer: `1` lent, `0` refused |
 //! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
 //! | `{a:ID.S}:pow:NONCE` | a proof-of-work challenge already used (until it expires) |
 //! | `{a:ID.S}:rate:WHO` | token bucket and strikes of a user or an address, per sale shard |
@@ -34,6 +34,21 @@ use std::sync::Arc;
 /// How long a reservation token's record lives: longer than the longest payment window (24 h),
 /// so a token's record outlives its order's deadline.
 pub const TOKEN_TTL_SECS: u64 = 3 * 24 * 3600;
+
+/// How a client address is counted by every per-address limit: an IPv4 address as it is, an IPv6
+/// address by its /64 (one subscriber's whole allocation, which it may rotate through freely).
+pub fn address_bucket(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
 
 /// The most stock shards a sale may have (API.md).
 pub const MAX_SHARDS: i16 = 64;
@@ -242,8 +257,27 @@ impl Keys {
         format!("{}tries:{{a:{activity}}}:{second}", self.prefix)
     }
     /// A login throttle counter (`user:NAME` or `ip:ADDR`).
-    pub fn login_failures(&self, who: &str) -> String {
-        format!("{}login:{who}", self.prefix)
+    /// A client address's sign-in attempts, over every username.
+    pub fn login_address(&self, address: &str) -> String {
+        format!("{}login:{address}", self.prefix)
+    }
+
+    /// One username's sign-in keys, all under the username's hash tag so that one script
+    /// reserves an attempt atomically: `what` is `ip:<address>` (that address's failures),
+    /// `all` (failures from everywhere), `slow` (the one attempt a second past the global
+    /// bound) or `busy` (the verification in flight).
+    pub fn login_user(&self, username: &str, what: &str) -> String {
+        format!("{}{{lu:{}}}:{what}", self.prefix, username.to_lowercase())
+    }
+
+    /// Sign-ups from one client address, and over the platform per minute.
+    pub fn signups(&self, who: &str) -> String {
+        format!("{}signup:{who}", self.prefix)
+    }
+
+    /// Unauthenticated requests of one kind (`captcha`, `challenge`…) from one client address.
+    pub fn door(&self, door: &str, address: &str) -> String {
+        format!("{}door:{door}:{address}", self.prefix)
     }
     /// The one journal of every sale before stock shards: still drained by the relay (cold), so
     /// that reservations granted just before an upgrade become orders too.
@@ -259,6 +293,23 @@ impl Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64() {
+        let a = address_bucket("2001:db8:1:2:aaaa::1".parse().unwrap());
+        let b = address_bucket("2001:db8:1:2:ffff:1:2:3".parse().unwrap());
+        let c = address_bucket("2001:db8:1:3::1".parse().unwrap());
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(
+            address_bucket("203.0.113.9".parse().unwrap()),
+            "203.0.113.9"
+        );
+        assert_eq!(
+            address_bucket("::ffff:203.0.113.9".parse().unwrap()),
+            "203.0.113.9"
+        );
+    }
 
     #[test]
     fn slots_follow_the_hash_tag_as_redis_computes_them() {

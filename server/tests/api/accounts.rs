@@ -1,4 +1,6 @@
 use crate::helpers::*;
+use app::api::Role;
+use reqwest::Client;
 use serde_json::json;
 use server::http::session::{Claims, SessionKeys};
 use std::time::Duration;
@@ -49,10 +51,55 @@ async fn passwords_are_stored_as_argon2id_hashes_at_owasp_parameters() {
 }
 
 #[tokio::test]
-async fn the_cookie_is_secure_when_configured() {
+async fn over_https_the_cookie_is_a_secure_host_cookie_and_hsts_is_sent() {
     let app = spawn_app_with(|c| c.cookie_secure = true).await;
     let resp = app.register(&unique_name("sec"), PASSWORD).await;
-    assert!(set_cookie(&resp).unwrap().contains("Secure"));
+    assert_eq!(
+        resp.headers()["strict-transport-security"],
+        "max-age=31536000; includeSubDomains"
+    );
+    let cookie = set_cookie(&resp).unwrap();
+    assert!(cookie.starts_with("__Host-sid="), "{cookie}");
+    assert!(
+        cookie.contains("Secure") && cookie.contains("Path=/"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Domain"), "{cookie}");
+    // The cookie signs the client in (a plain `sid` cookie would not be read).
+    let value = cookie.split(';').next().unwrap().to_string();
+    let me = Client::new()
+        .get(app.url("/api/me"))
+        .header(reqwest::header::COOKIE, &value)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), 200);
+    let plain = value.replacen("__Host-sid=", "sid=", 1);
+    let me = Client::new()
+        .get(app.url("/api/me"))
+        .header(reqwest::header::COOKIE, plain)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), 401);
+    // Plain HTTP (`make run` on loopback): no HSTS.
+    let plain_app = spawn_app().await;
+    let resp = plain_app.register(&unique_name("pl"), PASSWORD).await;
+    assert!(resp.headers().get("strict-transport-security").is_none());
+    assert!(set_cookie(&resp).unwrap().starts_with("sid="));
+}
+
+#[tokio::test]
+async fn an_operators_session_lasts_hours_not_days() {
+    let keys = SessionKeys::new(SECRET, Duration::from_secs(7 * 24 * 3600), true);
+    for (role, most) in [(Role::Operator, 4 * 3600), (Role::Shopper, 7 * 24 * 3600)] {
+        let cookie = keys.issue(1, role, None, 0);
+        assert_eq!(
+            cookie.max_age().map(|d| d.whole_seconds()),
+            Some(most),
+            "{role:?}"
+        );
+    }
 }
 
 #[tokio::test]

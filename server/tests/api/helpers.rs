@@ -8,7 +8,7 @@ use server::{
     http::session::{Claims, SessionKeys},
     infra::{
         config::{
-            Config, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL,
+            Config, DoorLimits, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL,
             DEFAULT_REDIS_URL,
         },
         keys::{home_shard, new_token, ShardKeys},
@@ -20,6 +20,7 @@ use sqlx::{Connection, PgConnection, PgPool};
 use std::time::Duration;
 
 pub const SECRET: &[u8] = b"test-secret-test-secret-test-secret!";
+pub const METRICS_TOKEN: &str = "test-metrics-token-0123456789";
 
 pub struct TestApp {
     pub base: String,
@@ -64,11 +65,25 @@ pub fn test_config() -> Config {
         asset_base_url: String::new(),
         site_root: "../target/site".into(),
         session_ttl: Duration::from_secs(3600),
+        session_reload: Duration::from_secs(1),
         login_throttle: LoginThrottle {
             max_failures_per_user: 5,
+            max_failures_per_user_everywhere: 100,
             max_failures_per_ip: 1000,
             window: Duration::from_secs(60),
         },
+        // Every test client comes from 127.0.0.1: the doors are opened wide, and the tests of
+        // the doors lower them.
+        doors: DoorLimits {
+            signups_per_address: 1_000_000,
+            signups_per_minute: 1_000_000,
+            captchas_per_minute: 1_000_000,
+            challenges_per_minute: 1_000_000,
+            queue_per_minute: 1_000_000,
+            stock_per_minute: 1_000_000,
+            ..DoorLimits::default()
+        },
+        metrics_token: Some(Secret(METRICS_TOKEN.as_bytes().to_vec())),
         trusted_proxies: 0,
         admin: None,
         operator: None,
@@ -146,6 +161,19 @@ async fn start(config: Config) -> TestApp {
 impl TestApp {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// The metrics exposition, as the operator's Prometheus scrapes it (with the token).
+    pub async fn metrics(&self) -> String {
+        let resp = self
+            .client
+            .get(self.url("/metrics"))
+            .bearer_auth(METRICS_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.text().await.unwrap()
     }
 
     pub async fn get(&self, path: &str) -> Response {
@@ -517,7 +545,7 @@ pub fn set_cookie(resp: &Response) -> Option<String> {
         .get_all(header::SET_COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("sid="))
+        .find(|v| v.starts_with("sid=") || v.starts_with("__Host-sid="))
         .map(str::to_string)
 }
 

@@ -465,7 +465,7 @@ async fn reconciliation_reports_injected_drift_and_repairs_it() {
         "{drift:?}"
     );
     assert_eq!(app.remaining(id).await, 7);
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains(&format!("seckill_stock_drift{{activity=\"{id}\"}} 3")),
         "{metrics}"

@@ -11,6 +11,7 @@ mod hostile;
 mod input;
 mod keepalive;
 mod lifecycle;
+mod limits;
 mod queue;
 mod replication;
 mod seckill;

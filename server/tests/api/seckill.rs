@@ -715,7 +715,7 @@ async fn stats_and_metrics_count_the_sale() {
         serde_json::Value::Object(stats),
         json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0})
     );
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains(r#"seckill_buy_requests_total{result="accepted"} 5"#),
         "{metrics}"
@@ -879,7 +879,7 @@ async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned()
         .await
         .unwrap();
     assert_eq!(holders, None, "the user's count is back");
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("seckill_dead_lettered_reservations_total 1"),
         "{metrics}"
@@ -928,7 +928,7 @@ async fn a_poison_reservation_in_a_batch_dead_letters_alone() {
         .await
         .unwrap();
     assert_eq!(sold, 2);
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("seckill_dead_lettered_reservations_total 1"),
         "{metrics}"
@@ -989,7 +989,7 @@ async fn the_demo_set_up_creates_one_upcoming_sale_owned_by_the_admin() {
 }
 
 #[tokio::test]
-async fn after_the_sale_sells_out_a_hammering_client_hears_sold_out_and_collects_no_strikes() {
+async fn a_fresh_idempotency_key_on_every_request_is_no_way_around_the_sold_out_answer() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     let id = live_activity(&app, &merchant, 1, json!({})).await["id"]
@@ -997,29 +997,55 @@ async fn after_the_sale_sells_out_a_hammering_client_hears_sold_out_and_collects
         .unwrap();
     let buyers = shoppers(&app, 2).await;
     let path = app.path(&buyers[0].client, id).await;
-    assert_eq!(
-        app.buy(&buyers[0].client, id, json!({"path": path}))
-            .await
-            .status()
-            .as_u16(),
-        202
-    );
+    let (status, first) = app
+        .buy_keyed(
+            &buyers[0].client,
+            id,
+            "the-only-unit",
+            json!({"path": path}),
+        )
+        .await;
+    assert_eq!(status, 202, "{first}");
 
-    // Far past the user's bucket (5), each with a key of its own so that every one reaches the
-    // gate script instead of this instance's sold-out flag.
+    // A fresh key on every request: answered `sold_out` by this instance, and past the
+    // shopper's bucket (5) refused with `429` like any other hammering, never reaching the gate
+    // script (so no strikes either).
     let hammer = &buyers[1];
-    let path = app.path(&hammer.client, id).await;
-    for i in 0..20 {
+    let hammer_path = app.path(&hammer.client, id).await;
+    let mut answers = std::collections::BTreeMap::<u16, usize>::new();
+    for i in 0..40 {
         let resp = hammer
             .client
             .post(app.url(&format!("/api/activities/{id}/buy")))
             .header("idempotency-key", format!("hammer-{i}"))
-            .json(&json!({"path": path}))
+            .json(&json!({"path": hammer_path}))
             .send()
             .await
             .unwrap();
-        assert_error(resp, 409, "sold_out").await;
+        let status = resp.status().as_u16();
+        if status == 429 {
+            assert!(resp.headers().contains_key("retry-after"));
+        } else {
+            assert_error(resp, 409, "sold_out").await;
+        }
+        *answers.entry(status).or_default() += 1;
     }
+    let sold_out = answers.get(&409).copied().unwrap_or(0);
+    assert!(
+        (1..=6).contains(&sold_out),
+        "at most the first answer and a bucket's worth of keyed look-ups: {answers:?}"
+    );
+    assert_eq!(answers.get(&429).copied().unwrap_or(0), 40 - sold_out);
+    // The keyed retry of a granted buy still gets its first answer on the sold-out sale.
+    let (status, again) = app
+        .buy_keyed(
+            &buyers[0].client,
+            id,
+            "the-only-unit",
+            json!({"path": path}),
+        )
+        .await;
+    assert_eq!((status, &again["token"]), (202, &first["token"]));
     let home = server::infra::keys::home_shard(hammer.id, app.shards_of(id).await);
     let strikes: Option<i64> = redis::cmd("HGET")
         .arg(app.shard_keys(id).await[home as usize].rate(&format!("u:{}", hammer.id)))

@@ -556,3 +556,49 @@ async fn an_operator_creates_a_shop_and_a_merchant_who_signs_in_and_sells() {
         "{found}"
     );
 }
+
+#[tokio::test]
+async fn a_sign_out_or_epoch_whose_broadcast_was_lost_is_honoured_within_the_reload_period() {
+    let app = spawn_app().await;
+    let other = spawn_instance(&app.config).await;
+    let (_, username, sid) = signed_up(&app, "lost").await;
+    let (_, _, second) = signed_up(&app, "lost2").await;
+    assert_eq!(me_with(&other, &sid).await, 200);
+    assert_eq!(me_with(&other, &second).await, 200);
+
+    // Signed out in the database, as `end_session` writes it, but never broadcast.
+    let mut parts = sid.split('.');
+    let hex = parts.next().unwrap().to_string();
+    let expires: i64 = sid.split('.').nth(5).unwrap().parse().unwrap();
+    let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = $1")
+        .bind(&username)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO revoked_sessions (sid, user_id, expires_at) VALUES ($1, $2, to_timestamp($3))",
+    )
+    .bind(&hex)
+    .bind(user_id)
+    .bind(expires as f64)
+    .execute(&app.db)
+    .await
+    .unwrap();
+    // The second user's every session ended (a block's epoch), never broadcast either.
+    sqlx::query(
+        "UPDATE users SET session_epoch = session_epoch + 1, session_epoch_at = clock_timestamp()
+         WHERE username <> $1 AND role = 'shopper'",
+    )
+    .bind(&username)
+    .execute(&app.db)
+    .await
+    .unwrap();
+
+    // The reload period is 1 s here (10 s by default, 30 s at most): honoured well within 10 s.
+    let period = app.config.session_reload;
+    for instance in [&app, &other] {
+        ended_within(instance, &sid, 10, "the lost sign-out honoured on reload").await;
+        ended_within(instance, &second, 10, "the lost epoch honoured on reload").await;
+    }
+    assert!(period <= Duration::from_secs(30));
+}

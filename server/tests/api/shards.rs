@@ -185,7 +185,7 @@ async fn a_sale_whose_units_sit_in_one_shard_still_sells_every_unit() {
     }
     assert_settled(&app, id, &accepted).await;
     assert_eq!(shard_stock(&app, id).await, vec![0, 0, 0, 0]);
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.metrics().await;
     let borrowed = metrics
         .lines()
         .find_map(|l| l.strip_prefix("seckill_borrowed_reservations_total "))

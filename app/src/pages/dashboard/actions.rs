@@ -16,6 +16,9 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
     let asking = RwSignal::new(None::<i64>);
     let busy = RwSignal::new(false);
     let message = RwSignal::new(None::<(bool, String)>);
+    // The key of the addition being confirmed: kept while it is retried (a retry the server
+    // already took adds nothing), a new one once it went through.
+    let key = StoredValue::new((0i64, String::new()));
     let total = move || with_sale(activity, |a| a.activity.total_stock).unwrap_or(0);
 
     let request = move |ev: SubmitEvent| {
@@ -37,14 +40,21 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
             return;
         };
         busy.set(true);
+        let this_key = match key.get_value() {
+            (same, k) if same == n && !k.is_empty() => k,
+            _ => client::new_key(),
+        };
+        key.set_value((n, this_key.clone()));
         leptos::task::spawn_local(async move {
-            match client::post::<_, StockLevel>(
+            match client::post_with_key::<_, StockLevel>(
                 &format!("/api/admin/activities/{id}/stock"),
                 &crate::api::AddStock { add: n },
+                &this_key,
             )
             .await
             {
                 Ok(level) => {
+                    key.set_value((0, String::new()));
                     update_sale(activity, |cur| {
                         cur.activity.total_stock = level.total_stock;
                         cur.remaining = level.remaining;

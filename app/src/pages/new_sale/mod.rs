@@ -70,6 +70,8 @@ pub fn ActivityForm() -> impl IntoView {
         })
     };
 
+    // One key for this form's sale: a retry after a lost answer creates nothing more.
+    let key = StoredValue::new(String::new());
     let submit = move |ev: SubmitEvent| {
         ev.prevent_default();
         if busy.get_untracked() {
@@ -86,8 +88,14 @@ pub fn ActivityForm() -> impl IntoView {
         errors.set(FieldErrors::new());
         busy.set(true);
         let navigate = navigate.clone();
+        if key.with_value(String::is_empty) {
+            key.set_value(client::new_key());
+        }
+        let this_key = key.get_value();
         leptos::task::spawn_local(async move {
-            match client::post::<_, Activity>("/api/admin/activities", &body).await {
+            match client::post_with_key::<_, Activity>("/api/admin/activities", &body, &this_key)
+                .await
+            {
                 Ok(created) => navigate(
                     &format!("/admin/activities/{}", created.id),
                     Default::default(),

@@ -91,19 +91,6 @@ fn ActivityView(activity: Activity) -> impl IntoView {
     }
 }
 
-fn new_key() -> String {
-    #[cfg(feature = "hydrate")]
-    {
-        let mut bytes = [0u8; 16];
-        if let Some(crypto) = web_sys::window().and_then(|w| w.crypto().ok()) {
-            let _ = crypto.get_random_values_with_u8_array(&mut bytes);
-        }
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-    #[cfg(not(feature = "hydrate"))]
-    String::new()
-}
-
 /// The buy itself. `admission`: the waiting room's ticket, when the sale has one.
 #[component]
 pub fn BuyPanel(
@@ -200,7 +187,7 @@ pub fn BuyPanel(
         }
         busy.set(true);
         message.set(None);
-        let key = new_key();
+        let key = client::new_key();
         let captcha_id = untrack(needs_captcha)
             .then(|| captcha.get_untracked().map(|c| c.id))
             .flatten();

@@ -13,6 +13,8 @@ use crate::{
         audit, rfc3339, ApiError, ApiResult,
     },
     http::{
+        admin::replay,
+        buy::IdempotencyKey,
         input::{parse_id, AppJson},
         session::{Merchant, SessionKeys},
     },
@@ -59,15 +61,24 @@ where
         )
 }
 
+/// Creates a sale. With an `Idempotency-Key`, a retry gets the first answer and creates nothing.
+/// Once the database has committed, the answer is `201` even if Redis could not be warmed: the
+/// reconciler puts the stock on the shelf (a `503` always means nothing was written).
 async fn create_activity(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(config): State<Arc<Config>>,
     merchant: Merchant,
+    IdempotencyKey(key): IdempotencyKey,
     AppJson(body): AppJson<NewActivity>,
-) -> ApiResult<(StatusCode, Json<Activity>)> {
+) -> ApiResult<Response> {
     let spec = ActivitySpec::parse(body, config.min_payment_window_secs, redis.masters)?;
     let mut tx = db.begin().await?;
+    if let Some(key) = &key {
+        if let Some(first) = replay::claim(&mut tx, merchant.user_id, key, "create").await? {
+            return Ok(first);
+        }
+    }
     let row = insert(&mut *tx, merchant.user_id, &spec).await?;
     let detail = format!("{} units", row.total_stock);
     audit::record(
@@ -79,30 +90,54 @@ async fn create_activity(
         &detail,
     )
     .await?;
+    let (stock, activity) = (row.total_stock, row.clone().into_activity());
+    if let Some(key) = &key {
+        replay::record(
+            &mut tx,
+            merchant.user_id,
+            key,
+            StatusCode::CREATED,
+            &activity,
+        )
+        .await?;
+    }
     tx.commit().await?;
-    warm(&redis, &row, row.total_stock).await?;
+    if let Err(e) = warm(&redis, &row, stock).await {
+        tracing::warn!(activity.id = row.id, error = %e, "created; its stock goes to Redis with the next reconciliation");
+    }
     tracing::info!(
         activity.id = row.id,
         merchant.id = merchant.user_id,
-        stock = row.total_stock,
+        stock,
         "activity created"
     );
-    Ok((StatusCode::CREATED, Json(row.into_activity())))
+    Ok((StatusCode::CREATED, Json(activity)).into_response())
 }
 
+/// Adds stock. With an `Idempotency-Key`, a retry gets the first answer and adds nothing. Once
+/// the database has committed, the answer is `200` even if Redis could not take the units at
+/// once: the reconciler raises the shelf to the database's figure (a `503` means nothing was
+/// written).
 async fn add_stock(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(sold_out): State<SoldOut>,
     merchant: Merchant,
     Path(id): Path<String>,
+    IdempotencyKey(key): IdempotencyKey,
     AppJson(body): AppJson<AddStock>,
-) -> ApiResult<Json<StockLevel>> {
+) -> ApiResult<Response> {
     let id = parse_id(&id)?;
     if !(1..=10_000_000).contains(&body.add) {
         return Err(ApiError::invalid("add", "must be between 1 and 10000000"));
     }
     let mut tx = db.begin().await?;
+    if let Some(key) = &key {
+        let route = format!("stock {id}");
+        if let Some(first) = replay::claim(&mut tx, merchant.user_id, key, &route).await? {
+            return Ok(first);
+        }
+    }
     let updated: Option<(i64, i64, i16, String)> = sqlx::query_as(
         "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 AND shop_id = $3
          RETURNING total_stock, sold, stock_shards, title",
@@ -131,10 +166,25 @@ async fn add_stock(
     .bind(body.add)
     .execute(&mut *tx)
     .await?;
+    if let Some(key) = &key {
+        let level = StockLevel {
+            total_stock,
+            remaining: total_stock - sold,
+        };
+        replay::record(&mut tx, merchant.user_id, key, StatusCode::OK, &level).await?;
+    }
     tx.commit().await?;
 
-    let remaining = add_to_stock(&redis, (id, shards), body.add, total_stock - sold).await?;
-    sold_out.announce(&mut redis.conn(), id).await?;
+    let remaining = match add_to_stock(&redis, (id, shards), body.add, total_stock - sold).await {
+        Ok(remaining) => remaining,
+        Err(e) => {
+            tracing::warn!(activity.id = id, error = %e, "stock added; Redis takes it with the next reconciliation");
+            total_stock - sold
+        }
+    };
+    if let Err(e) = sold_out.announce(&mut redis.conn(), id).await {
+        tracing::warn!(activity.id = id, error = %e, "restock not announced; sold-out flags lapse by themselves");
+    }
     tracing::info!(
         activity.id = id,
         merchant.id = merchant.user_id,
@@ -145,7 +195,8 @@ async fn add_stock(
     Ok(Json(StockLevel {
         total_stock,
         remaining,
-    }))
+    })
+    .into_response())
 }
 
 /// How the audit log names a sale.

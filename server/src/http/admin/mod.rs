@@ -5,6 +5,7 @@
 pub mod activities;
 pub mod audit;
 pub mod orders;
+pub mod replay;
 
 use super::session::{SessionKeys, SignedIn};
 use app::api::Role;

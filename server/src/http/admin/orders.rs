@@ -1,6 +1,8 @@
-//! API.md "Admin console", the orders: a filtered, paged list and a CSV export streamed from a
-//! database cursor, of the merchant's shop only (another shop's sale is `404`). Exports are
-//! audited.
+//! API.md "Admin console", the orders: a filtered, paged list and a CSV export read in pages of
+//! the merchant's shop only (another shop's sale is `404`). Exports are audited, at most
+//! [`EXPORTS_PER_MERCHANT`] at once per merchant and [`EXPORTS_PER_INSTANCE`] per instance, and
+//! a client that stops reading for [`WRITE_TIMEOUT`] is cut off: no export holds a database
+//! connection while it waits for its client.
 
 use crate::{
     domain::{audit, rfc3339, ApiError, ApiResult},
@@ -14,7 +16,57 @@ use axum::{
     Json, Router,
 };
 use sqlx::PgPool;
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+/// Exports at once, per merchant and per instance.
+pub const EXPORTS_PER_MERCHANT: usize = 2;
+pub const EXPORTS_PER_INSTANCE: usize = 16;
+/// Rows per database read of an export (the connection goes back to the pool between reads).
+const EXPORT_PAGE: i64 = 2000;
+/// A client that has not taken the next chunk within this long is cut off.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The exports running on this instance, by merchant.
+#[derive(Clone, Default)]
+pub struct Exports(Arc<Mutex<HashMap<i64, usize>>>);
+
+/// One running export; its place is given back when it is dropped (ended, failed or cut off).
+struct ExportSlot {
+    exports: Exports,
+    merchant: i64,
+}
+
+impl Exports {
+    fn start(&self, merchant: i64) -> ApiResult<ExportSlot> {
+        let mut running = self.0.lock().expect("exports lock");
+        let all: usize = running.values().sum();
+        let mine = running.get(&merchant).copied().unwrap_or(0);
+        if mine >= EXPORTS_PER_MERCHANT || all >= EXPORTS_PER_INSTANCE {
+            return Err(ApiError::RateLimited { retry_after: 5 });
+        }
+        *running.entry(merchant).or_default() += 1;
+        Ok(ExportSlot {
+            exports: self.clone(),
+            merchant,
+        })
+    }
+}
+
+impl Drop for ExportSlot {
+    fn drop(&mut self) {
+        let mut running = self.exports.0.lock().expect("exports lock");
+        if let Some(n) = running.get_mut(&self.merchant) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&self.merchant);
+            }
+        }
+    }
+}
 
 /// One order as the admin console lists and exports it.
 #[derive(serde::Serialize, sqlx::FromRow)]
@@ -108,6 +160,7 @@ pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
     PgPool: FromRef<S>,
+    Exports: FromRef<S>,
     Arc<SessionKeys>: FromRef<S>,
 {
     Router::new()
@@ -207,16 +260,19 @@ fn csv_line(o: &AdminOrder) -> String {
 
 const CSV_HEADER: &str = "order_id,token,activity_id,user_id,username,quantity,unit_price_cents,status,reason,reserved_at,pay_by,paid_at,cancelled_at\n";
 
-/// Streams the orders row by row from a database cursor, through a small bounded channel: memory
-/// stays flat however many there are, and a client that goes away stops the query.
+/// Streams the orders in pages of [`EXPORT_PAGE`] (by order id, each read a short query of its
+/// own), through a small bounded channel: memory stays flat however many there are, a client that
+/// goes away stops the export, and one that stops reading is cut off after [`WRITE_TIMEOUT`].
 async fn admin_orders_csv(
     State(db): State<PgPool>,
+    State(exports): State<Exports>,
     merchant: Merchant,
     axum::extract::Query(filter): axum::extract::Query<OrderFilter>,
 ) -> ApiResult<axum::response::Response> {
-    use futures_util::StreamExt;
+    use futures_util::StreamExt as _;
     let activity = optional_number("activity_id", &filter.activity_id, 1..=i64::MAX)?;
     own_activity(&db, merchant, activity).await?;
+    let slot = exports.start(merchant.user_id)?;
     let what = activity.map_or("all sales".to_string(), |a| format!("#{a}"));
     audit::record(
         &db,
@@ -227,31 +283,59 @@ async fn admin_orders_csv(
         "CSV",
     )
     .await?;
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
     tokio::spawn(async move {
+        let _slot = slot;
         let sql = format!(
             "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id
-             WHERE a.shop_id = $2 AND ($1::bigint IS NULL OR o.activity_id = $1) ORDER BY o.id"
+             WHERE a.shop_id = $2 AND ($1::bigint IS NULL OR o.activity_id = $1) AND o.id > $3
+             ORDER BY o.id LIMIT $4"
         );
-        let mut rows = sqlx::query_as::<_, AdminOrder>(&sql)
-            .bind(activity)
-            .bind(merchant.shop_id)
-            .fetch(&db);
+        let send = |chunk: Result<String, std::io::Error>| {
+            let tx = tx.clone();
+            async move {
+                matches!(
+                    tokio::time::timeout(WRITE_TIMEOUT, tx.send(chunk)).await,
+                    Ok(Ok(()))
+                )
+            }
+        };
         let mut chunk = String::from(CSV_HEADER);
-        while let Some(row) = rows.next().await {
-            match row {
-                Ok(order) => chunk.push_str(&csv_line(&order)),
+        let mut after = 0i64;
+        loop {
+            let page = sqlx::query_as::<_, AdminOrder>(&sql)
+                .bind(activity)
+                .bind(merchant.shop_id)
+                .bind(after)
+                .bind(EXPORT_PAGE)
+                .fetch_all(&db)
+                .await;
+            let page = match page {
+                Ok(page) => page,
                 Err(e) => {
                     tracing::error!(error = %e, "CSV export failed mid-stream");
-                    let _ = tx.send(Err(std::io::Error::other("database error"))).await;
+                    send(Err(std::io::Error::other("database error"))).await;
                     return;
                 }
+            };
+            let last_page = (page.len() as i64) < EXPORT_PAGE;
+            for order in &page {
+                chunk.push_str(&csv_line(order));
+                after = order.order_id;
             }
-            if chunk.len() >= 64 * 1024 && tx.send(Ok(std::mem::take(&mut chunk))).await.is_err() {
+            if (last_page || chunk.len() >= 64 * 1024)
+                && !send(Ok(std::mem::take(&mut chunk))).await
+            {
+                tracing::info!(
+                    merchant.id = merchant.user_id,
+                    "CSV export ended: the client left or stopped reading"
+                );
+                return;
+            }
+            if last_page {
                 return;
             }
         }
-        let _ = tx.send(Ok(chunk)).await;
     });
     // Fused: a compressing layer may poll again after the end, which a bare `unfold` panics on.
     let body = futures_util::stream::unfold(rx, |mut rx| async move {

@@ -1,0 +1,192 @@
+//! Bounds on the doors a crowd can knock on without buying anything, so that no one client can
+//! make the server spend memory, CPU or Redis on it without limit:
+//!
+//! - sign-up: per client address (an IPv6 /64) and over the platform, in Redis fixed windows so
+//!   that they hold over every instance (accounts multiply whatever is counted per account);
+//! - image captchas (per address: no sign-in is needed to ask), proof-of-work challenges and the
+//!   waiting room (per shopper), the stock figure (per address): in-process token buckets, no
+//!   Redis call, each instance bounding what reaches it. Their memory is bounded too: keys idle
+//!   long enough to be full again are swept every minute.
+
+use crate::{
+    domain::ApiError,
+    infra::{
+        config::DoorLimits,
+        keys::{address_bucket, Keys},
+        redis::Conn,
+    },
+};
+use governor::{clock::Clock, DefaultKeyedRateLimiter, Quota, RateLimiter};
+use redis::Script;
+use std::{net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
+
+/// A fixed window: KEYS[1] the counter; ARGV: 1 limit, 2 window (ms). Returns 0 when the request
+/// was counted, else ms until the window ends (a refused request is not counted).
+pub const FIXED_WINDOW: &str = r"
+local n = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2], 'NX')
+if n > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return math.max(redis.call('PTTL', KEYS[1]), 1)
+end
+return 0
+";
+
+/// The in-process doors.
+#[derive(Clone, Copy, Debug)]
+pub enum Door {
+    Captcha,
+    Challenge,
+    Queue,
+    Stock,
+}
+
+type Limiter = Arc<DefaultKeyedRateLimiter<String>>;
+
+#[derive(Clone)]
+pub struct Doors {
+    limits: DoorLimits,
+    keys: Keys,
+    window: Arc<Script>,
+    captcha: Limiter,
+    challenge: Limiter,
+    queue: Limiter,
+    stock: Limiter,
+}
+
+fn limiter(per_minute: u32) -> Limiter {
+    let n = NonZeroU32::new(per_minute.max(1)).expect("at least one");
+    Arc::new(RateLimiter::keyed(Quota::per_minute(n)))
+}
+
+impl Doors {
+    pub fn new(limits: DoorLimits, keys: Keys) -> Doors {
+        Doors {
+            limits,
+            keys,
+            window: Arc::new(Script::new(FIXED_WINDOW)),
+            captcha: limiter(limits.captchas_per_minute),
+            challenge: limiter(limits.challenges_per_minute),
+            queue: limiter(limits.queue_per_minute),
+            stock: limiter(limits.stock_per_minute),
+        }
+    }
+
+    fn limiter(&self, door: Door) -> &Limiter {
+        match door {
+            Door::Captcha => &self.captcha,
+            Door::Challenge => &self.challenge,
+            Door::Queue => &self.queue,
+            Door::Stock => &self.stock,
+        }
+    }
+
+    /// Lets one request through `door` for the client `who`, or `429` with `Retry-After`.
+    pub fn pass(&self, door: Door, who: &str) -> Result<(), ApiError> {
+        let limiter = self.limiter(door);
+        limiter.check_key(&who.to_string()).map_err(|not_until| {
+            let wait = not_until.wait_time_from(governor::clock::DefaultClock::default().now());
+            ApiError::RateLimited {
+                retry_after: wait.as_secs() + 1,
+            }
+        })
+    }
+
+    /// The client key of an address for [`Doors::pass`].
+    pub fn address(ip: IpAddr) -> String {
+        address_bucket(ip)
+    }
+
+    /// Keys tracked by the in-process doors (for the sweep, and to show it bounded).
+    pub fn tracked(&self) -> usize {
+        [&self.captcha, &self.challenge, &self.queue, &self.stock]
+            .iter()
+            .map(|l| l.len())
+            .sum()
+    }
+
+    /// Forgets clients whose buckets are full again (they are as if never seen).
+    pub fn sweep(&self) {
+        for l in [&self.captcha, &self.challenge, &self.queue, &self.stock] {
+            l.retain_recent();
+            l.shrink_to_fit();
+        }
+    }
+
+    /// Counts one sign-up from `ip` against the address's and the platform's budgets.
+    pub async fn sign_up(&self, redis: &mut Conn, ip: IpAddr) -> Result<(), ApiError> {
+        let address = self.keys.signups(&format!("ip:{}", address_bucket(ip)));
+        self.fixed_window(
+            redis,
+            address,
+            self.limits.signups_per_address,
+            self.limits.signup_window,
+        )
+        .await?;
+        let minute = chrono::Utc::now().timestamp() / 60;
+        let platform = self.keys.signups(&format!("min:{minute}"));
+        let counted = self
+            .fixed_window(
+                redis,
+                platform,
+                self.limits.signups_per_minute,
+                Duration::from_secs(60),
+            )
+            .await;
+        if counted.is_err() {
+            // Refused by the platform's budget: the address's sign-up was not used.
+            let _: redis::RedisResult<i64> = redis::cmd("DECR")
+                .arg(self.keys.signups(&format!("ip:{}", address_bucket(ip))))
+                .query_async(redis)
+                .await;
+        }
+        counted
+    }
+
+    async fn fixed_window(
+        &self,
+        redis: &mut Conn,
+        key: String,
+        limit: u32,
+        window: Duration,
+    ) -> Result<(), ApiError> {
+        let wait_ms: i64 = self
+            .window
+            .key(key)
+            .arg(limit)
+            .arg(window.as_millis() as u64)
+            .invoke_async(redis)
+            .await?;
+        if wait_ms > 0 {
+            return Err(ApiError::RateLimited {
+                retry_after: (wait_ms as u64).div_ceil(1000).max(1),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_door_lets_its_burst_through_then_refuses_with_a_wait_and_forgets_idle_clients() {
+        let limits = DoorLimits {
+            captchas_per_minute: 3,
+            ..DoorLimits::default()
+        };
+        let doors = Doors::new(limits, Keys::new("t:"));
+        for _ in 0..3 {
+            doors.pass(Door::Captcha, "203.0.113.1").unwrap();
+        }
+        match doors.pass(Door::Captcha, "203.0.113.1") {
+            Err(ApiError::RateLimited { retry_after }) => assert!((1..=21).contains(&retry_after)),
+            other => panic!("{other:?}"),
+        }
+        // Another client, and another door, are not affected.
+        doors.pass(Door::Captcha, "203.0.113.2").unwrap();
+        doors.pass(Door::Stock, "203.0.113.1").unwrap();
+        assert_eq!(doors.tracked(), 3);
+    }
+}

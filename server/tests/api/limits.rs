@@ -1,0 +1,612 @@
+//! The per-user limit on a sharded sale, whatever the retries (DESIGN's invariant 4): random
+//! rounds of concurrent buys (fresh or keyed; a keyed retry may ask another quantity), stock
+//! additions, units drained to one shard (so buys borrow) and give-backs, against the real Redis
+//! (and the Redis Cluster when `make test` runs the suite there). After every case, for every
+//! shopper: the units held never exceed the limit, they are exactly the units of the shopper's
+//! granted tokens, and over the sale the units held are the units taken from the shards.
+
+use crate::helpers::*;
+use proptest::{prelude::*, test_runner::TestRunner};
+use serde_json::json;
+use server::{
+    infra::keys::{home_shard, new_token, ShardKeys, TOKEN_TTL_SECS},
+    pipeline::giveback::{give_back, GiveBack},
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+const SHARDS: i16 = 4;
+const LIMIT: i64 = 5;
+const SHOPPERS: usize = 3;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A buy of `quantity`; with `key`, one of a few Idempotency-Keys the shopper reuses.
+    Buy {
+        shopper: usize,
+        quantity: i64,
+        key: Option<u8>,
+    },
+    AddStock(i64),
+    /// Every unit moved to one shard: the other shards' buyers borrow from it.
+    Drain(usize),
+    /// The n-th granted token so far (modulo their number) gives its units back.
+    GiveBack(usize),
+    /// A keyed buy whose instance died after the gate's answer, having asked `asked` lenders
+    /// (see [`crashed_borrow`]); the client retries the key later.
+    Crashed {
+        shopper: usize,
+        quantity: i64,
+        key: u8,
+        asked: usize,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0..SHOPPERS, 1..=LIMIT, proptest::option::weighted(0.7, 0u8..3))
+            .prop_map(|(shopper, quantity, key)| Op::Buy { shopper, quantity, key }),
+        1 => (1i64..4).prop_map(Op::AddStock),
+        1 => (0..SHARDS as usize).prop_map(Op::Drain),
+        1 => any::<usize>().prop_map(Op::GiveBack),
+        2 => (0..SHOPPERS, 1..=LIMIT, 0u8..3, 0usize..4)
+            .prop_map(|(shopper, quantity, key, asked)| Op::Crashed { shopper, quantity, key, asked }),
+    ]
+}
+
+enum Outcome {
+    Granted(usize, String),
+    /// Told to wait: nothing taken.
+    RateLimited,
+    /// A key whose client never got its answer: retried at the end.
+    Unanswered(usize, u8),
+    GaveBack(String),
+    Nothing,
+}
+
+struct Case<'a> {
+    app: &'a TestApp,
+    merchant: &'a reqwest::Client,
+    shoppers: &'a [Shopper],
+    id: i64,
+    paths: Vec<String>,
+    /// Every token granted: (shopper, token).
+    granted: BTreeSet<(usize, String)>,
+    given_back: BTreeSet<String>,
+    added: i64,
+}
+
+impl Case<'_> {
+    async fn run(&self, op: &Op, case: u32) -> Outcome {
+        let app = self.app;
+        match *op {
+            Op::Buy {
+                shopper,
+                quantity,
+                key,
+            } => {
+                let s = &self.shoppers[shopper];
+                let body = json!({"path": self.paths[shopper], "quantity": quantity});
+                let (status, body) = match key {
+                    Some(k) => {
+                        app.buy_keyed(&s.client, self.id, &format!("c{case}-k{k}"), body)
+                            .await
+                    }
+                    None => json(app.buy(&s.client, self.id, body).await).await,
+                };
+                match status {
+                    202 => Outcome::Granted(shopper, body["token"].as_str().unwrap().to_string()),
+                    // limit_reached, sold_out: refused, nothing taken.
+                    403 | 409 => Outcome::Nothing,
+                    429 => Outcome::RateLimited,
+                    _ => panic!("a buy answered {status} {body}"),
+                }
+            }
+            Op::Crashed {
+                shopper,
+                quantity,
+                key,
+                asked,
+            } => {
+                let user = self.shoppers[shopper].id;
+                let key_name = format!("c{case}-k{key}");
+                crashed_borrow(app, self.id, user, quantity, &key_name, asked).await;
+                Outcome::Unanswered(shopper, key)
+            }
+            Op::AddStock(n) => {
+                let resp = self
+                    .merchant
+                    .post(app.url(&format!("/api/admin/activities/{}/stock", self.id)))
+                    .json(&json!({"add": n}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(resp.status(), 200);
+                Outcome::Nothing
+            }
+            Op::Drain(keep) => {
+                move_units_to(app, self.id, keep).await;
+                Outcome::Nothing
+            }
+            Op::GiveBack(n) => {
+                let Some((shopper, token)) = self.granted.iter().nth(n % self.granted.len().max(1))
+                else {
+                    return Outcome::Nothing;
+                };
+                let (shopper, token) = (*shopper, token.clone());
+                let quantity = token_quantity(app, &token).await;
+                let back = give_back(
+                    &app.redis,
+                    &app.state.sold_out,
+                    GiveBack {
+                        token: token.parse().unwrap(),
+                        activity_id: self.id,
+                        user_id: self.shoppers[shopper].id,
+                        quantity: quantity as i32,
+                        status: "cancelled",
+                        reason: "test",
+                    },
+                )
+                .await
+                .unwrap();
+                if back {
+                    Outcome::GaveBack(token)
+                } else {
+                    Outcome::Nothing
+                }
+            }
+        }
+    }
+}
+
+/// Every unit of the sale into shard `keep`, atomically (a buy in flight never sees units
+/// vanish: the moving script runs between two gate calls).
+async fn move_units_to(app: &TestApp, id: i64, keep: usize) {
+    let shards = app.shard_keys(id).await;
+    // Shards of one sale live on different masters of a cluster: moved one shard at a time,
+    // each unit taken with DECRBY only when there (never below zero) and added to `keep`.
+    for (i, shard) in shards.iter().enumerate() {
+        if i == keep {
+            continue;
+        }
+        let taken: i64 = redis::Script::new(
+            "local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+             if n > 0 then redis.call('DECRBY', KEYS[1], n) end
+             return math.max(n, 0)",
+        )
+        .key(shard.stock())
+        .invoke_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+        let _: i64 = redis::cmd("INCRBY")
+            .arg(shards[keep].stock())
+            .arg(taken)
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+    }
+}
+
+/// What an instance that died in the middle of a borrowing leaves: the home shard's gate said
+/// `borrow` (units held, token `pending`, the key's record `pending`), `lenders_asked` shards
+/// were asked in the token's order, and nothing was settled. The client's keyed retry resumes it.
+async fn crashed_borrow(
+    app: &TestApp,
+    id: i64,
+    user: i64,
+    quantity: i64,
+    key: &str,
+    lenders_asked: usize,
+) -> Option<uuid::Uuid> {
+    let keys = &app.redis.keys;
+    let home_index = home_shard(user, SHARDS);
+    let home = keys.shard(id, home_index, SHARDS);
+    let token = new_token(id, home_index, SHARDS);
+    let now = chrono::Utc::now().timestamp_millis();
+    let (code, detail): (String, String) = redis::Script::new(GATE)
+        .key(home.stock())
+        .key(home.meta())
+        .key(home.holders())
+        .key(home.journal())
+        .key(home.token(&token))
+        .key(home.idempotency(user, key))
+        .key(home.rate("u:crashed"))
+        .key(home.rate("ip:crashed"))
+        .key(home.unsettled())
+        .key(keys.unused(&home))
+        .arg(user)
+        .arg(quantity)
+        .arg(token.to_string())
+        .arg(now)
+        .arg(0)
+        .arg(1)
+        .arg(1000)
+        .arg(1000)
+        .arg(1000)
+        .arg(1000)
+        .arg(1000)
+        .arg(60_000)
+        .arg(TOKEN_TTL_SECS)
+        .arg(86_400)
+        .arg(id)
+        .arg(LIMIT)
+        .arg(SHARDS)
+        .arg(0)
+        .invoke_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    if code != "borrow" {
+        return None;
+    }
+    let token: uuid::Uuid = detail.split(' ').next().unwrap().parse().unwrap();
+    // The lenders in the order the gate asks them (see `Gate::borrow`).
+    let start = (token.as_u128() % SHARDS as u128) as i16;
+    let order = (0..SHARDS)
+        .map(|step| (start + step) % SHARDS)
+        .filter(|i| *i != home_index);
+    for index in order.take(lenders_asked) {
+        let lender = keys.shard(id, index, SHARDS);
+        let answer: String = redis::Script::new(LEND)
+            .key(lender.stock())
+            .key(lender.journal())
+            .key(lender.lent(&token))
+            .arg(token.to_string())
+            .arg(id)
+            .arg(user)
+            .arg(quantity)
+            .arg(now)
+            .arg(TOKEN_TTL_SECS)
+            .invoke_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        if answer == "ok" {
+            break;
+        }
+    }
+    Some(token)
+}
+
+const GATE: &str = include_str!("../../src/buy/gate.lua");
+const LEND: &str = include_str!("../../src/buy/lend.lua");
+
+async fn token_quantity(app: &TestApp, token: &str) -> i64 {
+    let key = app.redis.keys.token(&token.parse().unwrap()).unwrap();
+    let q: Option<i64> = redis::cmd("HGET")
+        .arg(key)
+        .arg("quantity")
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    q.expect("a granted token has a status with its quantity")
+}
+
+async fn holders(app: &TestApp, shards: &[ShardKeys]) -> BTreeMap<i64, i64> {
+    let mut held = BTreeMap::new();
+    for shard in shards {
+        let map: BTreeMap<i64, i64> = redis::cmd("HGETALL")
+            .arg(shard.holders())
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        for (user, n) in map {
+            *held.entry(user).or_default() += n;
+        }
+    }
+    held
+}
+
+async fn one_case(
+    app: &TestApp,
+    merchant: &reqwest::Client,
+    shoppers: &[Shopper],
+    stock: i64,
+    rounds: &[Vec<Op>],
+    case: u32,
+) -> Result<(), TestCaseError> {
+    let activity = live_activity(
+        app,
+        merchant,
+        stock,
+        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
+    )
+    .await;
+    let id = activity["id"].as_i64().unwrap();
+    let mut paths = Vec::new();
+    for s in shoppers {
+        paths.push(app.path(&s.client, id).await);
+    }
+    let mut c = Case {
+        app,
+        merchant,
+        shoppers,
+        id,
+        paths,
+        granted: BTreeSet::new(),
+        given_back: BTreeSet::new(),
+        added: 0,
+    };
+    let mut unanswered = BTreeSet::new();
+    for round in rounds {
+        c.added += round
+            .iter()
+            .map(|op| match op {
+                Op::AddStock(n) => *n,
+                _ => 0,
+            })
+            .sum::<i64>();
+        // One round's operations run at once; the next round starts when all have answered.
+        let outcomes = futures_util::future::join_all(round.iter().map(|op| c.run(op, case))).await;
+        for outcome in outcomes {
+            match outcome {
+                Outcome::Granted(shopper, token) => {
+                    c.granted.insert((shopper, token));
+                }
+                Outcome::GaveBack(token) => {
+                    c.given_back.insert(token);
+                }
+                Outcome::Unanswered(shopper, key) => {
+                    unanswered.insert((shopper, key));
+                }
+                Outcome::Nothing | Outcome::RateLimited => {}
+            }
+        }
+    }
+    // Every client whose answer was lost retries its key: a borrowing left pending is resumed.
+    for (shopper, key) in unanswered {
+        let op = Op::Buy {
+            shopper,
+            quantity: 1,
+            key: Some(key),
+        };
+        // Until it is answered (a keyed look-up on a sold-out sale may be told to wait).
+        let outcome = eventually(30, "a retried key is answered", || async {
+            match c.run(&op, case).await {
+                Outcome::RateLimited => None,
+                outcome => Some(outcome),
+            }
+        })
+        .await;
+        if let Outcome::Granted(shopper, token) = outcome {
+            c.granted.insert((shopper, token));
+        }
+    }
+
+    // Every answer is in: settle the books.
+    let shards = app.shard_keys(id).await;
+    let held = holders(app, &shards).await;
+    let left: i64 = {
+        let mut sum = 0;
+        for shard in &shards {
+            let n: i64 = redis::cmd("GET")
+                .arg(shard.stock())
+                .query_async(&mut app.redis.conn())
+                .await
+                .unwrap();
+            prop_assert!(n >= 0, "a shard went below zero: {n}");
+            sum += n;
+        }
+        sum
+    };
+    let mut by_tokens: BTreeMap<i64, i64> = BTreeMap::new();
+    for (shopper, token) in &c.granted {
+        if !c.given_back.contains(token) {
+            *by_tokens.entry(shoppers[*shopper].id).or_default() +=
+                token_quantity(app, token).await;
+        }
+    }
+    for s in shoppers {
+        let h = held.get(&s.id).copied().unwrap_or(0);
+        prop_assert!(h <= LIMIT, "shopper {} holds {h} > {LIMIT}", s.id);
+        prop_assert_eq!(
+            h,
+            by_tokens.get(&s.id).copied().unwrap_or(0),
+            "shopper {}'s held units are not those of their granted tokens",
+            s.id
+        );
+    }
+    let held_total: i64 = held.values().sum();
+    prop_assert_eq!(
+        held_total,
+        stock + c.added - left,
+        "units held are not the units taken from the shards"
+    );
+    // And the orders the persister writes say the same, per shopper.
+    let tokens: Vec<uuid::Uuid> = c.granted.iter().map(|(_, t)| t.parse().unwrap()).collect();
+    let want = tokens.len() as i64;
+    let ordered: Vec<(uuid::Uuid, i64, i64)> =
+        eventually(60, "every granted token is an order", || {
+            let tokens = tokens.clone();
+            async move {
+                let rows: Vec<(uuid::Uuid, i64, i64)> = sqlx::query_as(
+                    "SELECT token, user_id, quantity::bigint FROM orders WHERE token = ANY($1)",
+                )
+                .bind(&tokens)
+                .fetch_all(&app.db)
+                .await
+                .unwrap();
+                (rows.len() as i64 == want).then_some(rows)
+            }
+        })
+        .await;
+    let mut units: BTreeMap<i64, i64> = BTreeMap::new();
+    for (token, user, q) in ordered {
+        if !c.given_back.contains(&token.to_string()) {
+            *units.entry(user).or_default() += q;
+        }
+    }
+    for s in shoppers {
+        prop_assert_eq!(
+            units.get(&s.id).copied().unwrap_or(0),
+            held.get(&s.id).copied().unwrap_or(0),
+            "shopper {}'s orders (less what went back) are not the units held",
+            s.id
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_per_user_limit_holds_on_a_sharded_sale_whatever_the_retries_and_interleavings() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let shoppers = shoppers(&app, SHOPPERS).await;
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 24,
+        // Each case is a sale on the real services: a failure is shown as found, not shrunk
+        // through hundreds of sales.
+        max_shrink_iters: 16,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let strategy = (
+        // At least one unit a shard (the API's rule); few, so that shards run dry and borrow.
+        SHARDS as i64..16,
+        proptest::collection::vec(proptest::collection::vec(op(), 1..7), 1..6),
+    );
+    let handle = tokio::runtime::Handle::current();
+    let case = std::cell::Cell::new(0u32);
+    let result = runner.run(&strategy, |(stock, rounds)| {
+        case.set(case.get() + 1);
+        let case = case.get();
+        tokio::task::block_in_place(|| {
+            handle.block_on(one_case(&app, &merchant, &shoppers, stock, &rounds, case))
+        })
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+async fn set_stock(app: &TestApp, shard: &ShardKeys, units: i64) {
+    let _: () = redis::cmd("SET")
+        .arg(shard.stock())
+        .arg(units)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+}
+
+/// Sums every shard's stock and every shopper's held units of a sale.
+async fn books(app: &TestApp, id: i64) -> (i64, i64) {
+    let shards = app.shard_keys(id).await;
+    let held: i64 = holders(app, &shards).await.values().sum();
+    (app.remaining(id).await, held)
+}
+
+/// The first regression the hostile crowd found: a retry of a borrowing whose first request's
+/// instance died asks for another quantity. The units lent are the first request's, which are
+/// the ones held.
+#[tokio::test]
+async fn a_keyed_retry_with_another_quantity_resumes_the_borrowing_of_the_first_quantity() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let id = live_activity(
+        &app,
+        &merchant,
+        20,
+        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let home = home_shard(shopper.id, SHARDS) as usize;
+    move_units_to(&app, id, (home + 1) % SHARDS as usize).await;
+    let token = crashed_borrow(&app, id, shopper.id, 1, "retried", 0)
+        .await
+        .expect("the home shard is empty: the gate borrows");
+    let path = app.path(&shopper.client, id).await;
+    let (status, body) = app
+        .buy_keyed(
+            &shopper.client,
+            id,
+            "retried",
+            json!({"path": path, "quantity": LIMIT}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(
+        body["token"],
+        token.to_string(),
+        "the first request's token"
+    );
+    let (left, held) = books(&app, id).await;
+    assert_eq!((left, held), (19, 1), "one unit lent and held, not {LIMIT}");
+}
+
+/// The second: a borrowing resumed after stock was added to a shard that had refused it. A
+/// shard's answer to a token is given once, so the resumed borrowing ends at the same lender.
+#[tokio::test]
+async fn a_borrowing_resumed_after_stock_was_added_takes_its_units_once() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let id = live_activity(
+        &app,
+        &merchant,
+        8,
+        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    // Every shard empty, so the gate borrows; then all 8 units in the last lender the token's
+    // order asks. The crashed instance asked all three: two refused, the last lent, and it died
+    // before settling.
+    let home = home_shard(shopper.id, SHARDS);
+    let shards = app.shard_keys(id).await;
+    for shard in &shards {
+        set_stock(&app, shard, 0).await;
+    }
+    let token = crashed_borrow(&app, id, shopper.id, 2, "resumed", 0)
+        .await
+        .expect("the home shard is empty: the gate borrows");
+    let start = (token.as_u128() % SHARDS as u128) as i16;
+    let order: Vec<i16> = (0..SHARDS)
+        .map(|step| (start + step) % SHARDS)
+        .filter(|i| *i != home)
+        .collect();
+    set_stock(&app, &shards[order[2] as usize], 8).await;
+    for index in &order {
+        let lender = &shards[*index as usize];
+        let _: String = redis::Script::new(LEND)
+            .key(lender.stock())
+            .key(lender.journal())
+            .key(lender.lent(&token))
+            .arg(token.to_string())
+            .arg(id)
+            .arg(shopper.id)
+            .arg(2)
+            .arg(chrono::Utc::now().timestamp_millis())
+            .arg(TOKEN_TTL_SECS)
+            .invoke_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+    }
+    assert_eq!(books(&app, id).await, (6, 2));
+    // The merchant adds stock: it spreads over the shards, the refusing ones too.
+    let resp = merchant
+        .post(app.url(&format!("/api/admin/activities/{id}/stock")))
+        .json(&json!({"add": 8}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(books(&app, id).await, (14, 2));
+    // The client's retry resumes the borrowing: nothing more is taken.
+    let path = app.path(&shopper.client, id).await;
+    let (status, body) = app
+        .buy_keyed(
+            &shopper.client,
+            id,
+            "resumed",
+            json!({"path": path, "quantity": 2}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["token"], token.to_string());
+    assert_eq!(
+        books(&app, id).await,
+        (14, 2),
+        "a refusing shard lent again"
+    );
+}
