@@ -4,6 +4,7 @@ mod accounts;
 mod admin;
 mod bot_check;
 mod crowd;
+mod doors;
 mod fuzz;
 mod health;
 mod helpers;
