@@ -388,7 +388,9 @@ fn router(state: AppState) -> Router {
     if on("require_json") {
         api = api.layer(middleware::from_fn(http::input::require_json));
     }
-    let api = api.layer(middleware::from_fn(http::input::json_rejections));
+    let api = api
+        .layer(middleware::from_fn(http::input::json_rejections))
+        .layer(middleware::from_fn(http::input::no_store_when_signed_in));
 
     let site = Path::new(&state.config.site_root).to_path_buf();
     let routes = generate_route_list(app::App);

@@ -97,6 +97,21 @@ pub async fn json_rejections(req: Request, next: Next) -> Response {
     ApiError::invalid(field, why.trim()).into_response()
 }
 
+/// Every API answer to a request that carried a cookie is the signed-in user's own: never
+/// stored by a browser or a proxy, unless the handler said otherwise (the public reads set
+/// their own caching).
+pub async fn no_store_when_signed_in(req: Request, next: Next) -> Response {
+    let signed_in = req.headers().contains_key(header::COOKIE);
+    let mut resp = next.run(req).await;
+    if signed_in && !resp.headers().contains_key(header::CACHE_CONTROL) {
+        resp.headers_mut().insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("private, no-store"),
+        );
+    }
+    resp
+}
+
 /// A JSON body decoded into `T`; errors name the field (`quantity: invalid type …`).
 pub struct AppJson<T>(pub T);
 

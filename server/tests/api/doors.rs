@@ -578,3 +578,30 @@ async fn forty_exports_held_open_by_clients_that_never_read_leave_the_server_ans
     }
     drop(held);
 }
+
+#[tokio::test]
+async fn every_signed_in_answer_is_no_store() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let shopper = shoppers(&app, 1).await.remove(0);
+    for (client, path) in [
+        (&shopper.client, "/api/me".to_string()),
+        (&shopper.client, "/api/orders".to_string()),
+        (&shopper.client, format!("/api/activities/{id}/path")),
+        (&merchant, "/api/admin/activities".to_string()),
+        (&merchant, format!("/api/admin/activities/{id}/stats")),
+        (&merchant, "/api/admin/orders".to_string()),
+        (&merchant, "/api/admin/merchants".to_string()),
+    ] {
+        let resp = client.get(app.url(&path)).send().await.unwrap();
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        let cache = resp.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(cache.contains("no-store"), "{path}: {cache}");
+    }
+}

@@ -35,6 +35,30 @@ const FIELDS: &[&str] = &[
     "add",
     "role",
     "user_id",
+    "bot_check",
+    "pow",
+    "pow_difficulty",
+    "stock_shards",
+    "waiting_room",
+];
+
+/// Headers a hostile client sends with its body: a retry key (valid, reused across endpoints,
+/// malformed, too long) and a client address (IPv4, IPv6, a chain, garbage), the server trusting
+/// one proxy.
+const KEYS: &[&str] = &[
+    "k1",
+    "k2",
+    "",
+    "bad key",
+    "ééé",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+];
+const ADDRESSES: &[&str] = &[
+    "203.0.113.1",
+    "2001:db8:1:2::1",
+    "198.51.100.1, 203.0.113.9",
+    "not an address",
+    "",
 ];
 
 const NASTY: &[&str] = &[
@@ -113,7 +137,7 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
         .build()
         .unwrap();
     let (app, merchant, shopper, activity) = rt.block_on(async {
-        let app = spawn_app().await;
+        let app = spawn_app_with(|c| c.trusted_proxies = 1).await;
         let merchant = merchant(&app).await;
         let activity = live_activity(&app, &merchant, 10, json!({})).await["id"]
             .as_i64()
@@ -146,49 +170,63 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
         failure_persistence: None,
         ..Config::default()
     });
-    let result = runner.run(&(0..endpoints.len(), body()), |(endpoint, body)| {
-        let (name, client, url) = &endpoints[endpoint];
-        rt.block_on(async {
-            let before = state(&app, activity).await;
-            let resp = client
-                .post(url)
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(body.clone())
-                .send()
-                .await
-                .unwrap();
-            let status = resp.status().as_u16();
-            let text = resp.text().await.unwrap();
-            let shown = String::from_utf8_lossy(&body);
-            prop_assert!(status < 500, "{name} answered {status} to {shown}: {text}");
-            if status >= 400 {
-                let error: Value = serde_json::from_str(&text)
-                    .map_err(|_| TestCaseError::fail(format!("{name}: not JSON: {text}")))?;
-                prop_assert!(
-                    error["error"].as_str().is_some_and(|c| !c.is_empty()),
-                    "{name}: no code: {text}"
+    let headers = (
+        proptest::option::of(select(KEYS)),
+        proptest::option::of(select(ADDRESSES)),
+    );
+    let result = runner.run(
+        &(0..endpoints.len(), body(), headers),
+        |(endpoint, body, (key, address))| {
+            let (name, client, url) = &endpoints[endpoint];
+            rt.block_on(async {
+                let before = state(&app, activity).await;
+                let mut request = client
+                    .post(url)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+                if let Some(key) = key {
+                    request = request.header("idempotency-key", key);
+                }
+                if let Some(address) = address {
+                    request = request.header("x-forwarded-for", address);
+                }
+                let resp = request.send().await.unwrap();
+                let status = resp.status().as_u16();
+                let text = resp.text().await.unwrap();
+                let shown = format!(
+                    "{} (key {key:?}, from {address:?})",
+                    String::from_utf8_lossy(&body)
                 );
-                prop_assert!(
-                    error["message"].as_str().is_some_and(|m| !m.is_empty()),
-                    "{name}: no message: {text}"
-                );
-                prop_assert_eq!(
-                    state(&app, activity).await,
-                    before,
-                    "{} refused {} but something changed",
-                    name,
-                    shown
-                );
-            } else {
-                // Generated input that is valid is allowed to act; it must still be a documented success.
-                prop_assert!(
-                    matches!(status, 200 | 201 | 202),
-                    "{name} answered {status} to {shown}"
-                );
-            }
-            Ok(())
-        })
-    });
+                prop_assert!(status < 500, "{name} answered {status} to {shown}: {text}");
+                if status >= 400 {
+                    let error: Value = serde_json::from_str(&text)
+                        .map_err(|_| TestCaseError::fail(format!("{name}: not JSON: {text}")))?;
+                    prop_assert!(
+                        error["error"].as_str().is_some_and(|c| !c.is_empty()),
+                        "{name}: no code: {text}"
+                    );
+                    prop_assert!(
+                        error["message"].as_str().is_some_and(|m| !m.is_empty()),
+                        "{name}: no message: {text}"
+                    );
+                    prop_assert_eq!(
+                        state(&app, activity).await,
+                        before,
+                        "{} refused {} but something changed",
+                        name,
+                        shown
+                    );
+                } else {
+                    // Generated input that is valid is allowed to act; it must still be a documented success.
+                    prop_assert!(
+                        matches!(status, 200 | 201 | 202),
+                        "{name} answered {status} to {shown}"
+                    );
+                }
+                Ok(())
+            })
+        },
+    );
     if let Err(e) = result {
         panic!("{e}");
     }

@@ -415,6 +415,9 @@ async fn hostile_paths_and_queries_get_their_api_answer() {
         "1%20OR%201=1",
         "1';DROP%20TABLE%20activities;--",
         "%00",
+        // Not UTF-8 once decoded.
+        "%FF%FE",
+        "%C3%28",
     ];
     for id in ids {
         for (method, path, client) in [
@@ -510,6 +513,7 @@ async fn hostile_paths_and_queries_get_their_api_answer() {
         "..%2F..%2Fetc%2Fpasswd",
         "00000000-0000-0000-0000-00000000000g",
         "'%20OR%20''='",
+        "%FF%FE",
     ] {
         let resp = shopper
             .client
@@ -535,6 +539,11 @@ async fn hostile_paths_and_queries_get_their_api_answer() {
         "offset=-5",
         "status=confirmed'%20OR%201=1--",
         "status=%3Cscript%3E",
+        // A repeated field, and values that are not UTF-8 once decoded.
+        "limit=1&limit=2",
+        "status=paid&status=confirmed",
+        "activity_id=%FF",
+        "status=%C3%28",
     ] {
         let resp = merchant
             .get(app.url(&format!("/api/admin/orders?{query}")))
