@@ -364,6 +364,8 @@ cluster4=$(shoppers_of "$out/cluster4.txt"); cluster4_p99=$(p99_of "$out/cluster
 nowait=$(shoppers_of "$out/cluster4-nowait.txt"); nowait_p99=$(p99_of "$out/cluster4-nowait.txt")
 
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
+echo "== sign-in beside a sign-up flood (scripts/bench-doors.sh)"
+scripts/bench-doors.sh "$BIN" >"$out/doors.md"
 echo "== the storefront on a phone: Lighthouse (mobile) and the proof of work's solve time (scripts/bench-storefront.sh)"
 scripts/bench-storefront.sh >"$out/storefront.md"
 report=BENCHMARKS.md
@@ -445,6 +447,10 @@ ${before_row}| waiting room, 200,000 shoppers for 100,000 units: wait from the s
 \`\`\`
 $(cat "$out/crowd.txt")
 \`\`\`
+
+## Sign-in beside a sign-up flood (\`scripts/bench-doors.sh\`)
+
+$(cat "$out/doors.md")
 
 ## The storefront on a phone (\`make bench-storefront\` alone)
 $(cat "$out/storefront.md")
