@@ -31,6 +31,8 @@ run: setup build-release
 	[ -f .local/secret ] || (head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/secret)
 	[ -f .local/demo-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/demo-password)
 	[ -f .local/operator-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/operator-password)
+	[ -f .local/metrics-token ] || (head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/metrics-token)
+	export SECKILL_METRICS_TOKEN="$${SECKILL_METRICS_TOKEN:-$$(cat .local/metrics-token)}"
 	# The reader's own accounts when exported (README "Run"), else the demo's generated ones.
 	export SECKILL_ADMIN_USER="$${SECKILL_ADMIN_USER:-demo}"
 	export SECKILL_ADMIN_PASSWORD="$${SECKILL_ADMIN_PASSWORD:-$$(cat .local/demo-password)}"
@@ -38,6 +40,7 @@ run: setup build-release
 	export SECKILL_OPERATOR_PASSWORD="$${SECKILL_OPERATOR_PASSWORD:-$$(cat .local/operator-password)}"
 	echo "Merchant: username '$$SECKILL_ADMIN_USER', password '$$SECKILL_ADMIN_PASSWORD'"
 	echo "Operator: username '$$SECKILL_OPERATOR_USER', password '$$SECKILL_OPERATOR_PASSWORD'"
+	echo "Metrics: curl -H \"Authorization: Bearer $$SECKILL_METRICS_TOKEN\" http://127.0.0.1:3000/metrics"
 	echo "Open http://127.0.0.1:3000"
 	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve

@@ -53,6 +53,17 @@ start_redis() { # [data folder: the one of a Redis that redis-kill ended]
   echo "redis: started on 127.0.0.1:$REDIS_PORT"
 }
 
+# PostgreSQL, Redis and RabbitMQ (its AMQP and distribution ports) listen inside the kernel's
+# ephemeral range: an outgoing connection handed one of those ports as its own would keep a
+# service stopped by a fault test from listening again (`eaddrinuse`). They are taken out of the
+# range (best effort: root on Linux).
+reserve_ports() {
+  local file=/proc/sys/net/ipv4/ip_local_reserved_ports current
+  [ -w "$file" ] || return 0
+  current=$(cat "$file")
+  echo "${current:+$current,}55432,55672,55673,56379" >"$file" 2>/dev/null || true
+}
+
 # A Redis Cluster of 3 masters + 3 replicas on loopback (for the many-box shape and its tests;
 # `start` does not need it). A node's cluster bus listens on its port + 10000; both stay below the
 # kernel's ephemeral ports (32768–60999 on Debian), where an outgoing connection (even one in
@@ -395,7 +406,7 @@ postgres_crash_restart() {
 
 mkdir -p "$state"
 case "${1:-start}" in
-  start) start_postgres; start_redis; start_rabbitmq ;;
+  start) reserve_ports; start_postgres; start_redis; start_rabbitmq ;;
   stop) stop_all ;;
   redis-cluster) start_redis_cluster ;;
   redis-cluster-stop) stop_redis_cluster ;;

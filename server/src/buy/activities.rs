@@ -14,15 +14,26 @@ use std::{
 /// Activity rows cached for a few seconds: the fields the buy path needs (window, limit, captcha
 /// switch, price) never change after creation, and `paused` is decided in Redis, so a stale copy
 /// is harmless.
+///
+/// Ids found not to exist are remembered apart, at most [`MAX_UNKNOWN`] of them (the set is
+/// emptied when full: a flood of made-up ids costs a bounded map, never a scan per request).
 #[derive(Clone, Default)]
 pub struct ActivityCache {
     entries: Arc<std::sync::RwLock<HashMap<i64, (Instant, Option<Arc<ActivityRow>>)>>>,
+    unknown: Arc<std::sync::RwLock<HashMap<i64, Instant>>>,
 }
 
 const CACHE_TTL: Duration = Duration::from_secs(5);
+/// The most unknown ids remembered at once.
+pub const MAX_UNKNOWN: usize = 10_000;
 
 impl ActivityCache {
     pub async fn get(&self, db: &PgPool, id: i64) -> ApiResult<Arc<ActivityRow>> {
+        if let Some(at) = self.unknown.read().expect("cache lock").get(&id) {
+            if at.elapsed() < CACHE_TTL {
+                return Err(ApiError::NotFound);
+            }
+        }
         if let Some((at, row)) = self.entries.read().expect("cache lock").get(&id) {
             if at.elapsed() < CACHE_TTL {
                 return row.clone().ok_or(ApiError::NotFound);
@@ -37,16 +48,32 @@ impl ActivityCache {
             }
             Err(e) => return Err(e),
         };
-        let mut entries = self.entries.write().expect("cache lock");
-        if entries.len() > 10_000 {
-            entries.retain(|_, (at, _)| at.elapsed() < CACHE_TTL);
-        }
-        entries.insert(id, (Instant::now(), row.clone()));
-        row.ok_or(ApiError::NotFound)
+        let Some(row) = row else {
+            let mut unknown = self.unknown.write().expect("cache lock");
+            if unknown.len() >= MAX_UNKNOWN {
+                unknown.clear();
+            }
+            unknown.insert(id, Instant::now());
+            return Err(ApiError::NotFound);
+        };
+        // Rows of sales that exist: as many as there are sales.
+        self.entries
+            .write()
+            .expect("cache lock")
+            .insert(id, (Instant::now(), Some(row.clone())));
+        Ok(row)
+    }
+
+    /// Unknown ids remembered now (at most [`MAX_UNKNOWN`]).
+    pub fn unknown_len(&self) -> usize {
+        self.unknown.read().expect("cache lock").len()
     }
 
     /// The last row read, however old (`Some(None)`: it was known not to exist).
     fn stale(&self, id: i64) -> Option<Option<Arc<ActivityRow>>> {
+        if self.unknown.read().expect("cache lock").contains_key(&id) {
+            return Some(None);
+        }
         self.entries
             .read()
             .expect("cache lock")

@@ -605,3 +605,22 @@ async fn every_signed_in_answer_is_no_store() {
         assert!(cache.contains("no-store"), "{path}: {cache}");
     }
 }
+
+#[tokio::test]
+async fn made_up_activity_ids_are_remembered_in_a_bounded_set() {
+    let app = spawn_app().await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let limit = server::buy::activities::MAX_UNKNOWN;
+    let statuses: Vec<u16> = stream::iter(0..limit + 500)
+        .map(|i| {
+            let url = app.url(&format!("/api/activities/{}/path", 1_000_000 + i));
+            let client = &shopper.client;
+            async move { client.get(url).send().await.unwrap().status().as_u16() }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(statuses.iter().all(|s| *s == 404));
+    let remembered = app.state.activities.unknown_len();
+    assert!((1..=limit).contains(&remembered), "{remembered}");
+}
