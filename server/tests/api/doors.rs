@@ -240,6 +240,20 @@ async fn the_platforms_sign_up_budget_holds_against_many_addresses() {
     }
 }
 
+/// The statuses of `n` copies of one request, 32 at a time.
+async fn flood(n: usize, request: &reqwest::RequestBuilder) -> Vec<u16> {
+    stream::iter(0..n)
+        .map(|_| async {
+            let request = request
+                .try_clone()
+                .expect("a request without a streamed body");
+            request.send().await.unwrap().status().as_u16()
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -262,20 +276,10 @@ async fn captcha_and_challenge_floods_from_one_client_are_refused_past_a_bound()
     })
     .await;
     let before = rss_kib();
-    let statuses: Vec<u16> = stream::iter(0..1500)
-        .map(|_| async {
-            Client::new()
-                .get(app.url("/api/captcha"))
-                .header("x-forwarded-for", "198.51.100.80")
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        })
-        .buffer_unordered(32)
-        .collect()
-        .await;
+    let captcha = Client::new()
+        .get(app.url("/api/captcha"))
+        .header("x-forwarded-for", "198.51.100.80");
+    let statuses = flood(1500, &captcha).await;
     let t = tally(statuses);
     assert_eq!(t.get(&200).copied(), Some(20), "{t:?}");
     assert_eq!(t.get(&429).copied(), Some(1480), "{t:?}");
@@ -293,20 +297,10 @@ async fn captcha_and_challenge_floods_from_one_client_are_refused_past_a_bound()
         .as_i64()
         .unwrap();
     let shopper = shoppers(&app, 1).await.remove(0);
-    let statuses: Vec<u16> = stream::iter(0..5000)
-        .map(|_| async {
-            shopper
-                .client
-                .get(app.url(&format!("/api/activities/{id}/challenge")))
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        })
-        .buffer_unordered(32)
-        .collect()
-        .await;
+    let challenge = shopper
+        .client
+        .get(app.url(&format!("/api/activities/{id}/challenge")));
+    let statuses = flood(5000, &challenge).await;
     let t = tally(statuses);
     assert_eq!(t.get(&200).copied(), Some(20), "{t:?}");
     assert_eq!(t.get(&429).copied(), Some(4980), "{t:?}");

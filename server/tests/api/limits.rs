@@ -237,32 +237,55 @@ async fn crashed_borrow(
     if code != "borrow" {
         return None;
     }
-    let token: uuid::Uuid = detail.split(' ').next().unwrap().parse().unwrap();
+    // Possibly an earlier crashed request's borrowing, resumed: its token and its quantity, as
+    // the gate answers them (the instance lends what the gate says, never what it was asked).
+    let (token, quantity) = detail.split_once(' ').unwrap();
+    let (token, quantity): (uuid::Uuid, i64) = (token.parse().unwrap(), quantity.parse().unwrap());
     // The lenders in the order the gate asks them (see `Gate::borrow`).
     let start = (token.as_u128() % SHARDS as u128) as i16;
     let order = (0..SHARDS)
         .map(|step| (start + step) % SHARDS)
         .filter(|i| *i != home_index);
     for index in order.take(lenders_asked) {
-        let lender = keys.shard(id, index, SHARDS);
-        let answer: String = redis::Script::new(LEND)
-            .key(lender.stock())
-            .key(lender.journal())
-            .key(lender.lent(&token))
-            .arg(token.to_string())
-            .arg(id)
-            .arg(user)
-            .arg(quantity)
-            .arg(now)
-            .arg(TOKEN_TTL_SECS)
-            .invoke_async(&mut app.redis.conn())
-            .await
-            .unwrap();
-        if answer == "ok" {
+        if lend(
+            app,
+            &keys.shard(id, index, SHARDS),
+            token,
+            id,
+            user,
+            quantity,
+        )
+        .await
+            == "ok"
+        {
             break;
         }
     }
     Some(token)
+}
+
+/// One shard asked to lend a token's units, as the gate asks it (`lend.lua`).
+async fn lend(
+    app: &TestApp,
+    lender: &ShardKeys,
+    token: uuid::Uuid,
+    id: i64,
+    user: i64,
+    quantity: i64,
+) -> String {
+    redis::Script::new(LEND)
+        .key(lender.stock())
+        .key(lender.journal())
+        .key(lender.lent(&token))
+        .arg(token.to_string())
+        .arg(id)
+        .arg(user)
+        .arg(quantity)
+        .arg(chrono::Utc::now().timestamp_millis())
+        .arg(TOKEN_TTL_SECS)
+        .invoke_async(&mut app.redis.conn())
+        .await
+        .unwrap()
 }
 
 const GATE: &str = include_str!("../../src/buy/gate.lua");
@@ -567,20 +590,7 @@ async fn a_borrowing_resumed_after_stock_was_added_takes_its_units_once() {
         .collect();
     set_stock(&app, &shards[order[2] as usize], 8).await;
     for index in &order {
-        let lender = &shards[*index as usize];
-        let _: String = redis::Script::new(LEND)
-            .key(lender.stock())
-            .key(lender.journal())
-            .key(lender.lent(&token))
-            .arg(token.to_string())
-            .arg(id)
-            .arg(shopper.id)
-            .arg(2)
-            .arg(chrono::Utc::now().timestamp_millis())
-            .arg(TOKEN_TTL_SECS)
-            .invoke_async(&mut app.redis.conn())
-            .await
-            .unwrap();
+        lend(&app, &shards[*index as usize], token, id, shopper.id, 2).await;
     }
     assert_eq!(books(&app, id).await, (6, 2));
     // The merchant adds stock: it spreads over the shards, the refusing ones too.
