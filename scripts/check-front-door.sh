@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The front door as a client sees it through nginx (`make test` runs it on the cluster shape):
+# /metrics is not passed through, and a burst of sign-ins from one address meets nginx's
+# per-address limit (429) before the instances. Exits non-zero when either does not hold.
+set -euo pipefail
+BASE=${1:?usage: $0 BASE_URL}
+code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/metrics")
+[ "$code" = 404 ] || { echo "front door: /metrics through nginx answered $code, not 404" >&2; exit 1; }
+# 60 sign-ins at once from one client address (nginx believes the loopback hop's
+# X-Forwarded-For): past the burst of 20, nginx answers 429 itself.
+codes=$(seq 60 | xargs -P 60 -I{} curl -s -o /dev/null -w '%{http_code} %{content_type}\n' \
+  -H 'content-type: application/json' -H 'x-forwarded-for: 198.51.100.250' \
+  -d '{"username":"front_door_probe","password":"not-the-password"}' "$BASE/api/auth/login")
+# nginx's own refusal is its HTML page; the instances answer JSON.
+limited=$(grep -c '^429 text/html' <<<"$codes" || true)
+errors=$(grep -c '^5' <<<"$codes" || true)
+echo "front door: /metrics 404; 60 sign-ins at once from one address: $limited refused by nginx (429), $errors 5xx"
+[ "$limited" -ge 20 ] || { echo "front door: nginx's limit_req did not hold ($limited of 60 refused)" >&2; exit 1; }
+[ "$errors" = 0 ] || { echo "front door: 5xx answers" >&2; exit 1; }
