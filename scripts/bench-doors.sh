@@ -21,7 +21,7 @@ env DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_bench_doors \
   SECKILL_SECRET=bench-secret-bench-secret-bench-secret SECKILL_REDIS_PREFIX="benchdoors:$RUN:" \
   SECKILL_AMQP_PREFIX="benchdoors$RUN" SECKILL_QUEUE_EXPIRES_MS=60000 \
   SECKILL_ADDR=127.0.0.1:$PORT SECKILL_TRUST_FORWARDED_FOR=1 RUST_LOG=warn \
-  SECKILL_LOGIN_MAX_FAILURES_PER_IP=1000000 LEPTOS_SITE_ROOT=target/site \
+  SECKILL_LOGIN_MAX_FAILURES_PER_IP=1000000 SECKILL_SIGNUP_POW_DIFFICULTY=0 LEPTOS_SITE_ROOT=target/site \
   "$BIN" serve >"$out/server.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 150); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done

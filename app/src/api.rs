@@ -32,12 +32,15 @@ impl Role {
 }
 
 /// Body of `POST /api/auth/register` and `POST /api/auth/login`. A field this API does not
-/// know (`"role"`, say) is refused, not silently ignored.
+/// know (`"role"`, say) is refused, not silently ignored. `pow`: at sign-up, the solved proof of
+/// work of `GET /api/auth/challenge` (base64 of ALTCHA's payload JSON) when the server asks one.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
     pub username: String,
     pub password: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pow: Option<String>,
 }
 
 impl std::fmt::Debug for PasswordChange {

@@ -2,14 +2,13 @@ import { APIRequestContext, expect, Page, request as playwrightRequest, test } f
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { baseURL } from "../playwright.config";
-import { createActivity, failOnConsoleErrors, MERCHANT, merchantApi, openHydrated, uniqueName } from "./helpers";
+import { createActivity, failOnConsoleErrors, MERCHANT, merchantApi, openHydrated, register, uniqueName } from "./helpers";
 
 /** A new shopper with an API client of its own (its session cookie lives there). */
 async function newShopper(): Promise<{ api: APIRequestContext; username: string }> {
   const api = await playwrightRequest.newContext({ baseURL });
   const username = uniqueName("buyer");
-  const resp = await api.post("/api/auth/register", { data: { username, password: "buyer-password" } });
-  expect(resp.status()).toBe(201);
+  await register(api, username, "buyer-password");
   return { api, username };
 }
 

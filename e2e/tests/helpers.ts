@@ -1,4 +1,5 @@
 import { expect, Page } from "@playwright/test";
+import { createHash } from "node:crypto";
 
 /** A username no other test (or earlier run) has used. */
 export function uniqueName(prefix: string): string {
@@ -83,11 +84,44 @@ export async function createActivity(o: ActivityOptions = {}): Promise<number> {
   return id;
 }
 
+/**
+ * Solves a proof-of-work challenge (ALTCHA v2, SHA-256 with cost 1, as the server issues them):
+ * the counter whose SHA-256(salt ‖ nonce ‖ counter as 4 big-endian bytes) starts with the key
+ * prefix. What the browser's wasm does for a person; base64 of the payload JSON.
+ */
+export function solveProofOfWork(challenge: any): string {
+  const p = challenge.parameters;
+  expect(p.algorithm).toBe("SHA-256");
+  const salt = Buffer.from(p.salt, "hex");
+  const nonce = Buffer.from(p.nonce, "hex");
+  const prefix = String(p.keyPrefix).toLowerCase();
+  const counterBytes = Buffer.alloc(4);
+  for (let counter = 0; counter < 2 ** 32; counter++) {
+    counterBytes.writeUInt32BE(counter);
+    const key = createHash("sha256").update(salt).update(nonce).update(counterBytes).digest().subarray(0, p.keyLength);
+    const hex = key.toString("hex");
+    if (hex.startsWith(prefix)) {
+      const payload = { challenge, solution: { counter, derivedKey: hex } };
+      return Buffer.from(JSON.stringify(payload)).toString("base64");
+    }
+  }
+  throw new Error("no counter solves the challenge");
+}
+
+/** Registers through the API as the register page does: with the sign-up's proof of work. */
+export async function register(api: APIRequestContext, username: string, password: string): Promise<void> {
+  const challenge = await api.get("/api/auth/challenge");
+  const data: Record<string, string> = { username, password };
+  if (challenge.status() === 200) data.pow = solveProofOfWork(await challenge.json());
+  else expect(challenge.status(), "no sign-up check is asked").toBe(404);
+  const resp = await api.post("/api/auth/register", { data });
+  expect(resp.status(), await resp.text()).toBe(201);
+}
+
 /** Registers a shopper in the page's browser context (the session cookie lands there). */
 export async function signUpShopper(page: Page): Promise<string> {
   const username = uniqueName("shopper");
-  const resp = await page.request.post("/api/auth/register", { data: { username, password: "shopper-password" } });
-  expect(resp.status()).toBe(201);
+  await register(page.request, username, "shopper-password");
   return username;
 }
 

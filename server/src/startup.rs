@@ -164,7 +164,7 @@ impl AppState {
                 config.doors.signup_hash_concurrency,
             )?,
             login_throttle: LoginThrottle::new(config.login_throttle, keys.clone()),
-            doors: Doors::new(config.doors, keys),
+            doors: Doors::new(config.doors, keys, &config.secret.0),
             exports: Default::default(),
             gate: Arc::new(gate),
             waiting_room,

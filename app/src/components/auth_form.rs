@@ -3,7 +3,9 @@
 
 use crate::{
     api::{Credentials, User},
-    client, Session,
+    client,
+    components::proof_of_work::{Work, WorkStatus},
+    Session,
 };
 use leptos::{ev::SubmitEvent, prelude::*};
 use leptos_router::hooks::use_navigate;
@@ -42,6 +44,9 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let p = mode.prefix();
+    // A sign-up carries the same proof of work as a buy, solved while the form is filled in.
+    let work = (mode == AuthMode::Register)
+        .then(|| Work::provide_at("/api/auth/challenge".to_string(), false));
 
     let submit = move |ev: SubmitEvent| {
         ev.prevent_default();
@@ -53,6 +58,7 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
         let creds = Credentials {
             username: username.get_untracked(),
             password: password.get_untracked(),
+            pow: work.and_then(Work::take),
         };
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
@@ -68,7 +74,13 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
                         .filter(|n| is_local_path(n));
                     navigate(next.as_deref().unwrap_or("/"), Default::default());
                 }
-                Err(failure) => error.set(Some(failure.message())),
+                Err(failure) => {
+                    error.set(Some(failure.message()));
+                    // The solution may have been spent: a new one for the next try.
+                    if let Some(work) = work {
+                        work.renew();
+                    }
+                }
             }
             busy.set(false);
         });
@@ -135,11 +147,15 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
                     </button>
                 </div>
                 {password_hint}
+                {work.map(|work| view! { <WorkStatus work/> })}
                 <p class="error" role="alert" data-testid="form-error">{move || error.get()}</p>
                 <button
                     type="submit"
                     data-testid=format!("{p}-submit")
-                    disabled=move || busy.get() || !session.hydrated.get()
+                    disabled=move || {
+                        busy.get() || !session.hydrated.get()
+                            || work.is_some_and(|w| w.solving.get())
+                    }
                 >
                     {action}
                 </button>

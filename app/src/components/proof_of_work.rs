@@ -18,6 +18,8 @@ pub struct Work {
     pub failure: RwSignal<Option<String>>,
     /// While a challenge is fetched and solved.
     pub solving: RwSignal<bool>,
+    /// False once the server said no check is asked (`404`).
+    pub asked: RwSignal<bool>,
     /// Bumped to ask for a new solution.
     renewals: RwSignal<u32>,
 }
@@ -25,11 +27,19 @@ pub struct Work {
 impl Work {
     /// Starts the check for sale `id` once the shopper is known to be signed in.
     pub fn provide(id: i64) -> Work {
+        Work::provide_at(format!("/api/activities/{id}/challenge"), true)
+    }
+
+    /// Starts the check whose challenges `url` hands out: at once, or once the visitor is known
+    /// to be signed in. A `404` means none is asked: the check ends, nothing shown as failed.
+    pub fn provide_at(url: String, signed_in_only: bool) -> Work {
         let work = Work {
             payload: RwSignal::new(None),
             solve_ms: RwSignal::new(None),
             failure: RwSignal::new(None),
-            solving: RwSignal::new(false),
+            // A check that starts at once is under way from the first render.
+            solving: RwSignal::new(!signed_in_only),
+            asked: RwSignal::new(true),
             renewals: RwSignal::new(0),
         };
         provide_context(work);
@@ -39,14 +49,15 @@ impl Work {
             let started = StoredValue::new(false);
             let alive = crate::clock::while_mounted();
             Effect::new(move |_| {
-                if matches!(session.user.get(), Some(Some(_))) && !started.get_value() {
+                let ready = !signed_in_only || matches!(session.user.get(), Some(Some(_)));
+                if ready && !started.get_value() {
                     started.set_value(true);
-                    leptos::task::spawn_local(work.run(id, alive.clone()));
+                    leptos::task::spawn_local(work.run(url.clone(), alive.clone()));
                 }
             });
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = id;
+        let _ = (url, signed_in_only);
         work
     }
 
@@ -70,7 +81,7 @@ impl Work {
     }
 
     #[cfg(feature = "hydrate")]
-    async fn run(self, id: i64, alive: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    async fn run(self, url: String, alive: std::sync::Arc<std::sync::atomic::AtomicBool>) {
         use crate::clock::gloo_timers_sleep;
         use std::sync::atomic::Ordering;
         /// Replaced this long before it expires.
@@ -78,13 +89,12 @@ impl Work {
         while alive.load(Ordering::Relaxed) {
             let renewals = self.renewals.get_untracked();
             self.solving.set(true);
-            let challenge = match crate::client::get::<altcha::Challenge>(&format!(
-                "/api/activities/{id}/challenge"
-            ))
-            .await
-            {
+            let challenge = match crate::client::get::<altcha::Challenge>(&url).await {
                 Ok(challenge) => challenge,
                 Err(f) if f.body.error == "ended" || f.status == 404 || f.status == 401 => {
+                    if f.status == 404 {
+                        self.asked.set(false);
+                    }
                     self.solving.set(false);
                     return;
                 }
@@ -140,7 +150,7 @@ pub fn WorkStatus(work: Work) -> impl IntoView {
         }
     };
     view! {
-        <p class="muted" role="status" data-testid="pow-status"
+        <p class="muted" role="status" data-testid="pow-status" hidden=move || !work.asked.get()
             data-ready=move || work.payload.get().is_some().to_string()
             data-solve-ms=move || work.solve_ms.get().map(|ms| format!("{ms:.0}"))>
             {text}

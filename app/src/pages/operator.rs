@@ -102,6 +102,7 @@ fn ShopItem(shop: Shop) -> impl IntoView {
         let body = Credentials {
             username: username.get_untracked(),
             password: password.get_untracked(),
+            pow: None,
         };
         leptos::task::spawn_local(async move {
             let url = format!("/api/operator/shops/{id}/merchants");

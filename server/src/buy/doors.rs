@@ -8,6 +8,7 @@
 //!   Redis call, each instance bounding what reaches it. Their memory is bounded too: keys idle
 //!   long enough to be full again are swept every minute.
 
+use super::pow::ProofOfWork;
 use crate::{
     domain::ApiError,
     infra::{
@@ -48,6 +49,8 @@ pub struct Doors {
     limits: DoorLimits,
     keys: Keys,
     window: Arc<Script>,
+    /// The sign-up's bot check: challenges bound to no user and no sale (user 0, sale 0).
+    pow: ProofOfWork,
     captcha: Limiter,
     challenge: Limiter,
     queue: Limiter,
@@ -60,11 +63,12 @@ fn limiter(per_minute: u32) -> Limiter {
 }
 
 impl Doors {
-    pub fn new(limits: DoorLimits, keys: Keys) -> Doors {
+    pub fn new(limits: DoorLimits, keys: Keys, secret: &[u8]) -> Doors {
         Doors {
             limits,
             keys,
             window: Arc::new(Script::new(FIXED_WINDOW)),
+            pow: ProofOfWork::new(secret),
             captcha: limiter(limits.captchas_per_minute),
             challenge: limiter(limits.challenges_per_minute),
             queue: limiter(limits.queue_per_minute),
@@ -111,6 +115,50 @@ impl Doors {
             l.retain_recent();
             l.shrink_to_fit();
         }
+    }
+
+    /// A proof-of-work challenge for a sign-up from `ip` (bounded per address like the sale's),
+    /// or `None` when sign-ups ask none.
+    pub fn sign_up_challenge(&self, ip: IpAddr) -> Result<Option<altcha::Challenge>, ApiError> {
+        if self.limits.signup_pow_difficulty == 0 {
+            return Ok(None);
+        }
+        self.pass(Door::Challenge, &format!("signup:{}", address_bucket(ip)))?;
+        let difficulty = i32::try_from(self.limits.signup_pow_difficulty).unwrap_or(i32::MAX);
+        Ok(Some(self.pow.challenge(
+            0,
+            0,
+            difficulty,
+            chrono::Utc::now().timestamp(),
+        )))
+    }
+
+    /// A sign-up's proof of work: solved, signed by this deployment, unexpired, and used once
+    /// (its nonce is marked spent in Redis until it expires). `400 captcha_invalid` otherwise.
+    pub async fn check_sign_up_proof(
+        &self,
+        redis: &mut Conn,
+        pow: Option<&str>,
+    ) -> Result<(), ApiError> {
+        if self.limits.signup_pow_difficulty == 0 {
+            return Ok(());
+        }
+        let spent = pow
+            .and_then(|p| self.pow.verify(p, 0, 0))
+            .ok_or(ApiError::CaptchaInvalid)?;
+        let ttl_ms = spent.expires_ms - chrono::Utc::now().timestamp_millis();
+        if ttl_ms <= 0 {
+            return Err(ApiError::CaptchaInvalid);
+        }
+        let first: Option<String> = redis::cmd("SET")
+            .arg(self.keys.signups(&format!("pow:{}", spent.nonce)))
+            .arg(1)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms)
+            .query_async(redis)
+            .await?;
+        first.map(|_| ()).ok_or(ApiError::CaptchaInvalid)
     }
 
     /// Counts one sign-up from `ip` against the address's and the platform's budgets.
@@ -176,7 +224,7 @@ mod tests {
             captchas_per_minute: 3,
             ..DoorLimits::default()
         };
-        let doors = Doors::new(limits, Keys::new("t:"));
+        let doors = Doors::new(limits, Keys::new("t:"), b"0123456789abcdef0123456789abcdef");
         for _ in 0..3 {
             doors.pass(Door::Captcha, "203.0.113.1").unwrap();
         }

@@ -22,7 +22,8 @@ use crate::{
 use app::api::{Credentials, PasswordChange, Role, User};
 use axum::{
     extract::{FromRef, State},
-    http::StatusCode,
+    http::{header, StatusCode},
+    response::IntoResponse,
     routing::{get, post},
     Json, Router,
 };
@@ -43,6 +44,7 @@ where
 {
     Router::new()
         .route("/auth/register", post(register))
+        .route("/auth/challenge", get(sign_up_challenge))
         .route("/auth/login", post(login))
         .route("/auth/logout", post(logout))
         .route("/auth/logout-everywhere", post(logout_everywhere))
@@ -51,8 +53,19 @@ where
         .route("/admin/merchants", get(list_merchants))
 }
 
-/// A new shopper account: counted against the address's and the platform's sign-up budgets
-/// (`429` past them) once the input is valid, and hashed in the sign-up slots.
+/// The proof of work a sign-up carries (ALTCHA v2 JSON, as for a sale), `no-store`; `404` when
+/// sign-ups ask none.
+async fn sign_up_challenge(
+    State(doors): State<Doors>,
+    ClientIp(ip): ClientIp,
+) -> ApiResult<impl IntoResponse> {
+    let challenge = doors.sign_up_challenge(ip)?.ok_or(ApiError::NotFound)?;
+    Ok(([(header::CACHE_CONTROL, "no-store")], Json(challenge)))
+}
+
+/// A new shopper account, once the input is valid: its proof of work checked and spent (`400
+/// captcha_invalid`), the address's and the platform's sign-up budgets counted (`429` past them),
+/// and the password hashed in the sign-up slots.
 // Each part it needs is one extractor.
 #[allow(clippy::too_many_arguments)]
 async fn register(
@@ -67,7 +80,11 @@ async fn register(
 ) -> ApiResult<(StatusCode, CookieJar, Json<User>)> {
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
-    doors.sign_up(&mut redis.conn(), ip).await?;
+    let mut conn = redis.conn();
+    doors
+        .check_sign_up_proof(&mut conn, creds.pow.as_deref())
+        .await?;
+    doors.sign_up(&mut conn, ip).await?;
     let hash = passwords
         .hash_sign_up(password.into_inner(), username.as_str().to_string())
         .await?;

@@ -103,6 +103,8 @@ pub struct DoorLimits {
     pub signups_per_minute: u32,
     /// Concurrent argon2 hashes for sign-ups, apart from the sign-in slots.
     pub signup_hash_concurrency: usize,
+    /// The proof of work a sign-up must carry (SHA-256 hashes on average; 0: none asked).
+    pub signup_pow_difficulty: u32,
     /// Image captchas per client address per minute (no sign-in needed).
     pub captchas_per_minute: u32,
     /// Proof-of-work challenges per shopper per minute.
@@ -120,6 +122,7 @@ impl Default for DoorLimits {
             signup_window: Duration::from_secs(3600),
             signups_per_minute: 600,
             signup_hash_concurrency: 1,
+            signup_pow_difficulty: 30_000,
             captchas_per_minute: 30,
             challenges_per_minute: 60,
             queue_per_minute: 300,
@@ -290,6 +293,14 @@ impl Config {
                         d.signup_hash_concurrency,
                     )?
                     .max(1),
+                    signup_pow_difficulty: match number(
+                        "SECKILL_SIGNUP_POW_DIFFICULTY",
+                        d.signup_pow_difficulty,
+                    )? {
+                        0 => 0,
+                        n if (1_000..=10_000_000).contains(&n) => n,
+                        _ => bail!("SECKILL_SIGNUP_POW_DIFFICULTY must be 0 (off) or 1000 to 10000000"),
+                    },
                     captchas_per_minute: number(
                         "SECKILL_CAPTCHAS_PER_MINUTE",
                         d.captchas_per_minute,

@@ -618,3 +618,82 @@ async fn made_up_activity_ids_are_remembered_in_a_bounded_set() {
     let remembered = app.state.activities.unknown_len();
     assert!((1..=limit).contains(&remembered), "{remembered}");
 }
+
+#[tokio::test]
+async fn a_sign_up_carries_a_proof_of_work_spent_once() {
+    let app = behind_a_proxy(|c| {
+        c.doors = DoorLimits {
+            signup_pow_difficulty: 2_000,
+            challenges_per_minute: 5,
+            ..c.doors
+        };
+    })
+    .await;
+    let register = |pow: Option<String>| {
+        let mut body = json!({"username": unique_name("pow"), "password": PASSWORD});
+        if let Some(pow) = pow {
+            body["pow"] = pow.into();
+        }
+        let app = &app;
+        async move { post_from(app, "203.0.113.30", "/api/auth/register", &body).await }
+    };
+    let challenge = || async {
+        let resp = Client::new()
+            .get(app.url("/api/auth/challenge"))
+            .header("x-forwarded-for", "203.0.113.30")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["cache-control"], "no-store");
+        resp.json::<altcha::Challenge>().await.unwrap()
+    };
+    // None, garbage, and a buy's solution (bound to a user and a sale) are refused.
+    for pow in [None, Some("bm90IGEgcGF5bG9hZA==".to_string())] {
+        let (status, body, _) = register(pow).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("captcha_invalid")),
+            "{body}"
+        );
+    }
+    let buy_challenge = server::buy::pow::ProofOfWork::new(SECRET).challenge(
+        1,
+        1,
+        2_000,
+        chrono::Utc::now().timestamp(),
+    );
+    let (status, _, _) = register(server::buy::pow::solve(buy_challenge)).await;
+    assert_eq!(status, 400);
+    let users: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(users, 0, "nothing created");
+
+    // Solved: the account is made; the same solution again is refused.
+    let solved = server::buy::pow::solve(challenge().await).unwrap();
+    let (status, body, _) = register(Some(solved.clone())).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body, _) = register(Some(solved)).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("captcha_invalid"))
+    );
+
+    // Challenges are bounded per address like the sale's.
+    let mut refused = 0;
+    for _ in 0..10 {
+        let resp = Client::new()
+            .get(app.url("/api/auth/challenge"))
+            .header("x-forwarded-for", "203.0.113.30")
+            .send()
+            .await
+            .unwrap();
+        refused += usize::from(resp.status() == 429);
+    }
+    assert!(refused >= 5, "{refused}");
+    // Without the check configured, there is no challenge to fetch.
+    let off = spawn_app().await;
+    assert_eq!(off.get("/api/auth/challenge").await.status(), 404);
+}
