@@ -3,7 +3,9 @@
 # sign-up flood beside it (README "Security"). A server of its own on a database of its own; wrk
 # signs one user in from one address, 4 connections for 10 s; the floods come from one address
 # (refused past its budget) and from many (up to the platform's budget, hashed in the sign-up
-# slot). Prints a Markdown table.
+# slot). The sign-up's proof of work is off here: the flood is the worst case, every sign-up
+# within budget reaching argon2 (with it on, each would first cost its sender the solve). Prints a
+# Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/server}
