@@ -19,7 +19,7 @@ use std::{
 /// emptied when full: a flood of made-up ids costs a bounded map, never a scan per request).
 #[derive(Clone, Default)]
 pub struct ActivityCache {
-    entries: Arc<std::sync::RwLock<HashMap<i64, (Instant, Option<Arc<ActivityRow>>)>>>,
+    entries: Arc<std::sync::RwLock<HashMap<i64, (Instant, Arc<ActivityRow>)>>>,
     unknown: Arc<std::sync::RwLock<HashMap<i64, Instant>>>,
 }
 
@@ -36,7 +36,7 @@ impl ActivityCache {
         }
         if let Some((at, row)) = self.entries.read().expect("cache lock").get(&id) {
             if at.elapsed() < CACHE_TTL {
-                return row.clone().ok_or(ApiError::NotFound);
+                return Ok(row.clone());
             }
         }
         let row = match load(db, id).await {
@@ -56,11 +56,15 @@ impl ActivityCache {
             unknown.insert(id, Instant::now());
             return Err(ApiError::NotFound);
         };
-        // Rows of sales that exist: as many as there are sales.
+        // Rows of sales that exist: as many as there are sales. (An id probed before its sale
+        // was created is not unknown any more.)
+        if self.unknown.read().expect("cache lock").contains_key(&id) {
+            self.unknown.write().expect("cache lock").remove(&id);
+        }
         self.entries
             .write()
             .expect("cache lock")
-            .insert(id, (Instant::now(), Some(row.clone())));
+            .insert(id, (Instant::now(), row.clone()));
         Ok(row)
     }
 
@@ -71,13 +75,13 @@ impl ActivityCache {
 
     /// The last row read, however old (`Some(None)`: it was known not to exist).
     fn stale(&self, id: i64) -> Option<Option<Arc<ActivityRow>>> {
-        if self.unknown.read().expect("cache lock").contains_key(&id) {
-            return Some(None);
+        if let Some((_, row)) = self.entries.read().expect("cache lock").get(&id) {
+            return Some(Some(row.clone()));
         }
-        self.entries
+        self.unknown
             .read()
             .expect("cache lock")
-            .get(&id)
-            .map(|(_, row)| row.clone())
+            .contains_key(&id)
+            .then_some(None)
     }
 }
