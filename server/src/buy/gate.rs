@@ -393,13 +393,19 @@ impl Gate {
             .arg(home.idempotency(user, key))
             .query_async(&mut redis.conn())
             .await?;
-        Ok(previous.map(|p| {
-            if p.starts_with("pending:") {
-                Previous::Borrowing
-            } else {
-                Previous::Granted(p)
+        match previous {
+            Some(p) if p.starts_with("pending:") => Ok(Some(Previous::Borrowing)),
+            // Given again only once it is on a replica, as the gate script's answer is: the first
+            // request may have been refused while waiting for it.
+            Some(token) => {
+                self.confirm(&[home.stock()]).await.map_err(|e| {
+                    tracing::warn!(error = %e, activity.id = activity.id, "keyed answer not confirmed");
+                    ApiError::Overloaded { retry_after: 1 }
+                })?;
+                Ok(Some(Previous::Granted(token)))
             }
-        }))
+            None => Ok(None),
+        }
     }
 
     /// The Redis side of one buy: the captcha answer, the home shard's decision (which spends
