@@ -96,11 +96,6 @@ impl Doors {
         })
     }
 
-    /// The client key of an address for [`Doors::pass`].
-    pub fn address(ip: IpAddr) -> String {
-        address_bucket(ip)
-    }
-
     /// Keys tracked by the in-process doors (for the sweep, and to show it bounded).
     pub fn tracked(&self) -> usize {
         [&self.captcha, &self.challenge, &self.queue, &self.stock]
@@ -166,7 +161,7 @@ impl Doors {
         let address = self.keys.signups(&format!("ip:{}", address_bucket(ip)));
         self.fixed_window(
             redis,
-            address,
+            address.clone(),
             self.limits.signups_per_address,
             self.limits.signup_window,
         )
@@ -183,10 +178,8 @@ impl Doors {
             .await;
         if counted.is_err() {
             // Refused by the platform's budget: the address's sign-up was not used.
-            let _: redis::RedisResult<i64> = redis::cmd("DECR")
-                .arg(self.keys.signups(&format!("ip:{}", address_bucket(ip))))
-                .query_async(redis)
-                .await;
+            let _: redis::RedisResult<i64> =
+                redis::cmd("DECR").arg(&address).query_async(redis).await;
         }
         counted
     }

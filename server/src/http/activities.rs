@@ -11,7 +11,7 @@ use crate::{
         activity::{list, load, remaining},
         rfc3339, ApiError, ApiResult,
     },
-    infra::{config::Config, redis::Redis},
+    infra::{config::Config, keys::address_bucket, redis::Redis},
 };
 use app::api::{ActivityList, Remaining, ServerTime};
 use axum::{
@@ -99,7 +99,7 @@ async fn get_stock(
     ClientIp(ip): ClientIp,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    doors.pass(Door::Stock, &Doors::address(ip))?;
+    doors.pass(Door::Stock, &address_bucket(ip))?;
     let id = parse_id(&id)?;
     let activity = activities.get(&db, id).await?;
     let remaining = remaining(&redis, id, activity.stock_shards).await?;

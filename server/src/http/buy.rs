@@ -15,7 +15,7 @@ use crate::{
         queue::WaitingRoom,
     },
     domain::{ApiError, ApiResult},
-    infra::{config::Config, redis::Redis},
+    infra::{config::Config, keys::address_bucket, redis::Redis},
 };
 use app::api::{BuyPath, BuyRequest, JoinQueue, QueueStatus, Reservation};
 use axum::{
@@ -106,7 +106,7 @@ async fn new_captcha(
     State(doors): State<Doors>,
     ClientIp(ip): ClientIp,
 ) -> ApiResult<impl IntoResponse> {
-    doors.pass(Door::Captcha, &Doors::address(ip))?;
+    doors.pass(Door::Captcha, &address_bucket(ip))?;
     let captcha = captcha::issue(&redis).await?;
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(captcha)))
 }

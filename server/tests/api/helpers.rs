@@ -690,3 +690,43 @@ pub fn server_command(app: &TestApp, sub: &str) -> std::process::Command {
         .env("RUST_LOG", "warn");
     cmd
 }
+
+/// Every unit of the sale into shard `keep` (as a sale looks once most shards sold out), safe
+/// beside buys in flight: each other shard's units are taken by one script (never below zero)
+/// and added to `keep`; in between they are in neither shard (a buy then hears sold out, never
+/// takes a unit twice).
+pub async fn move_all_units_to(app: &TestApp, id: i64, keep: usize) {
+    let shards = app.shard_keys(id).await;
+    // Shards of one sale live on different masters of a cluster: moved one shard at a time,
+    // each unit taken with DECRBY only when there (never below zero) and added to `keep`.
+    for (i, shard) in shards.iter().enumerate() {
+        if i == keep {
+            continue;
+        }
+        let taken: i64 = redis::Script::new(
+            "local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+             if n > 0 then redis.call('DECRBY', KEYS[1], n) end
+             return math.max(n, 0)",
+        )
+        .key(shard.stock())
+        .invoke_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+        let _: i64 = redis::cmd("INCRBY")
+            .arg(shards[keep].stock())
+            .arg(taken)
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+    }
+}
+
+/// Sets one shard's units.
+pub async fn set_stock(app: &TestApp, shard: &ShardKeys, units: i64) {
+    let _: () = redis::cmd("SET")
+        .arg(shard.stock())
+        .arg(units)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+}

@@ -124,7 +124,7 @@ impl Case<'_> {
                 Outcome::Nothing
             }
             Op::Drain(keep) => {
-                move_units_to(app, self.id, keep).await;
+                move_all_units_to(app, self.id, keep).await;
                 Outcome::Nothing
             }
             Op::GiveBack(n) => {
@@ -155,34 +155,6 @@ impl Case<'_> {
                 }
             }
         }
-    }
-}
-
-/// Every unit of the sale into shard `keep`, atomically (a buy in flight never sees units
-/// vanish: the moving script runs between two gate calls).
-async fn move_units_to(app: &TestApp, id: i64, keep: usize) {
-    let shards = app.shard_keys(id).await;
-    // Shards of one sale live on different masters of a cluster: moved one shard at a time,
-    // each unit taken with DECRBY only when there (never below zero) and added to `keep`.
-    for (i, shard) in shards.iter().enumerate() {
-        if i == keep {
-            continue;
-        }
-        let taken: i64 = redis::Script::new(
-            "local n = tonumber(redis.call('GET', KEYS[1]) or '0')
-             if n > 0 then redis.call('DECRBY', KEYS[1], n) end
-             return math.max(n, 0)",
-        )
-        .key(shard.stock())
-        .invoke_async(&mut app.redis.conn())
-        .await
-        .unwrap();
-        let _: i64 = redis::cmd("INCRBY")
-            .arg(shards[keep].stock())
-            .arg(taken)
-            .query_async(&mut app.redis.conn())
-            .await
-            .unwrap();
     }
 }
 
@@ -499,15 +471,6 @@ async fn the_per_user_limit_holds_on_a_sharded_sale_whatever_the_retries_and_int
     }
 }
 
-async fn set_stock(app: &TestApp, shard: &ShardKeys, units: i64) {
-    let _: () = redis::cmd("SET")
-        .arg(shard.stock())
-        .arg(units)
-        .query_async(&mut app.redis.conn())
-        .await
-        .unwrap();
-}
-
 /// Sums every shard's stock and every shopper's held units of a sale.
 async fn books(app: &TestApp, id: i64) -> (i64, i64) {
     let shards = app.shard_keys(id).await;
@@ -533,7 +496,7 @@ async fn a_keyed_retry_with_another_quantity_resumes_the_borrowing_of_the_first_
         .as_i64()
         .unwrap();
     let home = home_shard(shopper.id, SHARDS) as usize;
-    move_units_to(&app, id, (home + 1) % SHARDS as usize).await;
+    move_all_units_to(&app, id, (home + 1) % SHARDS as usize).await;
     let token = crashed_borrow(&app, id, shopper.id, 1, "retried", 0)
         .await
         .expect("the home shard is empty: the gate borrows");

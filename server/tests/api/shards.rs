@@ -36,21 +36,6 @@ async fn shard_stock(app: &TestApp, id: i64) -> Vec<i64> {
         .collect()
 }
 
-/// Puts every unit of the sale in shard `keep`, the others empty (as a sale looks once most
-/// shards sold out).
-async fn move_all_units_to(app: &TestApp, id: i64, keep: usize) {
-    let total: i64 = shard_stock(app, id).await.iter().sum();
-    for (i, shard) in app.shard_keys(id).await.iter().enumerate() {
-        let units = if i == keep { total } else { 0 };
-        let _: () = redis::cmd("SET")
-            .arg(shard.stock())
-            .arg(units)
-            .query_async(&mut app.redis.conn())
-            .await
-            .unwrap();
-    }
-}
-
 #[tokio::test]
 async fn two_thousand_buyers_for_a_hundred_units_over_four_shards_get_exactly_a_hundred() {
     let app = spawn_app().await;
