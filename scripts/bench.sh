@@ -366,6 +366,8 @@ nowait=$(shoppers_of "$out/cluster4-nowait.txt"); nowait_p99=$(p99_of "$out/clus
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
 echo "== sign-in beside a sign-up flood (scripts/bench-doors.sh)"
 scripts/bench-doors.sh "$BIN" >"$out/doors.md"
+echo "== the buy path while sessions end (scripts/bench-sessions.sh)"
+scripts/bench-sessions.sh "$BIN" >"$out/sessions.md"
 echo "== the storefront on a phone: Lighthouse (mobile) and the proof of work's solve time (scripts/bench-storefront.sh)"
 scripts/bench-storefront.sh >"$out/storefront.md"
 report=BENCHMARKS.md
@@ -451,6 +453,10 @@ $(cat "$out/crowd.txt")
 ## Sign-in beside a sign-up flood (\`scripts/bench-doors.sh\`)
 
 $(cat "$out/doors.md")
+
+## The buy path while sessions end (\`scripts/bench-sessions.sh\`)
+
+$(cat "$out/sessions.md")
 
 ## The storefront on a phone (\`make bench-storefront\` alone)
 $(cat "$out/storefront.md")

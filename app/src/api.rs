@@ -90,6 +90,14 @@ pub struct PasswordChange {
     pub new_password: String,
 }
 
+/// Body of `POST /api/auth/confirm`: the signed-in user's password, checked again before an action
+/// that asks for a recent check (`403 reauthentication_required`).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Confirmation {
+    pub password: String,
+}
+
 /// Body of `POST /api/operator/users/{id}/password`: the operator sets a new password.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -192,6 +200,9 @@ pub struct Activity {
     /// The proof of work's difficulty: SHA-256 hashes a browser computes on average.
     #[serde(default = "default_pow_difficulty")]
     pub pow_difficulty: i32,
+    /// Only accounts created before this instant may buy (or join the waiting room); `None`: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounts_created_before: Option<String>,
 }
 
 /// What a sale asks of a buyer to tell a person from a bot.
@@ -299,6 +310,9 @@ pub struct NewActivity {
     /// [`POW_DIFFICULTY_RANGE`]; default [`DEFAULT_POW_DIFFICULTY`].
     #[serde(default)]
     pub pow_difficulty: Option<i32>,
+    /// RFC 3339, at most `starts_at`: only accounts created before it may buy; default none.
+    #[serde(default)]
+    pub accounts_created_before: Option<String>,
 }
 
 /// Body of `POST /api/admin/activities/{id}/stock`.

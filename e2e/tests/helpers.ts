@@ -1,5 +1,5 @@
 import { expect, Page } from "@playwright/test";
-import { createHash } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 
 /** A username no other test (or earlier run) has used. */
 export function uniqueName(prefix: string): string {
@@ -55,6 +55,8 @@ export interface ActivityOptions {
   /** The bot check; when named, `captcha` is not sent. */
   botCheck?: "none" | "proof_of_work" | "image";
   powDifficulty?: number;
+  /** Only accounts created before this instant (RFC 3339) may buy. */
+  accountsCreatedBefore?: string;
 }
 
 /** Creates a sale through the admin API; returns its id. */
@@ -76,6 +78,7 @@ export async function createActivity(o: ActivityOptions = {}): Promise<number> {
       payment_window_secs: 600,
       waiting_room: o.waitingRoom ?? false,
       ...(o.admitPerSec ? { admit_per_sec: o.admitPerSec } : {}),
+      ...(o.accountsCreatedBefore ? { accounts_created_before: o.accountsCreatedBefore } : {}),
     },
   });
   expect(resp.status(), await resp.text()).toBe(201);
@@ -140,4 +143,17 @@ export function captchaAnswer(captchaId: string): string {
 /** The id of the captcha a page fetched. */
 export async function captchaIdOf(resp: Promise<Response>): Promise<string> {
   return (await (await resp).json()).id as string;
+}
+
+/**
+ * A session cookie's value for an existing user, signed with the server's secret as sign-in signs
+ * it, whose password was checked `authAgeSecs` ago: the time a test cannot wait for.
+ */
+export function agedSession(userId: number, role: string, authAgeSecs: number): string {
+  const secret = process.env.SECKILL_SECRET;
+  if (!secret) throw new Error("SECKILL_SECRET is the server's; the Makefile sets it");
+  const now = Math.floor(Date.now() / 1000);
+  const payload = `${randomBytes(16).toString("hex")}.${userId}.${role}.0.0.${now + 3600}.0.${now - authAgeSecs}`;
+  const mac = createHmac("sha256", secret).update("sid\0").update(payload).digest("base64url");
+  return `${payload}.${mac}`;
 }

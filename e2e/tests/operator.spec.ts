@@ -1,6 +1,6 @@
 import { expect, request as playwrightRequest, test } from "@playwright/test";
 import { baseURL } from "../playwright.config";
-import { createActivity, failOnConsoleErrors, openHydrated, OPERATOR, uniqueName } from "./helpers";
+import { agedSession, createActivity, failOnConsoleErrors, openHydrated, OPERATOR, register, uniqueName } from "./helpers";
 
 async function signIn(page: import("@playwright/test").Page, who: { username: string; password: string }, next: string) {
   await openHydrated(page, `/login?next=${encodeURIComponent(next)}`);
@@ -103,4 +103,41 @@ test("a shopper changes the password and signs out everywhere from the account p
   expect((await page.request.get("/api/me")).status()).toBe(401);
   await other.close();
   expect(errors.filter((e) => !e.includes("401"))).toEqual([]);
+});
+
+test("an operator whose sign-in is old confirms the password before blocking an account", async ({ page, context }) => {
+  const errors = failOnConsoleErrors(page);
+  const target = uniqueName("target");
+  const api = await playwrightRequest.newContext({ baseURL });
+  await register(api, target, "target-password-1");
+  await api.dispose();
+
+  // The operator's session as it is twelve minutes after signing in (a console left open).
+  await signIn(page, OPERATOR, "/operator");
+  const me = await (await page.request.get("/api/me")).json();
+  await context.addCookies([{ name: "sid", value: agedSession(me.id, "operator", 12 * 60), url: baseURL }]);
+  await openHydrated(page, "/operator");
+  await page.getByTestId("operator-user-query").fill(target);
+  await page.getByTestId("operator-user-submit").click();
+  const account = page.locator(`[data-testid=operator-user][data-name="${target}"]`);
+  await account.getByTestId("operator-user-block").click();
+  await expect(account.getByTestId("operator-user-message")).toContainText("Confirm your password");
+  const other = await playwrightRequest.newContext({ baseURL });
+  const signInAsTarget = async () =>
+    (await other.post("/api/auth/login", { data: { username: target, password: "target-password-1" } })).status();
+  expect(await signInAsTarget(), "not blocked yet").toBe(200);
+
+  // A wrong password confirms nothing; the right one lets the block through.
+  await page.getByTestId("operator-confirm-password").fill("not-the-operator-password");
+  await page.getByTestId("operator-confirm-submit").click();
+  await expect(page.getByTestId("operator-confirm-message")).toContainText("password");
+  await page.getByTestId("operator-confirm-password").fill(OPERATOR.password);
+  await page.getByTestId("operator-confirm-submit").click();
+  await expect(page.getByTestId("operator-confirm")).toHaveCount(0);
+  await account.getByTestId("operator-user-block").click();
+  await expect(account.getByTestId("operator-user-message")).toContainText("is blocked");
+  expect(await signInAsTarget(), "blocked").toBe(403);
+  await other.dispose();
+  // The refused block (403) and the wrong password (400) are the only failed loads.
+  expect(errors.filter((e) => !/status of (400|403)/.test(e))).toEqual([]);
 });

@@ -211,3 +211,15 @@ test("a title with markup is shown as text and runs nothing, rendered by the ser
   await expect(page.locator("img[src=x]")).toHaveCount(0);
   expect(errors).toEqual([]);
 });
+
+test("a sale kept to older accounts says so, and a new account's buy button stays disabled", async ({ page }) => {
+  const errors = failOnConsoleErrors(page);
+  const id = await createActivity({ stock: 5, accountsCreatedBefore: new Date(Date.now() - 3600_000).toISOString() });
+  await signUpShopper(page);
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("accounts-rule")).toContainText("accounts created before");
+  await expect(page.getByTestId("buy-message")).toContainText("accounts created before");
+  await expect(page.getByTestId("buy-button")).toBeDisabled();
+  // The refused buy path (403) is the only failed load.
+  expect(errors.filter((e) => !e.includes("403"))).toEqual([]);
+});

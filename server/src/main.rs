@@ -282,6 +282,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 shop_id: 0,
                 epoch: 0,
                 expires_at: later,
+                joined: 0,
+                auth_at: 0,
             };
             let cookie = keys.sign(&claims);
             let now = chrono::Utc::now().timestamp();

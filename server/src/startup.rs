@@ -286,14 +286,18 @@ impl Application {
                 .clone()
                 .run(state.db.clone(), state.config.session_reload),
         );
-        let (doors, gate) = (state.doors.clone(), state.gate.clone());
+        let (doors, gate, db) = (state.doors.clone(), state.gate.clone(), state.db.clone());
         tokio::spawn(async move {
-            // The in-process buckets forget clients idle long enough to be full again.
+            // The in-process buckets forget clients idle long enough to be full again; the
+            // admin writes' first answers are kept a day.
             let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
             loop {
                 every.tick().await;
                 doors.sweep();
                 gate.sweep();
+                if let Err(e) = crate::http::admin::replay::forget_old(&db).await {
+                    tracing::warn!(error = %e, "old admin answers not forgotten; next minute");
+                }
             }
         });
         if state.config.run_workers {

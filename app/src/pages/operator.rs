@@ -2,7 +2,9 @@
 //! accounts (find one, block or unblock it, set a new password). Every action is audited.
 
 use crate::{
-    api::{AccountList, AccountSummary, Credentials, NewShop, PasswordReset, Shop, User},
+    api::{
+        AccountList, AccountSummary, Confirmation, Credentials, NewShop, PasswordReset, Shop, User,
+    },
     client,
     clock::local_time,
     components::merchant_only::OperatorOnly,
@@ -166,8 +168,58 @@ fn ShopItem(shop: Shop) -> impl IntoView {
     }
 }
 
+/// Whether the server asked the operator to confirm their password before a block or a reset.
+#[derive(Clone, Copy)]
+struct Reauth(RwSignal<bool>);
+
+impl Reauth {
+    /// A refused action's message; a `reauthentication_required` opens the confirmation form.
+    fn refused(self, f: &client::Failure) -> String {
+        if f.body.error == "reauthentication_required" {
+            self.0.set(true);
+            "Confirm your password above, then try again.".into()
+        } else {
+            f.message()
+        }
+    }
+}
+
+/// The operator's password, checked again (`POST /api/auth/confirm`) before blocks and resets.
+#[component]
+fn ConfirmPassword(reauth: Reauth) -> impl IntoView {
+    let password = RwSignal::new(String::new());
+    let message: Message = RwSignal::new(None);
+    let confirm = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        let body = Confirmation {
+            password: password.get_untracked(),
+        };
+        leptos::task::spawn_local(async move {
+            match client::post::<_, User>("/api/auth/confirm", &body).await {
+                Ok(_) => {
+                    password.set(String::new());
+                    reauth.0.set(false);
+                }
+                Err(f) => message.set(Some((false, f.message()))),
+            }
+        });
+    };
+    view! {
+        <form class="inline" on:submit=confirm data-testid="operator-confirm">
+            <label for="confirm-password">"Your password, to confirm it is you"</label>
+            <input id="confirm-password" type="password" required minlength="8" maxlength="128" autocomplete="current-password"
+                data-testid="operator-confirm-password"
+                prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
+            <button type="submit" data-testid="operator-confirm-submit">"Confirm"</button>
+        </form>
+        {message_view(message, "operator-confirm-message")}
+    }
+}
+
 #[component]
 fn Accounts() -> impl IntoView {
+    let reauth = Reauth(RwSignal::new(false));
+    provide_context(reauth);
     let query = RwSignal::new(String::new());
     let found = RwSignal::new(None::<Result<Vec<AccountSummary>, String>>);
     let search = move |ev: SubmitEvent| {
@@ -192,6 +244,7 @@ fn Accounts() -> impl IntoView {
                     prop:value=move || query.get() on:input=move |ev| query.set(event_target_value(&ev))/>
                 <button type="submit" data-testid="operator-user-submit">"Find"</button>
             </form>
+            {move || reauth.0.get().then(|| view! { <ConfirmPassword reauth/> })}
             {move || match found.get() {
                 None => view! { <p class="muted">"Find an account to block it or set its password."</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
@@ -213,6 +266,7 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
     let password = RwSignal::new(String::new());
     let message: Message = RwSignal::new(None);
     let operator = account.role == crate::api::Role::Operator;
+    let reauth = expect_context::<Reauth>();
     let toggle = move |_| {
         let action = if blocked.get_untracked() {
             "unblock"
@@ -231,7 +285,7 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
                     };
                     message.set(Some((true, format!("{} is {done}.", a.username))));
                 }
-                Err(f) => message.set(Some((false, f.message()))),
+                Err(f) => message.set(Some((false, reauth.refused(&f)))),
             }
         });
     };
@@ -250,7 +304,7 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
                         "Password set; every session of theirs has ended.".into(),
                     )));
                 }
-                Err(f) => message.set(Some((false, f.message()))),
+                Err(f) => message.set(Some((false, reauth.refused(&f)))),
             }
         });
     };

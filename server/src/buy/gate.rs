@@ -152,10 +152,12 @@ impl Gate {
         self.keyed_lookups.shrink_to_fit();
     }
 
-    /// The buy path of `user` for activity `id`, only while the sale is on.
-    pub async fn path(&self, user: i64, id: i64) -> ApiResult<String> {
+    /// The buy path of `user` (whose account was created at `joined`) for activity `id`, only
+    /// while the sale is on and only to an account the sale admits.
+    pub async fn path(&self, user: i64, joined: i64, id: i64) -> ApiResult<String> {
         let activity = self.parts.activities.get(&self.parts.db, id).await?;
         check_window(activity.starts_at, activity.ends_at)?;
+        activity.admits_account(joined)?;
         Ok(self.paths.path(user, id))
     }
 
@@ -182,10 +184,12 @@ impl Gate {
         });
     }
 
-    /// Decides one buy: the reservation token, or why not.
+    /// Decides one buy of `user` (whose account was created at `joined`): the reservation
+    /// token, or why not.
     pub async fn decide(
         &self,
         user: i64,
+        joined: i64,
         ip: IpAddr,
         id: i64,
         idempotency: Option<String>,
@@ -195,7 +199,10 @@ impl Gate {
         let activity = state.activities.get(&state.db, id).await?;
         // Counted once the activity is known to exist: made-up ids must not grow the counters.
         state.attempts.record(id);
-        let outcome = self.judge(&activity, user, ip, idempotency, req).await;
+        let outcome = match activity.admits_account(joined) {
+            Ok(()) => self.judge(&activity, user, ip, idempotency, req).await,
+            Err(too_new) => Err(too_new),
+        };
         // An admitted shopper who bought, or who can buy nothing more, leaves the admitted
         // window: the waiting room admits the next in line.
         if activity.waiting_room

@@ -222,7 +222,9 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
                 role,
                 shop_id: if role == Role::Merchant { shop } else { 0 },
                 epoch: 0,
-                expires_at
+                expires_at,
+                joined: 0,
+                auth_at: 0,
             })
         )
     };

@@ -60,11 +60,14 @@ pub struct UserRow {
     pub shop_name: Option<String>,
     pub session_epoch: i64,
     pub blocked: bool,
+    /// When the account was created (unix seconds).
+    pub joined: i64,
 }
 
 /// The columns of a `UserRow`, from `users u LEFT JOIN shops s ON s.id = u.shop_id`.
 pub const USER_COLUMNS: &str = "u.id, u.username, u.role, u.shop_id, s.name AS shop_name, \
-                                u.session_epoch, u.blocked_at IS NOT NULL AS blocked";
+                                u.session_epoch, u.blocked_at IS NOT NULL AS blocked, \
+                                extract(epoch FROM u.created_at)::bigint AS joined";
 
 impl UserRow {
     pub fn role(&self) -> ApiResult<Role> {

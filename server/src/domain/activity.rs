@@ -33,11 +33,12 @@ pub struct ActivityRow {
     pub shop_id: i64,
     pub bot_check: String,
     pub pow_difficulty: i32,
+    pub accounts_created_before: Option<DateTime<Utc>>,
 }
 
 pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
                        total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards, \
-                       waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty";
+                       waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before";
 
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
@@ -61,6 +62,18 @@ impl ActivityRow {
             admit_per_sec: self.admit_per_sec,
             bot_check,
             pow_difficulty: self.pow_difficulty,
+            accounts_created_before: self.accounts_created_before.map(rfc3339),
+        }
+    }
+
+    /// `403 account_too_new` when the sale is kept to accounts created before an instant and
+    /// this one (created at `joined`, unix seconds) is not one of them.
+    pub fn admits_account(&self, joined: i64) -> ApiResult<()> {
+        match self.accounts_created_before {
+            Some(before) if joined >= before.timestamp() => Err(ApiError::AccountTooNew {
+                created_before: rfc3339(before),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -120,6 +133,7 @@ pub struct ActivitySpec {
     stock_shards: i16,
     waiting_room: bool,
     admit_per_sec: i32,
+    accounts_created_before: Option<DateTime<Utc>>,
 }
 
 /// Shards when the merchant names none: one per thousand units, at most one per master (a single
@@ -256,6 +270,16 @@ impl ActivitySpec {
                 ))
             }
         };
+        let accounts_created_before = match n.accounts_created_before.as_deref() {
+            Some(t) => Some(parse_time("accounts_created_before", t)?),
+            None => None,
+        };
+        if accounts_created_before.is_some_and(|t| t > starts_at) {
+            return Err(ApiError::invalid(
+                "accounts_created_before",
+                "must be at most starts_at",
+            ));
+        }
         let pow_difficulty = n.pow_difficulty.unwrap_or(DEFAULT_POW_DIFFICULTY);
         if !POW_DIFFICULTY_RANGE.contains(&pow_difficulty) {
             return Err(ApiError::invalid(
@@ -268,6 +292,7 @@ impl ActivitySpec {
             ));
         }
         Ok(ActivitySpec {
+            accounts_created_before,
             bot_check,
             pow_difficulty,
             waiting_room: n
@@ -432,9 +457,9 @@ pub async fn insert<'e>(
     Ok(sqlx::query_as(&format!(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
-             waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty)
+             waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17)
+                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17, $18)
          RETURNING {COLUMNS}"
     ))
     .bind(merchant_id)
@@ -454,6 +479,7 @@ pub async fn insert<'e>(
     .bind(spec.admit_per_sec)
     .bind(spec.bot_check.as_str())
     .bind(spec.pow_difficulty)
+    .bind(spec.accounts_created_before)
     .fetch_one(db)
     .await?)
 }
@@ -492,6 +518,7 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
             admit_per_sec: None,
             bot_check: Some(BotCheck::ProofOfWork),
             pow_difficulty: None,
+            accounts_created_before: None,
         },
         60,
         1,
@@ -525,6 +552,7 @@ mod tests {
             admit_per_sec: None,
             bot_check: None,
             pow_difficulty: None,
+            accounts_created_before: None,
         }
     }
 
@@ -709,6 +737,27 @@ mod tests {
                 "admit_per_sec"
             );
         }
+        assert_eq!(
+            field_of(NewActivity {
+                accounts_created_before: Some("2030-01-01T00:00:01Z".into()),
+                ..valid()
+            }),
+            "accounts_created_before"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                accounts_created_before: Some("yesterday".into()),
+                ..valid()
+            }),
+            "accounts_created_before"
+        );
+        assert_eq!(
+            field_of(NewActivity {
+                accounts_created_before: Some("2030-01-01T00:00:00Z".into()),
+                ..valid()
+            }),
+            "ok"
+        );
         assert_eq!(field_of(valid()), "ok");
     }
 

@@ -19,6 +19,10 @@ pub enum ApiError {
     Forbidden,
     #[error("this account is blocked; ask the shop's support")]
     AccountBlocked,
+    #[error("this sale is for accounts created before {created_before}")]
+    AccountTooNew { created_before: String },
+    #[error("confirm your password to do this")]
+    ReauthenticationRequired,
     #[error("requests that change state must come from this site")]
     CrossOrigin,
     #[error("not found")]
@@ -74,6 +78,8 @@ impl ApiError {
             ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::Forbidden => "forbidden",
             ApiError::AccountBlocked => "account_blocked",
+            ApiError::AccountTooNew { .. } => "account_too_new",
+            ApiError::ReauthenticationRequired => "reauthentication_required",
             ApiError::CrossOrigin => "cross_origin",
             ApiError::NotFound => "not_found",
             ApiError::UsernameTaken => "username_taken",

@@ -24,7 +24,8 @@ pub const RELOAD_EVERY: Duration = Duration::from_secs(10);
 /// Each re-read starts this long before the last one did: a row stamped before a slow commit
 /// became visible is read by the next look.
 const RELOAD_OVERLAP: Duration = Duration::from_secs(60);
-/// Expired sessions dropped per hold of the write lock (the request path waits at most that).
+/// Sessions dropped (expired) or added (re-read) per hold of the write lock: the request path
+/// waits at most that.
 const SWEEP_BATCH: usize = 4096;
 
 #[derive(Default)]
@@ -185,12 +186,22 @@ impl Revocations {
         for (user, epoch) in epochs {
             self.raise_epoch(user, epoch);
         }
-        for (sid, exp) in sessions {
-            if let Ok(sid) = u128::from_str_radix(&sid, 16) {
-                self.ended
-                    .write()
-                    .expect("revocations lock")
-                    .insert(sid, exp.timestamp());
+        // Most rows re-read are known already (the overlap, the broadcasts, the load at start):
+        // sorted out under the read lock, the others added a batch per hold of the write lock.
+        let unknown: Vec<(u128, i64)> = {
+            let ended = self.ended.read().expect("revocations lock");
+            sessions
+                .into_iter()
+                .filter_map(|(sid, exp)| {
+                    Some((u128::from_str_radix(&sid, 16).ok()?, exp.timestamp()))
+                })
+                .filter(|(sid, exp)| ended.sessions.get(sid) != Some(exp))
+                .collect()
+        };
+        for batch in unknown.chunks(SWEEP_BATCH) {
+            let mut ended = self.ended.write().expect("revocations lock");
+            for &(sid, exp) in batch {
+                ended.insert(sid, exp);
             }
         }
         Ok(now - chrono::Duration::from_std(RELOAD_OVERLAP).expect("a small duration"))

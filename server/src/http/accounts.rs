@@ -4,7 +4,7 @@
 use super::{
     client_ip::ClientIp,
     input::AppJson,
-    session::{Merchant, SessionKeys, SignedIn},
+    session::{Holder, Merchant, SessionKeys, SignedIn},
 };
 use crate::{
     buy::{
@@ -19,7 +19,7 @@ use crate::{
     },
     infra::{config::Config, redis::Redis},
 };
-use app::api::{Credentials, PasswordChange, Role, User};
+use app::api::{Confirmation, Credentials, PasswordChange, Role, User};
 use axum::{
     extract::{FromRef, State},
     http::{header, StatusCode},
@@ -49,6 +49,7 @@ where
         .route("/auth/logout", post(logout))
         .route("/auth/logout-everywhere", post(logout_everywhere))
         .route("/auth/password", post(change_password))
+        .route("/auth/confirm", post(confirm))
         .route("/me", get(me))
         .route("/admin/merchants", get(list_merchants))
 }
@@ -90,7 +91,13 @@ async fn register(
         .await?;
     let user = insert_user(&db, &username, &hash, Role::Shopper, None).await?;
     tracing::info!(user.id = user.id, "registered");
-    let jar = jar.add(sessions.issue(user.id, user.role, None, 0));
+    let jar = jar.add(sessions.issue(Holder {
+        user_id: user.id,
+        role: user.role,
+        shop_id: None,
+        epoch: 0,
+        joined: chrono::Utc::now().timestamp(),
+    }));
     Ok((StatusCode::CREATED, jar, Json(user)))
 }
 
@@ -145,10 +152,54 @@ async fn login(
     if row.blocked {
         return Err(ApiError::AccountBlocked);
     }
-    let (shop, epoch) = (row.shop_id, row.session_epoch);
-    let user = row.into_user()?;
-    let jar = jar.add(sessions.issue(user.id, user.role, shop, epoch));
-    Ok((jar, Json(user)))
+    let jar = jar.add(sessions.issue(holder(&row, row.session_epoch)?));
+    Ok((jar, Json(row.into_user()?)))
+}
+
+/// Whom a new session is for: `row`, under session epoch `epoch`.
+fn holder(row: &UserRow, epoch: i64) -> ApiResult<Holder> {
+    Ok(Holder {
+        user_id: row.id,
+        role: row.role()?,
+        shop_id: row.shop_id,
+        epoch,
+        joined: row.joined,
+    })
+}
+
+/// The signed-in user's password checked again (under the sign-in throttle), before an action
+/// that asks for a recent check: this session ends and a new one, checked now, takes its place.
+// Each part it needs is one extractor.
+#[allow(clippy::too_many_arguments)]
+async fn confirm(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(passwords): State<Passwords>,
+    State(throttle): State<LoginThrottle>,
+    State(sessions): State<Arc<SessionKeys>>,
+    SignedIn(claims): SignedIn,
+    ClientIp(ip): ClientIp,
+    jar: CookieJar,
+    AppJson(body): AppJson<Confirmation>,
+) -> ApiResult<(CookieJar, Json<User>)> {
+    let password = Password::parse(&body.password)?;
+    let row = account::load(&db, claims.user_id)
+        .await?
+        .filter(|r| !r.blocked)
+        .ok_or(ApiError::Unauthenticated)?;
+    let username = Username::parse(&row.username)?;
+    let row = authenticate(&db, &redis, &passwords, &throttle, ip, &username, password)
+        .await
+        .map_err(|e| match e {
+            ApiError::InvalidCredentials => ApiError::invalid("password", "is wrong"),
+            other => other,
+        })?;
+    sessions
+        .revocations
+        .end_session(&db, &redis, claims.user_id, claims.sid, claims.expires_at)
+        .await?;
+    let jar = jar.add(sessions.issue(holder(&row, claims.epoch)?));
+    Ok((jar, Json(row.into_user()?)))
 }
 
 /// Ends this session on every instance (the same cookie answers `401` from then on) and clears
@@ -246,9 +297,8 @@ async fn change_password(
         user.id = claims.user_id,
         "password changed; other sessions ended"
     );
-    let (shop, user) = (row.shop_id, row.into_user()?);
-    let jar = jar.add(sessions.issue(user.id, user.role, shop, epoch));
-    Ok((jar, Json(user)))
+    let jar = jar.add(sessions.issue(holder(&row, epoch)?));
+    Ok((jar, Json(row.into_user()?)))
 }
 
 async fn me(State(db): State<PgPool>, SignedIn(claims): SignedIn) -> ApiResult<Json<User>> {

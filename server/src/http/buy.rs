@@ -52,7 +52,7 @@ async fn buy_path(
 ) -> ApiResult<Json<BuyPath>> {
     let id = parse_id(&id)?;
     Ok(Json(BuyPath {
-        path: gate.path(user.user_id, id).await?,
+        path: gate.path(user.user_id, user.joined, id).await?,
     }))
 }
 
@@ -91,7 +91,12 @@ async fn join_queue(
 ) -> ApiResult<impl IntoResponse> {
     doors.pass(Door::Queue, &user.user_id.to_string())?;
     let status = room
-        .join(user.user_id, parse_id(&id)?, join.again.unwrap_or(false))
+        .join(
+            user.user_id,
+            user.joined,
+            parse_id(&id)?,
+            join.again.unwrap_or(false),
+        )
         .await?;
     Ok(no_store(status))
 }
@@ -145,7 +150,10 @@ async fn buy(
     AppJson(req): AppJson<BuyRequest>,
 ) -> ApiResult<(StatusCode, Json<Reservation>)> {
     let outcome = match (idempotency, parse_id(&id)) {
-        (Ok(IdempotencyKey(key)), Ok(id)) => gate.decide(user.user_id, ip, id, key, req).await,
+        (Ok(IdempotencyKey(key)), Ok(id)) => {
+            gate.decide(user.user_id, user.joined, ip, id, key, req)
+                .await
+        }
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
     gate.count(&outcome);

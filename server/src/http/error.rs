@@ -18,6 +18,8 @@ pub fn status(e: &ApiError) -> StatusCode {
         ApiError::Unauthenticated | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
         ApiError::Forbidden
         | ApiError::AccountBlocked
+        | ApiError::AccountTooNew { .. }
+        | ApiError::ReauthenticationRequired
         | ApiError::CrossOrigin
         | ApiError::NotStarted { .. }
         | ApiError::Paused
@@ -50,8 +52,12 @@ impl IntoResponse for ApiError {
             message: self.to_string(),
         })
         .expect("an error body serializes");
-        if let ApiError::NotStarted { starts_at } = &self {
-            body["starts_at"] = starts_at.clone().into();
+        match &self {
+            ApiError::NotStarted { starts_at } => body["starts_at"] = starts_at.clone().into(),
+            ApiError::AccountTooNew { created_before } => {
+                body["accounts_created_before"] = created_before.clone().into()
+            }
+            _ => {}
         }
         let mut resp = (status(&self), Json(body)).into_response();
         if let Some(retry_after) = self.retry_after() {

@@ -189,7 +189,8 @@ async fn target(db: &PgPool, id: &str) -> ApiResult<account::UserRow> {
     Ok(row)
 }
 
-/// Sets a merchant's or shopper's password; every session of theirs ends.
+/// Sets a merchant's or shopper's password; every session of theirs ends. Asks for the operator's
+/// password checked within the last minutes (`403 reauthentication_required`).
 async fn reset_password(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
@@ -199,6 +200,7 @@ async fn reset_password(
     Path(id): Path<String>,
     AppJson(body): AppJson<PasswordReset>,
 ) -> ApiResult<StatusCode> {
+    op.recently_authenticated()?;
     let user = target(&db, &id).await?;
     let new = Password::parse(&body.new_password)
         .map_err(|_| ApiError::invalid("new_password", "must be 8 to 128 characters"))?;
@@ -242,6 +244,8 @@ async fn reset_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Blocks or unblocks an account; asks for the operator's password checked within the last
+/// minutes, as a reset does.
 async fn set_blocked(
     db: &PgPool,
     redis: &Redis,
@@ -250,6 +254,7 @@ async fn set_blocked(
     id: &str,
     blocked: bool,
 ) -> ApiResult<Json<AccountSummary>> {
+    op.recently_authenticated()?;
     let user = target(db, id).await?;
     let mut tx = db.begin().await?;
     sqlx::query(

@@ -22,6 +22,9 @@ pub const COOKIE_NAME: &str = "sid";
 pub const SECURE_COOKIE_NAME: &str = "__Host-sid";
 /// An operator's session lasts at most this long (hours, not the shoppers' days).
 pub const OPERATOR_TTL: Duration = Duration::from_secs(4 * 3600);
+/// A password reset or a block needs the operator's password checked within this long (a sign-in
+/// or `POST /api/auth/confirm`): a session left open or stolen cannot take over accounts.
+pub const REAUTH_WINDOW: Duration = Duration::from_secs(10 * 60);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claims {
@@ -35,6 +38,24 @@ pub struct Claims {
     pub epoch: i64,
     /// Unix seconds.
     pub expires_at: i64,
+    /// When the account was created (unix seconds), for the sales kept to older accounts.
+    pub joined: i64,
+    /// When the password was last checked for this session (unix seconds): its sign-in, or the
+    /// last confirmation.
+    pub auth_at: i64,
+}
+
+/// Whom a new session is for, as the database has them now.
+#[derive(Clone, Copy, Debug)]
+pub struct Holder {
+    pub user_id: i64,
+    pub role: Role,
+    /// A merchant's shop.
+    pub shop_id: Option<i64>,
+    /// Their session epoch.
+    pub epoch: i64,
+    /// When the account was created (unix seconds).
+    pub joined: i64,
 }
 
 #[derive(Clone)]
@@ -64,13 +85,15 @@ impl SessionKeys {
 
     pub fn sign(&self, claims: &Claims) -> String {
         let payload = format!(
-            "{:032x}.{}.{}.{}.{}.{}",
+            "{:032x}.{}.{}.{}.{}.{}.{}.{}",
             claims.sid,
             claims.user_id,
             claims.role.as_str(),
             claims.shop_id,
             claims.epoch,
-            claims.expires_at
+            claims.expires_at,
+            claims.joined,
+            claims.auth_at
         );
         let mut mac = self.mac();
         mac.update(payload.as_bytes());
@@ -93,6 +116,8 @@ impl SessionKeys {
             shop_id: parts.next()?.parse().ok()?,
             epoch: parts.next()?.parse().ok()?,
             expires_at: parts.next()?.parse().ok()?,
+            joined: parts.next()?.parse().ok()?,
+            auth_at: parts.next()?.parse().ok()?,
         };
         (parts.next().is_none() && claims.expires_at > now).then_some(claims)
     }
@@ -112,27 +137,23 @@ impl SessionKeys {
         }
     }
 
-    /// A new session for a user as the database has them now (`epoch`: their session epoch).
-    /// An operator's lasts at most [`OPERATOR_TTL`].
-    pub fn issue(
-        &self,
-        user_id: i64,
-        role: Role,
-        shop_id: Option<i64>,
-        epoch: i64,
-    ) -> Cookie<'static> {
-        let ttl = match role {
+    /// A new session, issued just after the holder's password was checked (or set). An
+    /// operator's lasts at most [`OPERATOR_TTL`].
+    pub fn issue(&self, holder: Holder) -> Cookie<'static> {
+        let ttl = match holder.role {
             Role::Operator => self.ttl.min(OPERATOR_TTL),
             _ => self.ttl,
         };
-        let expires_at = chrono::Utc::now().timestamp() + ttl.as_secs() as i64;
+        let now = chrono::Utc::now().timestamp();
         let value = self.sign(&Claims {
             sid: crate::domain::sessions::new_session_id(),
-            user_id,
-            role,
-            shop_id: shop_id.unwrap_or(0),
-            epoch,
-            expires_at,
+            user_id: holder.user_id,
+            role: holder.role,
+            shop_id: holder.shop_id.unwrap_or(0),
+            epoch: holder.epoch,
+            expires_at: now + ttl.as_secs() as i64,
+            joined: holder.joined,
+            auth_at: now,
         });
         Cookie::build((self.cookie_name(), value))
             .path("/")
@@ -173,6 +194,20 @@ pub struct Merchant {
 #[derive(Clone, Copy, Debug)]
 pub struct Operator {
     pub user_id: i64,
+    /// When the operator's password was last checked (unix seconds).
+    pub auth_at: i64,
+}
+
+impl Operator {
+    /// `403 reauthentication_required` unless the password was checked within
+    /// [`REAUTH_WINDOW`]: asked before the actions that take an account over or shut one out.
+    pub fn recently_authenticated(&self) -> Result<(), ApiError> {
+        let age = chrono::Utc::now().timestamp() - self.auth_at;
+        match age <= REAUTH_WINDOW.as_secs() as i64 {
+            true => Ok(()),
+            false => Err(ApiError::ReauthenticationRequired),
+        }
+    }
 }
 
 impl<S> FromRequestParts<S> for SignedIn
@@ -225,6 +260,7 @@ where
         match claims.role {
             Role::Operator => Ok(Operator {
                 user_id: claims.user_id,
+                auth_at: claims.auth_at,
             }),
             _ => Err(ApiError::Forbidden),
         }
@@ -251,6 +287,8 @@ mod tests {
             shop_id: 0,
             epoch: 3,
             expires_at: 2_000,
+            joined: 0,
+            auth_at: 0,
         }
     }
 

@@ -2,7 +2,7 @@ use crate::helpers::*;
 use app::api::Role;
 use reqwest::Client;
 use serde_json::json;
-use server::http::session::{Claims, SessionKeys};
+use server::http::session::{Claims, Holder, SessionKeys};
 use std::time::Duration;
 
 const PASSWORD: &str = "correct-horse-battery";
@@ -93,7 +93,13 @@ async fn over_https_the_cookie_is_a_secure_host_cookie_and_hsts_is_sent() {
 async fn an_operators_session_lasts_hours_not_days() {
     let keys = SessionKeys::new(SECRET, Duration::from_secs(7 * 24 * 3600), true);
     for (role, most) in [(Role::Operator, 4 * 3600), (Role::Shopper, 7 * 24 * 3600)] {
-        let cookie = keys.issue(1, role, None, 0);
+        let cookie = keys.issue(Holder {
+            user_id: 1,
+            role,
+            shop_id: None,
+            epoch: 0,
+            joined: 0,
+        });
         assert_eq!(
             cookie.max_age().map(|d| d.whole_seconds()),
             Some(most),
@@ -258,6 +264,8 @@ async fn a_forged_cookie_is_rejected() {
         user_id: 1,
         role: app::api::Role::Merchant,
         expires_at: i64::MAX / 2,
+        joined: 0,
+        auth_at: 0,
     });
     for forged in [
         promoted,
@@ -290,6 +298,8 @@ async fn an_expired_cookie_is_rejected() {
         user_id: user["id"].as_i64().unwrap(),
         role: app::api::Role::Shopper,
         expires_at: now - 1,
+        joined: 0,
+        auth_at: 0,
     });
     let fresh = keys.sign(&Claims {
         sid: 1,
@@ -298,6 +308,8 @@ async fn an_expired_cookie_is_rejected() {
         user_id: user["id"].as_i64().unwrap(),
         role: app::api::Role::Shopper,
         expires_at: now + 60,
+        joined: 0,
+        auth_at: 0,
     });
     let me = |v: String| {
         reqwest::Client::new()

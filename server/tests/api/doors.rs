@@ -381,6 +381,34 @@ async fn a_retried_add_stock_or_create_with_its_key_changes_nothing_more() {
             .await
             .unwrap();
     assert_eq!(additions, 2);
+
+    // A day on, the first answers are forgotten (the minute's sweep); today's stay.
+    let kept = |age: &'static str| {
+        let db = app.db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(&format!(
+                "SELECT count(*) FROM admin_requests WHERE created_at {age} now() - interval '1 day'"
+            ))
+            .fetch_one(&db)
+            .await
+            .unwrap()
+        }
+    };
+    let today = kept(">").await;
+    assert!(today >= 2, "the keys above are kept");
+    sqlx::query(
+        "INSERT INTO admin_requests (merchant_id, key, route, created_at)
+         SELECT merchant_id, key || '-old', route, now() - interval '25 hours' FROM admin_requests",
+    )
+    .execute(&app.db)
+    .await
+    .unwrap();
+    assert_eq!(kept("<").await, today);
+    let forgotten = server::http::admin::replay::forget_old(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(forgotten, today as u64);
+    assert_eq!((kept("<").await, kept(">").await), (0, today));
 }
 
 #[tokio::test]
@@ -544,7 +572,13 @@ async fn forty_exports_held_open_by_clients_that_never_read_leave_the_server_ans
     let addr = app.base.trim_start_matches("http://").to_string();
     let mut held = Vec::new();
     for m in &merchants {
-        let cookie = keys.issue(*m, app::api::Role::Merchant, Some(shop), 0);
+        let cookie = keys.issue(server::http::session::Holder {
+            user_id: *m,
+            role: app::api::Role::Merchant,
+            shop_id: Some(shop),
+            epoch: 0,
+            joined: 0,
+        });
         let mut sock = tokio::net::TcpStream::connect(&addr).await.unwrap();
         sock.write_all(
             format!(
@@ -696,4 +730,112 @@ async fn a_sign_up_carries_a_proof_of_work_spent_once() {
     // Without the check configured, there is no challenge to fetch.
     let off = spawn_app().await;
     assert_eq!(off.get("/api/auth/challenge").await.status(), 404);
+}
+
+/// A client of its own, signed up through the API (its cookie jar holds the session).
+async fn signed_up(app: &TestApp, username: &str) -> Client {
+    let client = Client::builder().cookie_store(true).build().unwrap();
+    let resp = client
+        .post(app.url("/api/auth/register"))
+        .json(&json!({"username": username, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    client
+}
+
+#[tokio::test]
+async fn a_sale_kept_to_older_accounts_refuses_the_newer_ones_at_every_door() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let (old_name, new_name) = (unique_name("old"), unique_name("new"));
+    let old = signed_up(&app, &old_name).await;
+    let new = signed_up(&app, &new_name).await;
+    // The older account dates from before the announcement; its next sign-in carries that.
+    sqlx::query("UPDATE users SET created_at = now() - interval '1 day' WHERE username = $1")
+        .bind(&old_name)
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let resp = old
+        .post(app.url("/api/auth/login"))
+        .json(&json!({"username": old_name, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+
+    let before = chrono::Utc::now() - chrono::Duration::hours(1);
+    let rule = json!({"accounts_created_before": before.to_rfc3339(), "per_user_limit": 2});
+    let sale = live_activity(&app, &merchant, 10, rule.clone()).await;
+    let id = sale["id"].as_i64().unwrap();
+    assert_eq!(
+        chrono::DateTime::parse_from_rfc3339(sale["accounts_created_before"].as_str().unwrap())
+            .unwrap()
+            .timestamp(),
+        before.timestamp(),
+        "{sale}"
+    );
+
+    // The newer account: no buy path, no buy (whatever it sends), nothing taken.
+    let resp = new
+        .get(app.url(&format!("/api/activities/{id}/path")))
+        .send()
+        .await
+        .unwrap();
+    let body = assert_error(resp, 403, "account_too_new").await;
+    assert!(body["accounts_created_before"].is_string(), "{body}");
+    let resp = app
+        .buy(&new, id, json!({"path": "made-up", "quantity": 1}))
+        .await;
+    assert_error(resp, 403, "account_too_new").await;
+    assert_eq!(app.remaining(id).await, 10);
+
+    // The older one buys as usual.
+    let path = app.path(&old, id).await;
+    let resp = app
+        .buy(&old, id, json!({"path": path, "quantity": 2}))
+        .await;
+    assert_eq!(resp.status(), 202);
+    assert_eq!(app.remaining(id).await, 8);
+
+    // A waiting room keeps no place for the newer account.
+    let mut with_room = rule;
+    with_room["waiting_room"] = json!(true);
+    let room = live_activity(&app, &merchant, 10, with_room).await;
+    let room = room["id"].as_i64().unwrap();
+    let join = |client: &Client| {
+        client
+            .post(app.url(&format!("/api/activities/{room}/queue")))
+            .json(&json!({}))
+            .send()
+    };
+    assert_error(join(&new).await.unwrap(), 403, "account_too_new").await;
+    let line: i64 = redis::cmd("ZCARD")
+        .arg(app.redis.keys.queue(room).line())
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(line, 0, "the newer account took no place");
+    assert_eq!(join(&old).await.unwrap().status(), 200);
+
+    // The rule is an instant at most the start.
+    let mut late = live_activity_body(10, json!({}));
+    late["accounts_created_before"] =
+        json!((chrono::Utc::now() + chrono::Duration::hours(2)).to_rfc3339());
+    let resp = merchant
+        .post(app.url("/api/admin/activities"))
+        .json(&late)
+        .send()
+        .await
+        .unwrap();
+    let body = assert_error(resp, 400, "invalid_input").await;
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("accounts_created_before"),
+        "{body}"
+    );
 }

@@ -146,9 +146,10 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
         (app, merchant, shopper.client, activity)
     });
     let anonymous = Client::new();
-    let endpoints: [(&str, &Client, String); 5] = [
+    let endpoints: [(&str, &Client, String); 6] = [
         ("register", &anonymous, app.url("/api/auth/register")),
         ("login", &anonymous, app.url("/api/auth/login")),
+        ("confirm", &shopper, app.url("/api/auth/confirm")),
         (
             "buy",
             &shopper,

@@ -241,6 +241,8 @@ pub fn client_of_shop(user_id: i64, role: Role, shop_id: i64) -> Client {
         shop_id,
         epoch: 0,
         expires_at,
+        joined: 0,
+        auth_at: expires_at - 3600,
     });
     let mut headers = header::HeaderMap::new();
     headers.insert(header::COOKIE, format!("sid={cookie}").parse().unwrap());

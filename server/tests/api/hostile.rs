@@ -570,6 +570,7 @@ fn signed_in_endpoints(activity: i64, token: &str) -> Vec<(Method, String, bool)
     let a = activity;
     vec![
         (Method::GET, "/api/me".into(), false),
+        (Method::POST, "/api/auth/confirm".into(), false),
         (Method::GET, format!("/api/activities/{a}/path"), false),
         (Method::POST, format!("/api/activities/{a}/buy"), false),
         (Method::GET, "/api/orders".into(), false),
@@ -636,6 +637,8 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
         user_id: shopper.id,
         role: Role::Shopper,
         expires_at: now + 3600,
+        joined: 0,
+        auth_at: 0,
     });
     let (payload, signature) = genuine.rsplit_once('.').unwrap();
     let mut flipped = signature.chars().collect::<Vec<_>>();
@@ -680,6 +683,8 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
                     user_id: shopper.id,
                     role: Role::Merchant,
                     expires_at: now + 3600,
+                    joined: 0,
+                    auth_at: 0,
                 }),
             ),
         ),
@@ -692,6 +697,8 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
                 user_id: shopper.id,
                 role: Role::Shopper,
                 expires_at: now - 1,
+                joined: 0,
+                auth_at: 0,
             })),
         ),
     ];

@@ -602,3 +602,108 @@ async fn a_sign_out_or_epoch_whose_broadcast_was_lost_is_honoured_within_the_rel
     }
     assert!(period <= Duration::from_secs(30));
 }
+
+#[tokio::test]
+async fn an_operator_whose_sign_in_is_old_confirms_the_password_before_a_reset_or_a_block() {
+    let app = spawn_app().await;
+    let name = unique_name("op");
+    let op = server::domain::account::create_account(
+        &app.db,
+        Role::Operator,
+        None,
+        &name,
+        "operator-password-9",
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let (_, target, _) = signed_up(&app, "target").await;
+    let target_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = $1")
+        .bind(&target)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    // A session whose password was checked eleven minutes ago (a console left open).
+    let keys = server::http::session::SessionKeys::new(SECRET, Duration::from_secs(3600), false);
+    let now = chrono::Utc::now().timestamp();
+    let stale = keys.sign(&server::http::session::Claims {
+        sid: server::domain::sessions::new_session_id(),
+        user_id: op.id,
+        role: Role::Operator,
+        shop_id: 0,
+        epoch: 0,
+        expires_at: now + 3600,
+        joined: 0,
+        auth_at: now - 11 * 60,
+    });
+    let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+    jar.add_cookie_str(&format!("sid={stale}"), &app.url("/").parse().unwrap());
+    let operator = Client::builder()
+        .cookie_provider(jar.clone())
+        .build()
+        .unwrap();
+    let reset = || {
+        operator
+            .post(app.url(&format!("/api/operator/users/{target_id}/password")))
+            .json(&json!({"new_password": "reset-by-the-operator-5"}))
+            .send()
+    };
+    let block = || {
+        operator
+            .post(app.url(&format!("/api/operator/users/{target_id}/block")))
+            .json(&json!({}))
+            .send()
+    };
+    assert_error(reset().await.unwrap(), 403, "reauthentication_required").await;
+    assert_error(block().await.unwrap(), 403, "reauthentication_required").await;
+    // Nothing changed: the target still signs in with the old password.
+    assert_eq!(app.login(&target, PASSWORD).await.status().as_u16(), 200);
+    // The session itself still reads the console.
+    assert_eq!(
+        operator
+            .get(app.url("/api/operator/shops"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
+    // A wrong password confirms nothing.
+    let confirm = |password: &'static str| {
+        operator
+            .post(app.url("/api/auth/confirm"))
+            .json(&json!({"password": password}))
+            .send()
+    };
+    let body = assert_error(
+        confirm("not-the-password").await.unwrap(),
+        400,
+        "invalid_input",
+    )
+    .await;
+    assert!(
+        body["message"].as_str().unwrap().starts_with("password"),
+        "{body}"
+    );
+    assert_error(block().await.unwrap(), 403, "reauthentication_required").await;
+
+    // The right one: a new session (the old cookie ended), and the actions go through.
+    let resp = confirm("operator-password-9").await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        me_with(&app, &stale).await,
+        401,
+        "the confirmed session replaced the old one"
+    );
+    assert_eq!(block().await.unwrap().status(), 200);
+    assert_eq!(reset().await.unwrap().status().as_u16(), 204);
+    assert_eq!(
+        app.login(&target, "reset-by-the-operator-5")
+            .await
+            .status()
+            .as_u16(),
+        403,
+        "blocked, with the new password"
+    );
+}

@@ -31,6 +31,8 @@ pub struct Draft {
     pub waiting_room: Option<bool>,
     /// Shoppers admitted per second; empty: the default.
     pub admit_per_sec: String,
+    /// A `datetime-local` value: only accounts created before it may buy; empty: any account.
+    pub accounts_created_before: String,
 }
 
 /// Field errors, keyed by the API's field names.
@@ -192,6 +194,28 @@ impl Draft {
                 n
             }
         };
+        let accounts_before = match self.accounts_created_before.trim() {
+            "" => None,
+            typed => {
+                let utc = to_utc(typed);
+                match (&utc, &starts) {
+                    (None, _) => {
+                        errors.insert(
+                            "accounts_created_before",
+                            "Pick a date and time, or leave it empty.".into(),
+                        );
+                    }
+                    (Some(b), Some(s)) if b > s => {
+                        errors.insert(
+                            "accounts_created_before",
+                            "Pick an instant at or before the start.".into(),
+                        );
+                    }
+                    _ => {}
+                }
+                utc
+            }
+        };
         let pow_difficulty = parse_int(&self.pow_difficulty)
             .and_then(|n| i32::try_from(n).ok())
             .filter(|n| POW_DIFFICULTY_RANGE.contains(n));
@@ -221,6 +245,7 @@ impl Draft {
             captcha_required: None,
             payment_window_secs: window.map(|m| (m * 60) as i32),
             stock_shards: shards.map(|n| n as i16),
+            accounts_created_before: accounts_before,
         })
     }
 }
@@ -228,7 +253,7 @@ impl Draft {
 /// The form field a server `invalid_input` message is about: API.md's messages start with the
 /// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
 pub fn field_of_message(message: &str) -> Option<&'static str> {
-    const FIELDS: [&str; 16] = [
+    const FIELDS: [&str; 17] = [
         "title",
         "description",
         "image_url",
@@ -245,6 +270,7 @@ pub fn field_of_message(message: &str) -> Option<&'static str> {
         "stock_shards",
         "waiting_room",
         "admit_per_sec",
+        "accounts_created_before",
     ];
     let head = message.split([':', ' ']).next().unwrap_or_default();
     FIELDS.into_iter().find(|f| *f == head)

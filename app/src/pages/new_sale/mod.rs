@@ -136,6 +136,7 @@ pub fn ActivityForm() -> impl IntoView {
     let (shards, set_shards) = bind!(stock_shards);
     let (difficulty, set_difficulty) = bind!(pow_difficulty);
     let (admit_rate, set_admit_rate) = bind!(admit_per_sec);
+    let (accounts_before, set_accounts_before) = bind!(accounts_created_before);
     let described = |id: &str| format!("{id}-error");
 
     view! {
@@ -224,6 +225,11 @@ pub fn ActivityForm() -> impl IntoView {
                     hint=Signal::derive(|| "Empty: 2,000 a second, about what one instance's gate sustains.".to_string())>
                     <input id="field-admit_per_sec" name="admit_per_sec" type="number" min="1" max="1000000" data-testid="admin-field-admit_per_sec"
                         aria-describedby=described("admit_per_sec") prop:value=admit_rate on:input=set_admit_rate/>
+                </Field>
+                <Field id="accounts_created_before" label="Only accounts created before (optional)" errors
+                    hint=Signal::derive(move || format!("E.g. when you announce the sale: accounts made for it by the thousand cannot buy. {}", utc_hint(|d| d.accounts_created_before.clone()).get()))>
+                    <input id="field-accounts_created_before" name="accounts_created_before" type="datetime-local" step="1" data-testid="admin-field-accounts_created_before"
+                        aria-describedby=described("accounts_created_before") prop:value=accounts_before on:input=set_accounts_before/>
                 </Field>
                 <p class="error" role="alert" data-testid="form-error">{move || form_error.get()}</p>
                 <div class="actions">

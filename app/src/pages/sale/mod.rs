@@ -73,6 +73,14 @@ fn ActivityView(activity: Activity) -> impl IntoView {
                 " " <s class="was">{money(activity.price_cents)}</s>
             </p>
             <p class="description">{activity.description.clone()}</p>
+            {activity.accounts_created_before.as_deref().map(|before| {
+                let when = format!("{} UTC", before.get(..16).unwrap_or(before).replace('T', " "));
+                view! {
+                    <p class="notice" data-testid="accounts-rule">
+                        "This sale is for accounts created before " <time datetime=before.to_string()>{when}</time> "."
+                    </p>
+                }
+            })}
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
             <Countdown activity=activity.clone() remaining announce=true/>
             {move || match live_phase.get() {

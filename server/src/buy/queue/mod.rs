@@ -109,10 +109,18 @@ impl WaitingRoom {
         &self.tickets
     }
 
-    /// Joins `user` to the line of sale `id` (keeping the place held, if any) and says where
-    /// they stand. `again`: an admission that was used or lapsed queues once more, at the back.
-    pub async fn join(&self, user: i64, id: i64, again: bool) -> ApiResult<QueueStatus> {
+    /// Joins `user` (whose account was created at `joined`) to the line of sale `id` (keeping
+    /// the place held, if any) and says where they stand. `again`: an admission that was used or
+    /// lapsed queues once more, at the back. An account the sale does not admit takes no place.
+    pub async fn join(
+        &self,
+        user: i64,
+        joined: i64,
+        id: i64,
+        again: bool,
+    ) -> ApiResult<QueueStatus> {
         let row = self.activities.get(&self.db, id).await?;
+        row.admits_account(joined)?;
         if row.waiting_room && chrono::Utc::now() < row.ends_at {
             let keys = self.redis.keys.queue(id);
             let _: i64 = self

@@ -15,6 +15,17 @@ use sqlx::PgConnection;
 /// How long a key's first answer is kept.
 const KEEP: &str = "1 day";
 
+/// Forgets the first answers older than [`KEEP`] (every instance runs it each minute; the
+/// `created_at` index keeps it a short range delete). How many it forgot.
+pub async fn forget_old(db: &sqlx::PgPool) -> sqlx::Result<u64> {
+    Ok(sqlx::query(&format!(
+        "DELETE FROM admin_requests WHERE created_at < now() - interval '{KEEP}'"
+    ))
+    .execute(db)
+    .await?
+    .rows_affected())
+}
+
 /// Takes `key` for this request inside `tx`: `None` when it is new (the caller makes the change
 /// and calls [`record`]), else the first answer to give back.
 pub async fn claim(
