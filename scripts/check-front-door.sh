@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The front door as a client sees it through nginx (`make test` runs it on the cluster shape):
 # /metrics is not passed through, and a burst of sign-ins from one address meets nginx's
-# per-address limit (429) before the instances. Exits non-zero when either does not hold.
+# per-address limit (429) before the instances, and a client that is not a trusted proxy cannot
+# choose its address with X-Forwarded-For. Exits non-zero when one does not hold.
 set -euo pipefail
 BASE=${1:?usage: $0 BASE_URL}
 code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE/metrics")
@@ -17,3 +18,17 @@ errors=$(grep -c '^5' <<<"$codes" || true)
 echo "front door: /metrics 404; 60 sign-ins at once from one address: $limited refused by nginx (429), $errors 5xx"
 [ "$limited" -ge 20 ] || { echo "front door: nginx's limit_req did not hold ($limited of 60 refused)" >&2; exit 1; }
 [ "$errors" = 0 ] || { echo "front door: 5xx answers" >&2; exit 1; }
+
+# From 127.0.0.2, which is no trusted proxy (nginx trusts SECKILL_NGINX_REAL_IP_FROM, 127.0.0.1 by
+# default): seven wrong sign-ins for one username, each claiming another address. nginx keeps
+# 127.0.0.2 as the client, so the instances see one address and lock it after five failures (their
+# JSON 429); had nginx believed the header, each would be a first failure (401).
+user="spoof_probe_$(date +%s%N | tail -c 9)"
+last=""
+for i in 1 2 3 4 5 6 7; do
+  last=$(curl -s -o /dev/null --interface 127.0.0.2 -w '%{http_code} %{content_type}' \
+    -H 'content-type: application/json' -H "x-forwarded-for: 192.0.2.$i" \
+    -d "{\"username\":\"$user\",\"password\":\"not-the-password\"}" "$BASE/api/auth/login")
+done
+echo "front door: seven wrong sign-ins from an untrusted hop claiming seven addresses: the last answered $last"
+[[ "$last" == "429 application/json"* ]] || { echo "front door: X-Forwarded-For from an untrusted hop was believed ($last)" >&2; exit 1; }
