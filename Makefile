@@ -23,7 +23,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: run test lint setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -45,9 +45,15 @@ run: setup build-release
 	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
-test: setup test-tools wasm-budget build test-rust test-e2e test-e2e-cluster
+test: setup test-tools lint wasm-budget build test-rust test-e2e test-e2e-cluster
 
 setup: tools services
+
+# Formatting, and every clippy warning denied over every crate and target (the rules every crate
+# keeps are Cargo.toml's [workspace.lints]).
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
 
 tools:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then

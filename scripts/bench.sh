@@ -46,6 +46,11 @@ cargo leptos build --release 2>&1 | tail -1
 scripts/precompress.sh target/site/pkg
 # `serve` refuses a site folder without the assets its pages name: the release site goes with it.
 BIN=target/release/server
+# The layers' costs need a build that reads SECKILL_BENCH_WITHOUT_LAYERS (the `bench` feature; a
+# production build never does), beside the release one, with its asset hashes.
+cargo build --release -p server --features bench --target-dir target/bench 2>&1 | tail -1
+cp target/release/hash.txt target/bench/release/ 2>/dev/null || true
+BENCH_BIN=target/bench/release/server
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
 
 serve() { # serve [extra env...]; SERVE_BIN picks another build
@@ -181,7 +186,7 @@ for layer in none trace connection timeout compression security_headers cache_po
     *) off=$layer ;;
   esac
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
-  serve env SECKILL_BENCH_WITHOUT_LAYERS="$off"
+  SERVE_BIN=$BENCH_BIN serve env SECKILL_BENCH_WITHOUT_LAYERS="$off"
   h=(); b=()
   for run in 1 2 3; do
     wrk -t1 -c256 -d4s "http://127.0.0.1:$PORT/healthz" >"$out/layer.txt"; h+=("$(wrk_rate "$out/layer.txt")")
@@ -243,7 +248,7 @@ done
 
 echo "== the in-stock buy path without any layer (SECKILL_BENCH_WITHOUT_LAYERS=all of them), 3 runs"
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
-serve env SECKILL_BENCH_WITHOUT_LAYERS=trace,connection,timeout,compression,security_headers,cache_policy,guard_pages,require_json
+SERVE_BIN=$BENCH_BIN serve env SECKILL_BENCH_WITHOUT_LAYERS=trace,connection,timeout,compression,security_headers,cache_policy,guard_pages,require_json
 bare_runs=()
 for run in 1 2 3; do
   crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 >"$out/instock-bare-$run.txt"

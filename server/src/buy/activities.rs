@@ -17,9 +17,12 @@ use std::{
 ///
 /// Ids found not to exist are remembered apart, at most [`MAX_UNKNOWN`] of them (the set is
 /// emptied when full: a flood of made-up ids costs a bounded map, never a scan per request).
+/// An activity's row and when it was read.
+type Entry = (Instant, Arc<ActivityRow>);
+
 #[derive(Clone, Default)]
 pub struct ActivityCache {
-    entries: Arc<std::sync::RwLock<HashMap<i64, (Instant, Arc<ActivityRow>)>>>,
+    entries: Arc<std::sync::RwLock<HashMap<i64, Entry>>>,
     unknown: Arc<std::sync::RwLock<HashMap<i64, Instant>>>,
 }
 

@@ -533,7 +533,7 @@ async fn solve_all(
     concurrency: usize,
 ) -> anyhow::Result<Vec<String>> {
     let challenges: Vec<anyhow::Result<altcha::Challenge>> =
-        stream::iter(users.to_vec().into_iter().enumerate())
+        stream::iter(users.iter().copied().enumerate())
             .map(|(i, user)| {
                 let (cookie, base) = (cookie(user, Role::Shopper), bases[i % bases.len()]);
                 async move {
@@ -709,6 +709,8 @@ impl Target<'_> {
         unreachable!("the attempts never run out")
     }
 
+    // One buy request's whole context; a struct for it would be used once.
+    #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
         base: &str,

@@ -539,7 +539,7 @@ mod tests {
             title: "Phone".into(),
             description: String::new(),
             image_url: None,
-            price_cents: 100_00,
+            price_cents: 10_000,
             seckill_price_cents: 1_00,
             starts_at: "2030-01-01T00:00:00Z".into(),
             ends_at: "2030-01-01T01:00:00Z".into(),
@@ -664,7 +664,7 @@ mod tests {
         );
         assert_eq!(
             field_of(NewActivity {
-                seckill_price_cents: 100_01,
+                seckill_price_cents: 10_001,
                 ..valid()
             }),
             "seckill_price_cents"

@@ -139,22 +139,16 @@ pub fn storefront(db: PgPool) -> Storefront {
     Storefront(Arc::new(CatalogStorefront(db)))
 }
 
+/// One response header set, then the next.
+type Header<Next> = Stack<SetResponseHeaderLayer<HeaderValue>, Next>;
+/// The four of [`security_headers`].
+pub type HeaderLayers = Header<Header<Header<Header<Identity>>>>;
+
 /// Headers every answer carries: no MIME sniffing, no referrer beyond the origin to other
 /// sites, and no framing by anyone (clickjacking). HTML pages set their own, fuller policy
 /// (`app::page_policy`, with the response's script nonce); this one is for everything else.
 /// tower-http's header layers rather than a `from_fn` middleware: no boxed future per request.
-pub fn security_headers() -> ServiceBuilder<
-    Stack<
-        SetResponseHeaderLayer<HeaderValue>,
-        Stack<
-            SetResponseHeaderLayer<HeaderValue>,
-            Stack<
-                SetResponseHeaderLayer<HeaderValue>,
-                Stack<SetResponseHeaderLayer<HeaderValue>, Identity>,
-            >,
-        >,
-    >,
-> {
+pub fn security_headers() -> ServiceBuilder<HeaderLayers> {
     ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,

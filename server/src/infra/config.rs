@@ -64,8 +64,9 @@ pub struct Config {
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
     pub password_hash_concurrency: usize,
     /// Middleware left out, by name (`SECKILL_BENCH_WITHOUT_LAYERS`, comma-separated, from
-    /// [`LAYERS`]): only for `make bench` to measure what each layer costs. Never in production:
-    /// it drops protections (timeouts, security headers, the console's page guard).
+    /// [`LAYERS`]): only for `make bench` to measure what each layer costs, and only read by a
+    /// build with the `bench` feature: it drops protections (timeouts, security headers, the
+    /// console's page guard), so a production build never reads it.
     pub layers_off: Vec<String>,
 }
 
@@ -80,6 +81,30 @@ pub const LAYERS: [&str; 8] = [
     "guard_pages",
     "require_json",
 ];
+
+/// The layers a measurement leaves out: read from `SECKILL_BENCH_WITHOUT_LAYERS` by a `bench`
+/// build only.
+#[cfg(feature = "bench")]
+fn layers_off() -> anyhow::Result<Vec<String>> {
+    let off: Vec<String> = var_or("SECKILL_BENCH_WITHOUT_LAYERS", "")
+        .split(',')
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if let Some(unknown) = off.iter().find(|l| !LAYERS.contains(&l.as_str())) {
+        bail!(
+            "SECKILL_BENCH_WITHOUT_LAYERS: no layer {unknown} (known: {})",
+            LAYERS.join(", ")
+        );
+    }
+    Ok(off)
+}
+
+/// Every layer, whatever the environment says: this is not a `bench` build.
+#[cfg(not(feature = "bench"))]
+fn layers_off() -> anyhow::Result<Vec<String>> {
+    Ok(Vec::new())
+}
 
 #[derive(Clone, Copy, Debug)]
 pub struct LoginThrottle {
@@ -359,17 +384,7 @@ impl Config {
             request_timeout: Duration::from_secs(
                 number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1),
             ),
-            layers_off: {
-                let off: Vec<String> = var_or("SECKILL_BENCH_WITHOUT_LAYERS", "")
-                    .split(',')
-                    .map(|l| l.trim().to_string())
-                    .filter(|l| !l.is_empty())
-                    .collect();
-                if let Some(unknown) = off.iter().find(|l| !LAYERS.contains(&l.as_str())) {
-                    bail!("SECKILL_BENCH_WITHOUT_LAYERS: no layer {unknown} (known: {})", LAYERS.join(", "));
-                }
-                off
-            },
+            layers_off: layers_off()?,
         })
     }
 }
@@ -378,4 +393,26 @@ pub fn generate_secret() -> String {
     use rand::Rng;
     let bytes: [u8; 32] = rand::rng().random();
     hex::encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(not(feature = "bench"))]
+    fn a_production_build_leaves_no_layer_out_whatever_the_environment() {
+        std::env::set_var(
+            "SECKILL_BENCH_WITHOUT_LAYERS",
+            "trace,timeout,security_headers",
+        );
+        assert!(super::layers_off().unwrap().is_empty());
+    }
+
+    #[test]
+    #[cfg(feature = "bench")]
+    fn a_bench_build_names_the_layers_it_leaves_out_and_refuses_unknown_ones() {
+        std::env::set_var("SECKILL_BENCH_WITHOUT_LAYERS", "trace, timeout");
+        assert_eq!(super::layers_off().unwrap(), ["trace", "timeout"]);
+        std::env::set_var("SECKILL_BENCH_WITHOUT_LAYERS", "tls");
+        assert!(super::layers_off().is_err());
+    }
 }

@@ -36,6 +36,9 @@ impl Due {
     }
 }
 
+/// A publishing channel and its unconfirmed sequence numbers.
+type Publisher = (Channel, HashSet<i32>);
+
 #[derive(Clone)]
 pub struct Deadlines {
     pub db: PgPool,
@@ -43,7 +46,8 @@ pub struct Deadlines {
     pub sold_out: SoldOut,
     pub broker: Broker,
     pub topology: Topology,
-    publisher: Arc<Mutex<Option<(Channel, HashSet<i32>)>>>,
+    /// The channel deadlines are published on, with the sequence numbers not yet confirmed.
+    publisher: Arc<Mutex<Option<Publisher>>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -9,10 +9,7 @@ mod helpers;
 use futures_util::{stream, StreamExt};
 use helpers::*;
 use serde_json::json;
-use std::{
-    process::{Child, Command},
-    sync::Mutex,
-};
+use std::process::{Child, Command};
 
 /// A worker process that is killed (SIGKILL) when dropped, also when a test fails.
 struct Worker(Child);
@@ -24,7 +21,9 @@ impl Drop for Worker {
     }
 }
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// The faults stop and start shared services: one test at a time (an async lock, held across the
+/// test's awaits).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn services(action: &str) {
     let status = Command::new("../scripts/services.sh")
@@ -59,7 +58,7 @@ async fn crowd_buys(app: &TestApp, buyers: &[Shopper], activity: i64) -> Vec<Str
 
 #[tokio::test]
 async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = ONE_AT_A_TIME.lock().await;
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     let id = live_activity(&app, &merchant, 500, json!({})).await["id"]
@@ -89,7 +88,7 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
 
 #[tokio::test]
 async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = ONE_AT_A_TIME.lock().await;
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     let id = live_activity(&app, &merchant, 300, json!({})).await["id"]
@@ -118,7 +117,7 @@ async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
 
 #[tokio::test]
 async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_batch() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = ONE_AT_A_TIME.lock().await;
     // This instance serves HTTP only; the relay and persister run in a process of their own.
     let app = spawn_app_with(|c| c.run_workers = false).await;
     let merchant = merchant(&app).await;

@@ -78,7 +78,7 @@ pub fn Dashboard(id: i64) -> impl IntoView {
             leptos::task::spawn_local(async move {
                 let mut tick = 0u64;
                 while alive.load(Relaxed) {
-                    if tick % 5 == 0 {
+                    if tick.is_multiple_of(5) {
                         let got =
                             client::get::<AdminActivity>(&format!("/api/admin/activities/{id}"))
                                 .await;

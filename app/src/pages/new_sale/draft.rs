@@ -100,11 +100,10 @@ impl Draft {
             );
         }
         let image = self.image_url.trim();
-        if !image.is_empty()
-            && !(image.starts_with("https://")
-                || image.starts_with("http://")
-                || image.starts_with('/'))
-        {
+        let linkable = ["https://", "http://", "/"]
+            .iter()
+            .any(|start| image.starts_with(start));
+        if !image.is_empty() && !linkable {
             errors.insert(
                 "image_url",
                 "Use an http(s) URL or a path on this site.".into(),
@@ -374,7 +373,8 @@ mod tests {
 
     #[test]
     fn each_mistake_lands_on_its_field() {
-        let cases: [(fn(&mut Draft), &str); 10] = [
+        type Mistake = (fn(&mut Draft), &'static str);
+        let cases: [Mistake; 10] = [
             (|d| d.pow_difficulty = "999".into(), "pow_difficulty"),
             (|d| d.title = "  ".into(), "title"),
             (|d| d.image_url = "javascript:alert(1)".into(), "image_url"),

@@ -231,13 +231,15 @@ impl WaitingRoom {
     pub async fn figures(&self, row: &ActivityRow) -> ApiResult<QueueFigures> {
         let keys = self.redis.keys.queue(row.id);
         let mut conn = self.redis.conn();
-        let meta: (
+        // cursor, admitted, sec, sec_n, prev_n
+        type Meta = (
             Option<String>,
             Option<i64>,
             Option<i64>,
             Option<i64>,
             Option<i64>,
-        ) = redis::cmd("HMGET")
+        );
+        let meta: Meta = redis::cmd("HMGET")
             .arg(keys.meta())
             .arg(&["cursor", "admitted", "sec", "sec_n", "prev_n"])
             .query_async(&mut conn)
