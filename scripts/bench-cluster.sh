@@ -47,7 +47,7 @@ stop_instances() {
 }
 trap 'stop_instances' EXIT
 
-crowd() { "$BIN" crowd --base-url "http://127.0.0.1:$NGINX_PORT" "$@" 2>/dev/null; }
+crowd() { "${LOAD:-target/release/seckill-load}" crowd --base-url "http://127.0.0.1:$NGINX_PORT" "$@" 2>/dev/null; }
 shoppers_of() { sed -n 's/.* = \([0-9]*\) shoppers\/s/\1/p' "$1"; }
 p99_of() { sed -n 's/.*p99 \([0-9.]*\) .*/\1/p' "$1"; }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make bench` (and alone: `scripts/bench-sessions.sh [BIN]`): the buy path's latency while
+# `make bench` (and alone: `scripts/bench-sessions.sh [BIN] [LOAD]`): the buy path's latency while
 # sessions end (README "Security"). A server of its own on a database of its own; one shopper's
-# buy sent at a constant rate (`server pace`, open loop: latency from each request's due instant)
+# buy sent at a constant rate (`seckill-load pace`, open loop: latency from each request's due instant)
 # for 10 s, three times: with no ended session, with 200,000 ended sessions loaded, and with those
 # while 10,000 more sign-outs arrive beside it. Every buy after the first is refused by the gate
 # script (the shopper's limit, `403 limit_reached`; the buckets are opened wide so that no
@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/server}
+LOAD=${2:-target/release/seckill-load}
 PORT=3251
 RATE=${SESSIONS_BENCH_RATE:-2000}
 RUN=$(date +%s)
@@ -61,7 +62,7 @@ buy_once() { curl -s -H "cookie: $COOKIE" -H 'content-type: application/json' -d
 first=$(buy_once)
 second=$(buy_once)
 buys() { # buys FILE: the shopper's buy at $RATE a second for 10 s
-  "$BIN" pace --url "$BASE/api/activities/$ACT/buy" --body "{\"path\":\"$PATHV\"}" --header "cookie: $COOKIE" \
+  "$LOAD" pace --url "$BASE/api/activities/$ACT/buy" --body "{\"path\":\"$PATHV\"}" --header "cookie: $COOKIE" \
     --rate "$RATE" --secs 10 --connections 64 >"$1"
 }
 paced() { sed -nE "s/.*latency ms: .*$2 ([0-9.]+).*/\1/p" "$1"; }

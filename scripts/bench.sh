@@ -51,6 +51,9 @@ BIN=target/release/server
 cargo build --release -p server --features bench --target-dir target/bench 2>&1 | tail -1
 cp target/release/hash.txt target/bench/release/ 2>/dev/null || true
 BENCH_BIN=target/bench/release/server
+# The load tool (crowd, pace, ceiling, the costs): a crate of its own, not in the server.
+cargo build --release -p loadtest 2>&1 | tail -1
+LOAD=target/release/seckill-load
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
 
 serve() { # serve [extra env...]; SERVE_BIN picks another build
@@ -60,7 +63,7 @@ serve() { # serve [extra env...]; SERVE_BIN picks another build
   echo "server did not become ready" >&2; cat "$out/server.log" >&2; exit 1
 }
 rss_peak() { awk '/VmHWM/ {print int($2/1024)}' "/proc/$SERVER/status"; }
-crowd() { "$BIN" crowd --base-url "http://127.0.0.1:$PORT" "$@" 2>/dev/null | tee -a "$out/crowd-all.txt"; }
+crowd() { "$LOAD" crowd --base-url "http://127.0.0.1:$PORT" "$@" 2>/dev/null | tee -a "$out/crowd-all.txt"; }
 
 # Three runs of every headline figure: this VM moves by ±20 % from one run to the next. A figure
 # is written "median (lowest–highest)".
@@ -114,7 +117,7 @@ for run in 1 2 3; do
 done
 
 echo "== bare ceilings (no middleware): axum hello, one EVALSHA check-and-decrement; 3 runs"
-"$BIN" ceiling --addr 127.0.0.1:3299 >"$out/ceiling.log" 2>&1 & CEILING=$!; pids+=("$CEILING")
+"$LOAD" ceiling --addr 127.0.0.1:3299 >"$out/ceiling.log" 2>&1 & CEILING=$!; pids+=("$CEILING")
 for _ in $(seq 100); do curl -sf http://127.0.0.1:3299/hello >/dev/null && break; sleep 0.1; done
 printf 'wrk.method = "POST"\n' >"$out/post.lua"
 hello_runs=(); evalsha_runs=()
@@ -160,7 +163,7 @@ echo "   $(fig "${soldout_runs[@]}") req/s"
 
 echo "== sold-out path at 1,000 connections: the maximum (closed loop), then an open loop at 80 % of it"
 pace_soldout() { # pace_soldout RATE FILE
-  "$BIN" pace --url "http://127.0.0.1:$PORT/api/activities/$ACT/buy" --body "{\"path\":\"$PATHV\"}" \
+  "$LOAD" pace --url "http://127.0.0.1:$PORT/api/activities/$ACT/buy" --body "{\"path\":\"$PATHV\"}" \
     --header "Cookie: sid=$COOKIE" --header "X-Forwarded-For: 10.200.0.1" \
     --connections 1000 --secs 10 --rate "$1" >"$2"
 }
@@ -325,13 +328,13 @@ crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 20 --waiting-ro
 wr_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.txt")
 wr_p99=$(sed -n 's/.*latency ms: .*p99 \([0-9.]*\) .*/\1/p' "$out/instock-waiting.txt")
 instock_p50=$(sed -n 's/.*latency ms: p50 \([0-9.]*\) .*/\1/p' "$out/instock.txt")
-ticket_ns=$("$BIN" ticket-cost 2>/dev/null | sed -n 's/.* \([0-9.]*\) ns per check.*/\1/p')
-pow_line=$("$BIN" pow-cost 2>/dev/null | tee "$out/pow-cost.txt")
+ticket_ns=$("$LOAD" ticket-cost 2>/dev/null | sed -n 's/.* \([0-9.]*\) ns per check.*/\1/p')
+pow_line=$("$LOAD" pow-cost 2>/dev/null | tee "$out/pow-cost.txt")
 pow_issue_ns=$(echo "$pow_line" | sed -n 's/.*: \([0-9]*\) ns to issue.*/\1/p')
 pow_verify_ns=$(echo "$pow_line" | sed -n 's/.*, \([0-9]*\) ns to verify.*/\1/p')
 pow_solve_ms=$(echo "$pow_line" | sed -n 's/.*, \([0-9.]*\) ms to solve.*/\1/p')
 echo "== sessions that can end: a session check before and after"
-session_line=$("$BIN" session-cost 2>/dev/null | tee "$out/session-cost.txt")
+session_line=$("$LOAD" session-cost 2>/dev/null | tee "$out/session-cost.txt")
 session_before=$(echo "$session_line" | sed -n 's/.*: \([0-9.]*\) ns signature only.*/\1/p')
 session_after=$(echo "$session_line" | sed -n 's/.*, \([0-9.]*\) ns with ended-session.*/\1/p')
 
@@ -362,7 +365,7 @@ if [ -n "${BEFORE_BIN:-}" ]; then
 fi
 echo "== the cluster shape through nginx (1, 2, 3 instances) and the capacity model"
 kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true
-BIN=$BIN SECRET=$SECRET OUT=$out scripts/bench-cluster.sh
+BIN=$BIN LOAD=$LOAD SECRET=$SECRET OUT=$out scripts/bench-cluster.sh
 
 cluster1=$(shoppers_of "$out/cluster1.txt"); cluster1_p99=$(p99_of "$out/cluster1.txt")
 cluster4=$(shoppers_of "$out/cluster4.txt"); cluster4_p99=$(p99_of "$out/cluster4.txt")
@@ -372,7 +375,7 @@ cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
 echo "== sign-in beside a sign-up flood (scripts/bench-doors.sh)"
 scripts/bench-doors.sh "$BIN" >"$out/doors.md"
 echo "== the buy path while sessions end (scripts/bench-sessions.sh)"
-scripts/bench-sessions.sh "$BIN" >"$out/sessions.md"
+scripts/bench-sessions.sh "$BIN" "$LOAD" >"$out/sessions.md"
 echo "== the storefront on a phone: Lighthouse (mobile) and the proof of work's solve time (scripts/bench-storefront.sh)"
 scripts/bench-storefront.sh >"$out/storefront.md"
 report=BENCHMARKS.md
@@ -387,7 +390,7 @@ generator on the same machine as the server. Figures marked "median (lowest–hi
 
 ### Against the bare ceilings
 
-The ceilings are measured in the same run: \`server ceiling\` serves a minimal axum "hello" and a minimal handler of
+The ceilings are measured in the same run: \`seckill-load ceiling\` serves a minimal axum "hello" and a minimal handler of
 one EVALSHA check-and-decrement on the same Redis, with the product's axum, hyper and Redis client and no middleware
 at all. The product's own \`/healthz\`, which carries the whole stack, is kept beside them.
 
@@ -405,10 +408,10 @@ at all. The product's own \`/healthz\`, which carries the whole stack, is kept b
 
 ### Latency at an operating point (open loop)
 
-\`server crowd --rate\` sends shoppers at a constant arrival rate; each purchase (GET path + POST buy) is timed from
+\`seckill-load crowd --rate\` sends shoppers at a constant arrival rate; each purchase (GET path + POST buy) is timed from
 the instant it was due, not from when it was sent, so a server that falls behind is charged its shoppers' wait
 (no coordinated omission). Rates are shares of the in-stock maximum above (median, $instock_shoppers shoppers/s).
-The sold-out path: \`server pace\` over 1,000 open keep-alive connections, first as fast as they go (the maximum),
+The sold-out path: \`seckill-load pace\` over 1,000 open keep-alive connections, first as fast as they go (the maximum),
 then at 80 % of that maximum, each request timed from its due instant. Each in-stock run starts after Redis rewrote its
 AOF and PostgreSQL checkpointed; the last two columns are this VM's CPU over each run as \`/proc/stat\` counts it:
 idle, and stolen by the host (time the hypervisor gave to another guest). The last row runs the 80 % loop with the

@@ -160,7 +160,7 @@ fn the_architecture_map_names_real_files() {
         .skip(1)
         .step_by(2)
         .filter(|p| {
-            ["server/", "app/", "migrations/", "frontend/"]
+            ["server/", "app/", "migrations/", "frontend/", "loadtest/"]
                 .iter()
                 .any(|top| p.starts_with(top))
         })

@@ -6,13 +6,10 @@
 //! - `pipeline`: journal relay, persister, payment deadlines, give-back, reconciliation;
 //! - `http`: one module per section of API.md, the extractors, the site around the API.
 //!
-//! At the root, `state.rs` and `startup.rs` wire them into one application; `crowd` is the load
-//! tool (`server crowd`, `server pace`), a client of the whole; `ceiling` the bare
-//! handlers `make bench` measures the product against. ARCHITECTURE.md walks one buy through them.
+//! At the root, `state.rs` and `startup.rs` wire them into one application. The load tool that
+//! measures it lives apart, in the `loadtest` crate. ARCHITECTURE.md walks one buy through them.
 
 pub mod buy;
-pub mod ceiling;
-pub mod crowd;
 pub mod domain;
 pub mod http;
 pub mod infra;

@@ -1,7 +1,7 @@
 //! The load tool as a correctness check on a small crowd: invariants only, never a timing.
 
 use crate::helpers::*;
-use server::crowd::{run, CrowdOptions};
+use loadtest::crowd::{run, CrowdOptions};
 
 #[tokio::test]
 async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {

@@ -21,8 +21,8 @@
 mod helpers;
 
 use helpers::*;
+use loadtest::crowd::{self, CrowdOptions, Report};
 use serde_json::json;
-use server::crowd::{self, CrowdOptions, Report};
 use std::{
     collections::BTreeMap,
     fmt::Write as _,

@@ -1,4 +1,4 @@
-//! `server pace`: one request, sent over and over on a fixed number of keep-alive connections,
+//! `seckill-load pace`: one request, sent over and over on a fixed number of keep-alive connections,
 //! either at a constant arrival rate (an open loop) or as fast as the connections allow (a closed
 //! loop, for the maximum). In the open loop request i is due at i / rate from the start whatever
 //! the server's pace, and its latency counts from that instant: a server that falls behind is

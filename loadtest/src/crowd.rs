@@ -1,21 +1,19 @@
-//! The flash-crowd load tool (`server crowd`): N distinct signed-in shoppers, each fetching the
+//! The flash crowd (`seckill-load crowd`): N distinct signed-in shoppers, each fetching the
 //! buy path at the start instant and buying, the way browsers do. Sessions are minted with the
 //! server's secret (an operator tool; registering a crowd through argon2 is not the point), and each
 //! shopper comes from an address of its own (`X-Forwarded-For`, for a server that trusts it).
 //! The report: requests by outcome, throughput, latency percentiles from an HDR histogram, time to
-//! sell out, time until every order is persisted, and DESIGN.md's invariants checked in the database.
+//! sell out, time until every order is persisted, and the platform's invariants checked in the database.
 
-pub mod pace;
-
-use crate::{
-    domain::error::sqlx_unavailable,
-    http::session::{Claims, SessionKeys},
-    infra::{config::Config, db},
-};
 use anyhow::Context;
 use app::api::{Activity, BuyPath, BuyRequest, QueueStatus, Role, ServerTime};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
+use server::{
+    domain::error::sqlx_unavailable,
+    http::session::{Claims, SessionKeys},
+    infra::{config::Config, db},
+};
 use std::{
     collections::BTreeMap,
     sync::{Arc, Mutex},
@@ -103,7 +101,7 @@ pub struct QueueReport {
 }
 
 impl Report {
-    /// DESIGN.md's invariants: sold exactly what was accepted, at most the stock and exactly the
+    /// the platform's invariants: sold exactly what was accepted, at most the stock and exactly the
     /// stock when demand exceeded it, nobody over the limit, nothing left queued.
     pub fn invariants_hold(&self) -> bool {
         let expected = self.demand_units.min(self.total_stock);
@@ -217,7 +215,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         format!(
             "sid={}",
             keys.sign(&Claims {
-                sid: crate::domain::sessions::new_session_id(),
+                sid: server::domain::sessions::new_session_id(),
                 user_id,
                 role,
                 shop_id: if role == Role::Merchant { shop } else { 0 },
@@ -558,7 +556,7 @@ async fn solve_all(
         tasks.push(tokio::task::spawn_blocking(move || {
             part.into_iter()
                 .map(|challenge| {
-                    crate::buy::pow::solve(challenge)
+                    server::buy::pow::solve(challenge)
                         .context("no solution within the solver's time limit")
                 })
                 .collect::<anyhow::Result<Vec<String>>>()

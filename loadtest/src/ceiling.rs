@@ -1,4 +1,4 @@
-//! The bare ceilings `make bench` sets beside the product (`server ceiling`): the same axum, hyper
+//! The bare ceilings `make bench` sets beside the product (`seckill-load ceiling`): the same axum, hyper
 //! and Redis client as the product, with nothing else. `GET /hello` answers a fixed body; `POST
 //! /decrement` runs one EVALSHA that checks a counter and decrements it. No middleware, no
 //! session, no JSON, no journal: the least a request costs on this machine. A ratio to the

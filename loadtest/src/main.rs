@@ -1,0 +1,214 @@
+//! `seckill-load`: the tools `make bench`, `make chaos` and the tests measure the server with,
+//! kept out of the server that shops deploy. A flash crowd of signed-in shoppers with the
+//! invariants checked afterwards (`crowd`), one request at a constant rate or as fast as it goes
+//! (`pace`), the bare ceilings beside the product (`ceiling`), and what the buy path's in-process
+//! checks cost (`ticket-cost`, `session-cost`, `pow-cost`). It reads the server's settings from
+//! the same environment (database, Redis, secret) as the server does.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use server::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "seckill-load",
+    about = "Load and cost measurements of the seckill server"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate a flash crowd against a running server and check the invariants afterwards.
+    Crowd {
+        /// Base URL of the server (or load balancer); several, comma-separated, are taken in turn.
+        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:3000")]
+        base_url: Vec<String>,
+        /// Distinct shoppers.
+        #[arg(long, default_value_t = 2_000)]
+        users: usize,
+        /// Units on sale.
+        #[arg(long, default_value_t = 100)]
+        stock: i64,
+        #[arg(long, default_value_t = 1)]
+        per_user_limit: i32,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 256)]
+        concurrency: usize,
+        /// Seconds from creating the sale to its start.
+        #[arg(long, default_value_t = 2)]
+        lead_secs: i64,
+        /// Do not wait for the orders to be persisted (nor check the invariants).
+        #[arg(long)]
+        no_settle: bool,
+        /// Buy on this existing activity (solving its proof of work if it takes one) instead of creating one; --stock and
+        /// --per-user-limit are then the activity's own.
+        #[arg(long)]
+        activity_id: Option<i64>,
+        /// Shoppers started per second (0: as fast as --concurrency allows).
+        #[arg(long, default_value_t = 0)]
+        rate: u32,
+        /// Seconds a shopper keeps retrying after a transport error or a 503 (same Idempotency-Key,
+        /// next instance).
+        #[arg(long, default_value_t = 0)]
+        retry_secs: u64,
+        /// Split the new sale's stock over this many shards (default: the server chooses).
+        #[arg(long)]
+        stock_shards: Option<i16>,
+        /// The new sale's waiting room: on, off, or default (not named: the server decides from
+        /// the stock; for servers that predate waiting rooms).
+        #[arg(long, default_value = "off")]
+        waiting_room: String,
+        /// Give the new sale the proof-of-work check at this difficulty (hashes on average);
+        /// every shopper then solves a challenge before the start, as a browser does.
+        #[arg(long)]
+        proof_of_work: Option<i32>,
+    },
+    /// Send one request over and over on keep-alive connections, at a constant arrival rate
+    /// (latency from each request's due instant) or as fast as the connections allow; for
+    /// `make bench`.
+    Pace {
+        #[arg(long)]
+        url: String,
+        /// POST this JSON body (else GET).
+        #[arg(long)]
+        body: Option<String>,
+        /// `name: value`, repeatable.
+        #[arg(long = "header")]
+        headers: Vec<String>,
+        /// Requests per second (0: a closed loop, as fast as the connections allow).
+        #[arg(long, default_value_t = 0)]
+        rate: u32,
+        #[arg(long, default_value_t = 10.0)]
+        secs: f64,
+        #[arg(long, default_value_t = 1_000)]
+        connections: usize,
+    },
+    /// The bare ceilings for `make bench`: a minimal axum "hello" (`GET /hello`) and a minimal
+    /// handler of one EVALSHA check-and-decrement (`POST /decrement`), no middleware.
+    Ceiling {
+        #[arg(long, default_value = "127.0.0.1:3299")]
+        addr: String,
+    },
+    /// What checking one waiting-room admission ticket costs on the buy path.
+    TicketCost,
+    /// What checking a session cookie costs on the buy path: the signature alone (before sessions
+    /// could end) and with the ended-session lookups.
+    SessionCost,
+    /// What the proof-of-work check costs the server: issuing a challenge and verifying a
+    /// solution, at the default difficulty.
+    PowCost,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(run(cli.command))
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Pace {
+            url,
+            body,
+            headers,
+            rate,
+            secs,
+            connections,
+        } => pace(url, body, &headers, rate, secs, connections).await,
+        Command::Crowd {
+            base_url,
+            users,
+            stock,
+            per_user_limit,
+            concurrency,
+            lead_secs,
+            no_settle,
+            activity_id,
+            rate,
+            retry_secs,
+            stock_shards,
+            waiting_room,
+            proof_of_work,
+        } => {
+            let settle = !no_settle;
+            let opts = loadtest::crowd::CrowdOptions {
+                base_urls: base_url,
+                users,
+                stock,
+                per_user_limit,
+                concurrency,
+                lead_secs,
+                show_progress: true,
+                settle,
+                activity_id,
+                rate,
+                retry_for: std::time::Duration::from_secs(retry_secs),
+                stock_shards,
+                waiting_room: match waiting_room.as_str() {
+                    "on" => Some(true),
+                    "off" => Some(false),
+                    "default" => None,
+                    other => anyhow::bail!("--waiting-room {other}: on, off or default"),
+                },
+                proof_of_work,
+            };
+            let report = loadtest::crowd::run(&Config::from_env()?, &opts).await?;
+            report.print();
+            anyhow::ensure!(
+                !settle || report.invariants_hold(),
+                "the invariants did not hold"
+            );
+            Ok(())
+        }
+        Command::Ceiling { addr } => {
+            let config = Config::from_env()?;
+            let server::infra::redis::Target::Single(url) = &config.redis else {
+                anyhow::bail!("the ceiling runs on one Redis (REDIS_URL), not a cluster");
+            };
+            let key = format!("{}ceiling:stock", config.redis_prefix);
+            loadtest::ceiling::serve(&addr, url, key, 1_000_000_000).await
+        }
+        Command::TicketCost => loadtest::costs::ticket(&Config::from_env()?),
+        Command::SessionCost => loadtest::costs::session(&Config::from_env()?),
+        Command::PowCost => loadtest::costs::proof_of_work(&Config::from_env()?),
+    }
+}
+
+/// `pace`: the report of one request sent over and over.
+async fn pace(
+    url: String,
+    body: Option<String>,
+    headers: &[String],
+    rate: u32,
+    secs: f64,
+    connections: usize,
+) -> anyhow::Result<()> {
+    let headers = headers
+        .iter()
+        .map(|h| {
+            h.split_once(':')
+                .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+                .with_context(|| format!("--header {h}: name: value"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let report = loadtest::pace::run(&loadtest::pace::PaceOptions {
+        url,
+        body,
+        headers,
+        rate,
+        duration: std::time::Duration::from_secs_f64(secs),
+        connections,
+    })
+    .await?;
+    report.print();
+    Ok(())
+}
