@@ -33,7 +33,7 @@ run: setup build-release
 	[ -f .local/operator-password ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/operator-password)
 	[ -f .local/metrics-token ] || (head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/metrics-token)
 	export SECKILL_METRICS_TOKEN="$${SECKILL_METRICS_TOKEN:-$$(cat .local/metrics-token)}"
-	# The reader's own accounts when exported (README "Run"), else the demo's generated ones.
+	# The reader's own accounts when exported (README "Two commands"), else the demo's generated ones.
 	export SECKILL_ADMIN_USER="$${SECKILL_ADMIN_USER:-demo}"
 	export SECKILL_ADMIN_PASSWORD="$${SECKILL_ADMIN_PASSWORD:-$$(cat .local/demo-password)}"
 	export SECKILL_OPERATOR_USER="$${SECKILL_OPERATOR_USER:-operator}"
@@ -49,11 +49,12 @@ test: setup test-tools lint wasm-budget build test-rust test-e2e test-e2e-cluste
 
 setup: tools services
 
-# Formatting, and every clippy warning denied over every crate and target (the rules every crate
-# keeps are Cargo.toml's [workspace.lints]).
+# Formatting, every clippy warning denied over every crate and target (the rules every crate keeps
+# are Cargo.toml's [workspace.lints]), and the docs' links (docs/tests.md).
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/check-docs.py
 
 tools:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
@@ -85,7 +86,7 @@ services:
 services-stop:
 	scripts/services.sh stop
 
-# The many-box shape on loopback (README "make cluster"): nginx on :3400 in front of three release
+# The many-box shape on loopback (docs/operations.md "`make cluster`"): nginx on :3400 in front of three release
 # instances, a Redis Cluster, a RabbitMQ cluster, this PostgreSQL. `cluster-stop` ends exactly that.
 cluster: setup
 	scripts/cluster.sh up
@@ -104,7 +105,7 @@ build-release:
 	scripts/precompress.sh target/site/pkg
 	LEPTOS_SITE_ROOT=target/site target/release/server check-assets
 
-# The release wasm a shopper downloads, against its budget (README "Size"): built alone (no release
+# The release wasm a shopper downloads, against its budget (docs/operations.md "Building and running"): built alone (no release
 # server), before the debug build that the tests use takes the site folder back.
 wasm-budget:
 	cargo leptos build --release --frontend-only
@@ -156,24 +157,24 @@ test-e2e-cluster: clean-test-dbs
 	E2E_CLUSTER_URL=http://127.0.0.1:3300 E2E_REDIS_CLUSTER_PORT=$(CLUSTER_BASE) npx playwright test
 
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
-# down 10 s; prints the table and records it in RELIABILITY.md. See server/tests/chaos/main.rs.
+# down 10 s; prints the table and records it in docs/reliability.md. See server/tests/chaos/main.rs.
 # Then the request-body fuzzer with 20,000 generated bodies (500 in `make test`).
 chaos: setup clean-test-dbs
 	SECKILL_CHAOS=full cargo test -p server --test chaos
 	SECKILL_FUZZ_CASES=20000 cargo test -p server --test api fuzz
 
-# Benchmarks are not tests: they measure and write BENCHMARKS.md (see README).
+# Benchmarks are not tests: they measure and write docs/benchmarks.md (see docs/operations.md "Benchmarks").
 bench: setup test-tools
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
 	if ! dpkg -s nginx libnginx-mod-http-brotli-static >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; fi
 	scripts/bench.sh
 
 # Lighthouse's mobile profile on the storefront list and a sale page (release build), and the proof
-# of work's solve time under 4x CPU throttling; `make bench` runs it too (BENCHMARKS.md).
+# of work's solve time under 4x CPU throttling; `make bench` runs it too (docs/benchmarks.md).
 bench-storefront: setup test-tools build-release
 	scripts/bench-storefront.sh
 
-# The same run under `perf record -a`; writes PROFILE.md (CPU per process, hottest functions).
+# The same run under `perf record -a`; writes docs/profile.md (CPU per process, hottest functions).
 profile: setup
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null || ! command -v perf >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc linux-perf >/dev/null; fi
 	PROFILE=1 scripts/bench.sh

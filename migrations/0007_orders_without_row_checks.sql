@@ -1,7 +1,7 @@
 -- Orders are written at the pace of the crowd. Their two foreign keys cost a locking read of the
 -- user and of the sale per row (PostgreSQL checks each with SELECT … FOR KEY SHARE), which more
 -- than doubled the cost of inserting a batch: 50,000 orders took 1.4–1.6 s with them, 0.6–0.7 s
--- without (BENCHMARKS.md, the persister). The persister's insert joins both tables, so an order is
+-- without (docs/benchmarks.md, the persister). The persister's insert joins both tables, so an order is
 -- only ever written for a user and a sale that exist; and no user or sale is ever deleted, which
 -- the triggers below make a rule of the database: an order cannot lose its user or its sale.
 ALTER TABLE orders

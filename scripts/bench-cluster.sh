@@ -3,7 +3,7 @@
 # the sold-out and in-stock paths through nginx with 1, 2 and 3 instances on the Redis Cluster and
 # the RabbitMQ cluster, 4 stock shards (and 1 with 3 instances); the CPU time each process spends
 # per buy during the 3-instance in-stock run, and from it the capacity model. Writes
-# $OUT/cluster.md, which bench.sh puts into BENCHMARKS.md.
+# $OUT/cluster.md, which bench.sh puts into docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${BIN:?}" "${SECRET:?}" "${OUT:?}"

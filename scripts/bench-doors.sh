@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench` (and alone: `scripts/bench-doors.sh [BIN]`): sign-in's latency with and without a
-# sign-up flood beside it (README "Security"). A server of its own on a database of its own; wrk
+# sign-up flood beside it (docs/security.md). A server of its own on a database of its own; wrk
 # signs one user in from one address, 4 connections for 10 s; the floods come from one address
 # (refused past its budget) and from many (up to the platform's budget, hashed in the sign-up
 # slot). The sign-up's proof of work is off here: the flood is the worst case, every sign-up

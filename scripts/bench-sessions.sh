@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench` (and alone: `scripts/bench-sessions.sh [BIN] [LOAD]`): the buy path's latency while
-# sessions end (README "Security"). A server of its own on a database of its own; one shopper's
+# sessions end (docs/security.md). A server of its own on a database of its own; one shopper's
 # buy sent at a constant rate (`seckill-load pace`, open loop: latency from each request's due instant)
 # for 10 s, three times: with no ended session, with 200,000 ended sessions loaded, and with those
 # while 10,000 more sign-outs arrive beside it. Every buy after the first is refused by the gate

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make bench-storefront (README "Benchmarks"): the release server on a database of its own, then
+# make bench-storefront (docs/operations.md "Benchmarks"): the release server on a database of its own, then
 # Lighthouse's mobile profile on the storefront list and a sale page, and the proof of work's
 # solve time in Chromium with the CPU slowed 4x (scripts/storefront-bench/run.mjs). Writes the
-# Markdown section to target/bench/storefront.md (make bench puts it in BENCHMARKS.md).
+# Markdown section to target/bench/storefront.md (make bench puts it in docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${SECKILL_BENCH_WEB_PORT:-3500}

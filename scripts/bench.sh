@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: measures, in ONE run on this machine, the HTTP ceiling (/healthz), the Redis ceiling
 # (the gate script under redis-benchmark), the sold-out path, the in-stock buy path, the persister
-# draining a backlog, and a 200,000-shopper crowd for 100,000 units; then writes BENCHMARKS.md.
+# draining a backlog, and a 200,000-shopper crowd for 100,000 units; then writes docs/benchmarks.md.
 # The load runs beside the server on the same 2 cores, as the targets demand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 # PROFILE=1: every measured phase is also recorded with `perf record -a` (the whole machine: the
-# server, Redis, RabbitMQ, PostgreSQL and the load generator share it), and PROFILE.md gets, per
+# server, Redis, RabbitMQ, PostgreSQL and the load generator share it), and docs/profile.md gets, per
 # phase, the CPU split by process and the server's hottest functions.
 PROFILE=${PROFILE:-0}
 profile_start() { # profile_start NAME
@@ -378,8 +378,8 @@ echo "== the buy path while sessions end (scripts/bench-sessions.sh)"
 scripts/bench-sessions.sh "$BIN" "$LOAD" >"$out/sessions.md"
 echo "== the storefront on a phone: Lighthouse (mobile) and the proof of work's solve time (scripts/bench-storefront.sh)"
 scripts/bench-storefront.sh >"$out/storefront.md"
-report=BENCHMARKS.md
-[ "$PROFILE" = 1 ] && report="$out/BENCHMARKS.md" # a profiled run does not replace the figures
+report=docs/benchmarks.md
+[ "$PROFILE" = 1 ] && report="$out/benchmarks.md" # a profiled run does not replace the figures
 cat >"$report" <<MD
 # Benchmarks
 
@@ -495,6 +495,6 @@ MD
 cat scripts/bench-analysis.md >>"$report"
 echo "$report written"
 if [ "$PROFILE" = 1 ]; then
-  { echo "# Profiles from one \`make profile\` run ($(date -u +%Y-%m-%d), $(nproc) cores)"; echo; cat "$out/profile.md"; } >PROFILE.md
-  echo "PROFILE.md written"
+  { echo "# Profiles from one \`make profile\` run ($(date -u +%Y-%m-%d), $(nproc) cores)"; echo; cat "$out/profile.md"; } >docs/profile.md
+  echo "docs/profile.md written"
 fi

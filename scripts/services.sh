@@ -44,7 +44,7 @@ start_redis() { # [data folder: the one of a Redis that redis-kill ended]
   if answers "$REDIS_PORT"; then echo "redis: already answering on $REDIS_PORT"; return; fi
   local dir="${1:-$state/redis}"
   mkdir -p "$dir"
-  # AOF with fsync every second and noeviction: see README "Redis persistence".
+  # AOF with fsync every second and noeviction: see docs/operations.md "Redis persistence".
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" \
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
     --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"

@@ -70,7 +70,7 @@ pub struct User {
     pub id: i64,
     pub username: String,
     pub role: Role,
-    /// A merchant's shop (an addition to API.md); absent for shoppers and operators.
+    /// A merchant's shop (an addition to docs/api.md); absent for shoppers and operators.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shop: Option<ShopRef>,
 }
@@ -169,7 +169,7 @@ pub struct ErrorBody {
     pub message: String,
 }
 
-/// A sale activity (API.md `Activity`). Times are RFC 3339 UTC strings.
+/// A sale activity (docs/api.md `Activity`). Times are RFC 3339 UTC strings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Activity {
     pub id: i64,
@@ -246,7 +246,7 @@ impl std::str::FromStr for BotCheck {
 }
 
 /// The proof of work's difficulty when the merchant names none: about 30,000 SHA-256 hashes,
-/// a fraction of a second in a phone's browser (BENCHMARKS.md, "Storefront").
+/// a fraction of a second in a phone's browser (docs/benchmarks.md, "Storefront").
 pub const DEFAULT_POW_DIFFICULTY: i32 = 30_000;
 /// The range a merchant may pick the difficulty from.
 pub const POW_DIFFICULTY_RANGE: std::ops::RangeInclusive<i32> = 1_000..=10_000_000;
@@ -264,7 +264,7 @@ fn default_admit_rate() -> i32 {
 }
 
 /// A waiting room's admission rate when the merchant names none: two thirds of the in-stock rate
-/// one instance with one Redis sustains in BENCHMARKS.md (~3,000 shoppers/s).
+/// one instance with one Redis sustains in docs/benchmarks.md (~3,000 shoppers/s).
 pub const DEFAULT_ADMIT_PER_SEC: i32 = 2000;
 
 /// Sales of at least this many units get a waiting room unless the merchant says otherwise.
@@ -448,10 +448,10 @@ pub struct ActivityStats {
     pub paid: i64,
     pub cancelled: i64,
     pub failed: i64,
-    /// Buy attempts during the last complete second, over every instance (an addition to API.md).
+    /// Buy attempts during the last complete second, over every instance (an addition to docs/api.md).
     #[serde(default)]
     pub attempts_per_sec: i64,
-    /// The waiting room, when the sale has one (an addition to API.md; absent otherwise).
+    /// The waiting room, when the sale has one (an addition to docs/api.md; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueFigures>,
 }

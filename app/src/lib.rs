@@ -1,6 +1,6 @@
 //! The storefront and admin console UI, rendered on the server and hydrated in the browser.
 //! Server-only code stays behind the `ssr` feature; browser-only code behind `hydrate`.
-//! `pages/` holds one file per page of API.md's list (routes below), `components/` the widgets
+//! `pages/` holds one file per page of docs/api.md's list (routes below), `components/` the widgets
 //! they share, `api.rs` the DTOs of the HTTP API, `client.rs` the browser's calls to it, `data.rs`
 //! the storefront's server-rendered reads, `clock.rs` the server-synced clock.
 // The admin dashboard is one deep view type.

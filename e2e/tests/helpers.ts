@@ -14,7 +14,7 @@ export async function openHydrated(page: Page, path: string): Promise<void> {
 
 /**
  * Collects every error the page logs or throws. A visitor's `GET /api/me` answers 401 by design
- * (API.md), and Chromium logs every non-2xx fetch: that one expected answer is not collected.
+ * (docs/api.md), and Chromium logs every non-2xx fetch: that one expected answer is not collected.
  */
 export function failOnConsoleErrors(page: Page): string[] {
   const errors: string[] = [];

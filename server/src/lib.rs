@@ -4,10 +4,10 @@
 //! - `domain`: activities, accounts, passwords, payments, the error codes;
 //! - `buy`: the gate and its Lua script, sold-out flags, attempts, captcha, login throttle;
 //! - `pipeline`: journal relay, persister, payment deadlines, give-back, reconciliation;
-//! - `http`: one module per section of API.md, the extractors, the site around the API.
+//! - `http`: one module per section of docs/api.md, the extractors, the site around the API.
 //!
 //! At the root, `state.rs` and `startup.rs` wire them into one application. The load tool that
-//! measures it lives apart, in the `loadtest` crate. ARCHITECTURE.md walks one buy through them.
+//! measures it lives apart, in the `loadtest` crate. docs/architecture.md walks one buy through them.
 
 pub mod buy;
 pub mod domain;

@@ -1,4 +1,4 @@
-//! One file per page of API.md's page list (the dashboard is a folder: the page and its panels).
+//! One file per page of docs/api.md's page list (the dashboard is a folder: the page and its panels).
 
 pub mod account;
 pub mod audit;

@@ -1,4 +1,4 @@
-//! Every refusal the product can give, one variant per error code of API.md, with its human
+//! Every refusal the product can give, one variant per error code of docs/api.md, with its human
 //! message. The rooms below HTTP (the domain, the buy path, the pipeline) answer with it; `http`
 //! gives each code its status and JSON body (`http/error.rs`). Infrastructure failures are either
 //! `Unavailable` (a dependency is down: retry) or `Internal` (an opaque 500, logged once).
@@ -68,7 +68,7 @@ impl ApiError {
         ApiError::InvalidInput(format!("{field}: {why}"))
     }
 
-    /// The error code of API.md.
+    /// The error code of docs/api.md.
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::InvalidInput(_) => "invalid_input",

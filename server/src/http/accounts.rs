@@ -1,4 +1,4 @@
-//! API.md "Sessions": register, sign in, sign out (this session, or everywhere), change the
+//! docs/api.md "Sessions": register, sign in, sign out (this session, or everywhere), change the
 //! password, who am I; and the console's list of the shop's merchants.
 
 use super::{
@@ -315,7 +315,7 @@ struct Merchants {
     merchants: Vec<User>,
 }
 
-/// The merchant accounts of the signed-in merchant's shop (an addition to API.md, for the console).
+/// The merchant accounts of the signed-in merchant's shop (an addition to docs/api.md, for the console).
 async fn list_merchants(
     State(db): State<PgPool>,
     merchant: Merchant,

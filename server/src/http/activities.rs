@@ -1,4 +1,4 @@
-//! API.md "Storefront", its reads: the server's clock, the activity list, one activity (cacheable,
+//! docs/api.md "Storefront", its reads: the server's clock, the activity list, one activity (cacheable,
 //! with an ETag) and its remaining stock.
 
 use super::{client_ip::ClientIp, input::parse_id};

@@ -1,4 +1,4 @@
-//! API.md "Storefront", the buy: a shopper's place in a sale's waiting room, the buy path, a
+//! docs/api.md "Storefront", the buy: a shopper's place in a sale's waiting room, the buy path, a
 //! captcha, and the buy itself. The session, the client address, the id and the
 //! `Idempotency-Key` are read here; `buy/queue` and `buy/gate.rs` decide.
 

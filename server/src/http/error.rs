@@ -1,4 +1,4 @@
-//! The API's error answers (API.md): each code of `domain::ApiError` with its status, in one JSON
+//! The API's error answers (docs/api.md): each code of `domain::ApiError` with its status, in one JSON
 //! shape. Infrastructure failures become an opaque 500 that is logged here, once, and never
 //! described to the client.
 

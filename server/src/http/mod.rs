@@ -1,4 +1,4 @@
-//! The HTTP layer: one module per section of API.md, each with its `router()` generic over the
+//! The HTTP layer: one module per section of docs/api.md, each with its `router()` generic over the
 //! application state and asking only for the parts it uses (`FromRef` sub-states), plus what every
 //! request goes through (the error answers, JSON input and its limits, the session cookie, the
 //! client address) and the site around the API (server-rendered pages, assets, headers).

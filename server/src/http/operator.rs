@@ -1,4 +1,4 @@
-//! The operator's API (additions to API.md): shops and their merchants, resetting a password,
+//! The operator's API (additions to docs/api.md): shops and their merchants, resetting a password,
 //! blocking and unblocking a user, and the whole platform's audit log. Every change is audited in
 //! the same transaction. Anyone but the operator gets `403 forbidden`.
 

@@ -1,4 +1,4 @@
-//! API.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
+//! docs/api.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
 //! Redis and RabbitMQ, all at once, each within a deadline, and names the ones that did not answer.
 
 use crate::infra::{broker::Broker, config::Config, metrics::Metrics, redis::Redis};

@@ -1,4 +1,4 @@
-//! API.md "Storefront", the orders: one token's status (polled by the browser), the list of a
+//! docs/api.md "Storefront", the orders: one token's status (polled by the browser), the list of a
 //! shopper's orders, and paying. A token still `queued` lives only in Redis; from `confirmed` on,
 //! the database is the truth. Paying is a conditional update (`status = 'confirmed' AND pay_by >
 //! now()`), as is the deadline's cancelling (`pipeline/deadline.rs`), so an order ends paid or

@@ -47,7 +47,7 @@ pub struct Config {
     pub queue_expires_ms: Option<u32>,
     /// Run the relay and the persister in this process (`serve` does unless told not to).
     pub run_workers: bool,
-    /// The shortest payment window a merchant may set (API.md: 60 s; tests go lower).
+    /// The shortest payment window a merchant may set (docs/api.md: 60 s; tests go lower).
     pub min_payment_window_secs: i32,
     /// How often the deadline sweeper looks for overdue orders whose message went missing.
     pub sweep_every: Duration,

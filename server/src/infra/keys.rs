@@ -50,7 +50,7 @@ pub fn address_bucket(ip: std::net::IpAddr) -> String {
     }
 }
 
-/// The most stock shards a sale may have (API.md).
+/// The most stock shards a sale may have (docs/api.md).
 pub const MAX_SHARDS: i16 = 64;
 
 const SLOTS: u32 = 16_384;

@@ -209,13 +209,23 @@ impl Reconciler {
             )
             .await?;
         let restored: i64 = lost.iter().map(|&i| parts[i]).sum();
-        tracing::warn!(
-            activity.id = row.id,
-            shards.lost = lost.len(),
-            restored,
-            holders = holders.len(),
-            "stock rebuilt in Redis from the database"
-        );
+        if everything_lost && sold == 0 && holders.is_empty() {
+            // Nothing was ever sold: a sale not warmed yet (the demo's, one created while Redis
+            // was away), not a loss.
+            tracing::info!(
+                activity.id = row.id,
+                restored,
+                "stock put in Redis from the database"
+            );
+        } else {
+            tracing::warn!(
+                activity.id = row.id,
+                shards.lost = lost.len(),
+                restored,
+                holders = holders.len(),
+                "stock rebuilt in Redis from the database"
+            );
+        }
         Ok(restored + stock.iter().flatten().sum::<i64>())
     }
 

@@ -1,4 +1,4 @@
-//! The proof-of-work bot check (API.md "Bot check"): a solution is good once, for its shopper
+//! The proof-of-work bot check (docs/api.md, the bot check): a solution is good once, for its shopper
 //! and sale, until it expires; anything else is `400 captcha_invalid` and changes nothing.
 //! Solved here with the same crate a browser runs.
 

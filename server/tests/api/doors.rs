@@ -1,4 +1,4 @@
-//! A hostile crowd at the doors (README "Security"): sign-in guessing in bursts, a stranger
+//! A hostile crowd at the doors (docs/security.md): sign-in guessing in bursts, a stranger
 //! trying to lock an owner out, sign-up floods, captcha and challenge floods, slow CSV readers,
 //! retried admin writes, input the database cannot store, and /metrics. The server runs behind
 //! one trusted proxy here, so each request says its client address in `X-Forwarded-For`.

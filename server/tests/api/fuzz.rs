@@ -1,6 +1,6 @@
 //! Generated request bodies (proptest) against every body-reading endpoint of the running
 //! server: random bytes, random JSON, and objects made of the endpoints' own field names with
-//! values of every type and size. Each answer must be one of API.md's (never a 5xx, an error
+//! values of every type and size. Each answer must be one of docs/api.md's (never a 5xx, an error
 //! always with its code and message), and an answer refusing the body must leave the sale as it
 //! was. A failing body is shrunk to a minimal one by proptest.
 

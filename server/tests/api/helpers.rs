@@ -463,7 +463,7 @@ where
     }
 }
 
-/// Waits until every token is in a final status and checks DESIGN.md's invariants for `activity`:
+/// Waits until every token is in a final status and checks the invariants of docs/architecture.md for `activity`:
 /// no oversell, conservation, no reservation lost.
 pub async fn assert_settled(app: &TestApp, activity: i64, tokens: &[String]) {
     let tokens_uuid: Vec<uuid::Uuid> = tokens.iter().map(|t| t.parse().unwrap()).collect();

@@ -1,7 +1,7 @@
-//! The hostile-input suite: every endpoint of API.md against clients that lie. Each request gets
-//! its API.md answer (never a 5xx), and a fingerprint of everything a sale consists of — users,
+//! The hostile-input suite: every endpoint of docs/api.md against clients that lie. Each request gets
+//! its docs/api.md answer (never a 5xx), and a fingerprint of everything a sale consists of — users,
 //! activities, orders, stock additions in PostgreSQL; stock and holders in Redis — is the same
-//! afterwards. RELIABILITY.md lists what is tried here.
+//! afterwards. docs/reliability.md lists what is tried here.
 
 use crate::helpers::*;
 use app::api::Role;

@@ -1,4 +1,4 @@
-//! API.md's rules for every mutating request: 415, 413, 400 naming the field; nothing changes.
+//! docs/api.md's rules for every mutating request: 415, 413, 400 naming the field; nothing changes.
 
 use crate::helpers::*;
 use serde_json::json;

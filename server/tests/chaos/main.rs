@@ -9,12 +9,12 @@
 //! and persister), a Redis Cluster of 3 masters + 3 replicas, a RabbitMQ cluster of 3 nodes. The
 //! load tool talks to nginx only; the sale's stock is split over 4 shards.
 //!
-//! Mid-sale one fault strikes; once everything is healthy again the suite checks DESIGN.md's
+//! Mid-sale one fault strikes; once everything is healthy again the suite checks docs/architecture.md's
 //! invariants in PostgreSQL and Redis and prints one row per fault.
 //!
 //! `cargo test -p server --test chaos` (in `make test`) runs the short form of both; with
 //! `SECKILL_CHAOS=full` (`make chaos`) the crowds are larger, RabbitMQ stays down 10 s, and the
-//! tables are also written into RELIABILITY.md. Any broken invariant fails the run.
+//! tables are also written into docs/reliability.md. Any broken invariant fails the run.
 
 #[path = "../api/helpers.rs"]
 #[allow(dead_code)]
@@ -837,13 +837,13 @@ fn table(shape: Shape, rows: &[Row], size: &Size) -> String {
     out
 }
 
-/// Puts the table between the chaos markers of RELIABILITY.md.
+/// Puts the table between the chaos markers of docs/reliability.md.
 fn record(table: &str) {
-    let path = "../RELIABILITY.md";
-    let text = std::fs::read_to_string(path).expect("RELIABILITY.md exists");
+    let path = "../docs/reliability.md";
+    let text = std::fs::read_to_string(path).expect("docs/reliability.md exists");
     let (begin, end) = ("<!-- chaos:begin -->", "<!-- chaos:end -->");
     let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else {
-        panic!("RELIABILITY.md lacks the chaos markers")
+        panic!("docs/reliability.md lacks the chaos markers")
     };
     let stamp = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
     let updated = format!(
@@ -851,7 +851,7 @@ fn record(table: &str) {
         &text[..b],
         &text[e..]
     );
-    std::fs::write(path, updated).expect("RELIABILITY.md is written");
+    std::fs::write(path, updated).expect("docs/reliability.md is written");
 }
 
 fn main() {

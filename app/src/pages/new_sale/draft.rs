@@ -79,7 +79,7 @@ impl Draft {
         }
     }
 
-    /// The browser's check, the same rules as the server's (API.md), so that most mistakes are
+    /// The browser's check, the same rules as the server's (docs/api.md), so that most mistakes are
     /// shown before a request; `to_utc` turns a `datetime-local` value into RFC 3339 UTC.
     pub fn validate(
         &self,
@@ -249,7 +249,7 @@ impl Draft {
     }
 }
 
-/// The form field a server `invalid_input` message is about: API.md's messages start with the
+/// The form field a server `invalid_input` message is about: docs/api.md's messages start with the
 /// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
 pub fn field_of_message(message: &str) -> Option<&'static str> {
     const FIELDS: [&str; 17] = [

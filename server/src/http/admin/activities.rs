@@ -1,4 +1,4 @@
-//! API.md "Admin console", the activities: create, add stock, pause and resume, live figures,
+//! docs/api.md "Admin console", the activities: create, add stock, pause and resume, live figures,
 //! and the console's own reads (the list with sale figures, one sale, the stock-addition audit).
 //! A merchant sees and changes only the sales of its shop: another shop's sale is `404`, as if it
 //! did not exist. Every change is written to the audit log with it.

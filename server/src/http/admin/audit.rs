@@ -1,5 +1,5 @@
 //! The merchant's audit log: who of the shop did what to its sales, and what the operator did to
-//! the shop's accounts, newest first (an addition to API.md).
+//! the shop's accounts, newest first (an addition to docs/api.md).
 
 use crate::{
     domain::{audit, ApiResult},

@@ -1,4 +1,4 @@
-//! API.md "Admin console": the merchant's API (`activities.rs`, `orders.rs`) and the rule for the
+//! docs/api.md "Admin console": the merchant's API (`activities.rs`, `orders.rs`) and the rule for the
 //! console's pages: a visitor is sent to sign in; `/admin` is the merchants', `/operator` the
 //! operator's, anyone else gets a 403 page.
 

@@ -1,4 +1,4 @@
-//! API.md "Admin console", the orders: a filtered, paged list and a CSV export read in pages of
+//! docs/api.md "Admin console", the orders: a filtered, paged list and a CSV export read in pages of
 //! the merchant's shop only (another shop's sale is `404`). Exports are audited, at most
 //! [`EXPORTS_PER_MERCHANT`] at once per merchant and [`EXPORTS_PER_INSTANCE`] per instance, and
 //! a client that stops reading for [`WRITE_TIMEOUT`] is cut off: no export holds a database

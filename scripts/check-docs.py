@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""`make test`'s check of the docs: every relative link of every tracked Markdown file points at a
+file of the repo (and, with `#anchor`, at one of its headings, slugged as GitHub does), and no
+tracked file names a Markdown file of the project that is not in the repo. Exits non-zero with
+the list of what is broken."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+root = Path(__file__).resolve().parent.parent
+tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+markdown = [p for p in tracked if p.endswith(".md") and not p.startswith("e2e/node_modules/")]
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`|\*|_(?=\w)|(?<=\w)_", "", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text, flags=re.UNICODE)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set:
+    seen, found, fenced = {}, set(), False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if fenced or not line.startswith("#"):
+            continue
+        base = slug(line.lstrip("#"))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        found.add(base if n == 0 else f"{base}-{n}")
+    return found
+
+
+problems = []
+link = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+for name in markdown:
+    path = root / name
+    text = re.sub(r"(?s)```.*?```", "", path.read_text(encoding="utf-8"))
+    for target in link.findall(text):
+        if re.match(r"^[a-z]+:", target) or target.startswith("<"):
+            continue  # http(s), mailto: outside the repo
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        if not dest.exists():
+            problems.append(f"{name}: link to {target}: no such file")
+            continue
+        if anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            problems.append(f"{name}: link to {target}: no heading #{anchor} in {dest.relative_to(root)}")
+
+# Project documents that are not in the repo must not be named (a public clone lacks them).
+known = {Path(p).name for p in markdown}
+mention = re.compile(r"(?<![\w-])([A-Z][A-Z_]+\.md)\b")
+for name in tracked:
+    if name.startswith("e2e/node_modules/") or not (root / name).is_file():
+        continue
+    try:
+        text = (root / name).read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        continue
+    for doc in sorted(set(mention.findall(text))):
+        if doc not in known:
+            problems.append(f"{name}: names {doc}, which is not in the repo")
+
+if problems:
+    print("docs check failed:\n  " + "\n  ".join(problems), file=sys.stderr)
+    sys.exit(1)
+print(f"docs check: {len(markdown)} Markdown files, every relative link and anchor resolves")
