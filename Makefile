@@ -14,6 +14,9 @@ export LEPTOS_OUTPUT_NAME := seckill
 export DATABASE_URL ?= postgres://seckill@127.0.0.1:55432/seckill
 export REDIS_URL ?= redis://127.0.0.1:56379/0
 export AMQP_URL ?= amqp://guest:guest@127.0.0.1:55672/%2f
+# The SQL checked at compile time (sqlx::query! and its kin) reads the schema from `.sqlx/`, not
+# from a database: `make sqlx-prepare` writes it, `make lint` fails when it is stale.
+export SQLX_OFFLINE := true
 # The 3 + 3 Redis Cluster `scripts/services.sh redis-cluster` starts (the API suite runs on it too).
 CLUSTER_BASE := $(or $(SECKILL_REDIS_CLUSTER_PORT_BASE),17001)
 TEST_CLUSTER_URLS := $(shell for i in 0 1 2 3 4 5; do printf 'redis://127.0.0.1:%s,' $$(($(CLUSTER_BASE) + i)); done | sed 's/,$$//')
@@ -23,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test lint setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -51,10 +54,36 @@ setup: tools services
 
 # Formatting, every clippy warning denied over every crate and target (the rules every crate keeps
 # are Cargo.toml's [workspace.lints]), and the docs' links (docs/tests.md).
-lint:
+lint: sqlx-check
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check-docs.py
+
+# The statements checked at compile time, against a database migrated from scratch: sqlx's macros
+# write what they learnt of each query into SQLX_OFFLINE_DIR when they run online (what `cargo sqlx
+# prepare` does, without installing sqlx-cli). `sqlx-prepare` keeps it as `.sqlx/`; `sqlx-check`
+# fails when `.sqlx/` differs from it (a query changed, or the schema under it).
+SQLX_DB := seckill_sqlx_check
+define sqlx_describe
+	$(PSQL) -d postgres -c "DROP DATABASE IF EXISTS $(SQLX_DB) WITH (FORCE)" -c "CREATE DATABASE $(SQLX_DB)"
+	for f in migrations/*.sql; do $(PSQL) -d $(SQLX_DB) -f "$$f"; done
+	rm -rf target/sqlx-described && mkdir -p target/sqlx-described
+	touch server/src/lib.rs
+	SQLX_OFFLINE=false SQLX_OFFLINE_DIR=$(CURDIR)/target/sqlx-described \
+	  DATABASE_URL=postgres://seckill@127.0.0.1:55432/$(SQLX_DB) cargo check -q -p server --lib
+	touch server/src/lib.rs
+	$(PSQL) -d postgres -c "DROP DATABASE $(SQLX_DB) WITH (FORCE)"
+endef
+
+sqlx-prepare: services
+	$(sqlx_describe)
+	rm -rf .sqlx && cp -r target/sqlx-described .sqlx
+	echo ".sqlx: $$(ls .sqlx | wc -l) statements"
+
+sqlx-check: services
+	$(sqlx_describe)
+	diff -r .sqlx target/sqlx-described >/dev/null || { diff -r .sqlx target/sqlx-described | head -20; echo ".sqlx/ is stale: run make sqlx-prepare and commit it" >&2; exit 1; }
+	echo ".sqlx: $$(ls .sqlx | wc -l) statements, as the schema and the code say"
 
 tools:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then

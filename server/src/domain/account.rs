@@ -3,7 +3,7 @@
 //! `SECKILL_ADMIN_USER` / `SECKILL_OPERATOR_USER` at start-up).
 
 use super::{password, shop, ApiError, ApiResult};
-use app::api::{Role, ShopRef, User};
+use app::api::{AccountSummary, Role, ShopRef, User};
 use sqlx::PgPool;
 
 /// 3–32 characters of `[A-Za-z0-9_.-]`.
@@ -64,11 +64,6 @@ pub struct UserRow {
     pub joined: i64,
 }
 
-/// The columns of a `UserRow`, from `users u LEFT JOIN shops s ON s.id = u.shop_id`.
-pub const USER_COLUMNS: &str = "u.id, u.username, u.role, u.shop_id, s.name AS shop_name, \
-                                u.session_epoch, u.blocked_at IS NOT NULL AS blocked, \
-                                extract(epoch FROM u.created_at)::bigint AS joined";
-
 impl UserRow {
     pub fn role(&self) -> ApiResult<Role> {
         Ok(Role::parse(&self.role)
@@ -89,32 +84,130 @@ impl UserRow {
     }
 }
 
+// Every statement below is checked against the schema when the crate compiles (`sqlx::query!`
+// and its kin; the offline data is `.sqlx/`, kept current by `make sqlx-prepare`). The columns of
+// a `UserRow` are named in each: a macro takes one literal, not a constant.
+
 /// One user by id.
 pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<UserRow>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {USER_COLUMNS} FROM users u LEFT JOIN shops s ON s.id = u.shop_id WHERE u.id = $1"
-    ))
-    .bind(id)
+    Ok(sqlx::query_as!(
+        UserRow,
+        r#"SELECT u.id, u.username, u.role, u.shop_id, s.name AS "shop_name?", u.session_epoch,
+                  u.blocked_at IS NOT NULL AS "blocked!", extract(epoch FROM u.created_at)::bigint AS "joined!"
+           FROM users u LEFT JOIN shops s ON s.id = u.shop_id WHERE u.id = $1"#,
+        id
+    )
     .fetch_optional(db)
     .await?)
 }
 
 /// One user by name (case aside), with the stored password hash.
 pub async fn find_with_hash(db: &PgPool, username: &str) -> ApiResult<Option<(UserRow, String)>> {
-    #[derive(sqlx::FromRow)]
-    struct Found {
-        #[sqlx(flatten)]
-        row: UserRow,
-        password_hash: String,
-    }
-    let found: Option<Found> = sqlx::query_as(&format!(
-        "SELECT {USER_COLUMNS}, u.password_hash FROM users u LEFT JOIN shops s ON s.id = u.shop_id
-         WHERE lower(u.username) = lower($1)"
-    ))
-    .bind(username)
+    let found = sqlx::query!(
+        r#"SELECT u.id, u.username, u.role, u.shop_id, s.name AS "shop_name?", u.session_epoch,
+                  u.blocked_at IS NOT NULL AS "blocked!", extract(epoch FROM u.created_at)::bigint AS "joined!",
+                  u.password_hash
+           FROM users u LEFT JOIN shops s ON s.id = u.shop_id WHERE lower(u.username) = lower($1)"#,
+        username
+    )
     .fetch_optional(db)
     .await?;
-    Ok(found.map(|f| (f.row, f.password_hash)))
+    Ok(found.map(|f| {
+        let row = UserRow {
+            id: f.id,
+            username: f.username,
+            role: f.role,
+            shop_id: f.shop_id,
+            shop_name: f.shop_name,
+            session_epoch: f.session_epoch,
+            blocked: f.blocked,
+            joined: f.joined,
+        };
+        (row, f.password_hash)
+    }))
+}
+
+/// The merchants of a shop, oldest first.
+pub async fn merchants_of(db: &PgPool, shop_id: i64) -> ApiResult<Vec<UserRow>> {
+    Ok(sqlx::query_as!(
+        UserRow,
+        r#"SELECT u.id, u.username, u.role, u.shop_id, s.name AS "shop_name?", u.session_epoch,
+                  u.blocked_at IS NOT NULL AS "blocked!", extract(epoch FROM u.created_at)::bigint AS "joined!"
+           FROM users u LEFT JOIN shops s ON s.id = u.shop_id
+           WHERE u.role = 'merchant' AND u.shop_id = $1 ORDER BY u.id"#,
+        shop_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Accounts whose lowercased name starts with `prefix` (taken as it is: LIKE's own characters
+/// match themselves), at most 100, by name.
+pub async fn search(db: &PgPool, prefix: &str) -> ApiResult<Vec<AccountSummary>> {
+    let pattern = format!(
+        "{}%",
+        prefix
+            .to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_")
+    );
+    let rows = sqlx::query!(
+        r#"SELECT id, username, role, shop_id, blocked_at IS NOT NULL AS "blocked!" FROM users
+           WHERE lower(username) LIKE $1 ORDER BY lower(username) LIMIT 100"#,
+        pattern
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(AccountSummary {
+                id: r.id,
+                username: r.username,
+                role: Role::parse(&r.role)?,
+                shop_id: r.shop_id,
+                blocked: r.blocked,
+            })
+        })
+        .collect())
+}
+
+/// Sets a user's password hash; with `end_sessions`, their session epoch moves on too (every
+/// session issued before ends) and the new epoch is returned.
+pub async fn set_password<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    user_id: i64,
+    password_hash: &str,
+    end_sessions: bool,
+) -> ApiResult<Option<i64>> {
+    Ok(sqlx::query_scalar!(
+        "UPDATE users SET password_hash = $2,
+             session_epoch = session_epoch + CASE WHEN $3 THEN 1 ELSE 0 END,
+             session_epoch_at = CASE WHEN $3 THEN clock_timestamp() ELSE session_epoch_at END
+         WHERE id = $1 RETURNING session_epoch",
+        user_id,
+        password_hash,
+        end_sessions
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Blocks (from now, or since the first block) or unblocks a user.
+pub async fn set_blocked<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    user_id: i64,
+    blocked: bool,
+) -> ApiResult<()> {
+    sqlx::query!(
+        "UPDATE users SET blocked_at = CASE WHEN $2 THEN COALESCE(blocked_at, now()) END WHERE id = $1",
+        user_id,
+        blocked
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// A new account; `409 username_taken` when the name is in use (case aside). A merchant has a
@@ -126,21 +219,21 @@ pub async fn insert_user<'e>(
     role: Role,
     shop_id: Option<i64>,
 ) -> ApiResult<User> {
-    let row: Option<(i64, String)> = sqlx::query_as(
+    let row = sqlx::query!(
         "INSERT INTO users (username, password_hash, role, shop_id) VALUES ($1, $2, $3, $4)
          ON CONFLICT DO NOTHING
          RETURNING id, username",
+        username.as_str(),
+        password_hash,
+        role.as_str(),
+        shop_id
     )
-    .bind(username.as_str())
-    .bind(password_hash)
-    .bind(role.as_str())
-    .bind(shop_id)
     .fetch_optional(db)
-    .await?;
-    let (id, username) = row.ok_or(ApiError::UsernameTaken)?;
+    .await?
+    .ok_or(ApiError::UsernameTaken)?;
     Ok(User {
-        id,
-        username,
+        id: row.id,
+        username: row.username,
         role,
         shop: None,
     })

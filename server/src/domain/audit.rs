@@ -3,7 +3,7 @@
 
 use super::{rfc3339, ApiResult};
 use app::api::AuditEntry;
-use chrono::{DateTime, Utc};
+
 use sqlx::PgPool;
 
 /// How many entries the console shows (newest first).
@@ -19,15 +19,15 @@ pub async fn record<'e>(
     target: &str,
     detail: &str,
 ) -> ApiResult<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO audit_log (actor_id, actor, shop_id, action, target, detail)
          VALUES ($1, COALESCE((SELECT username FROM users WHERE id = $1), 'cli'), $2, $3, $4, $5)",
+        actor_id,
+        shop_id,
+        action,
+        target,
+        detail
     )
-    .bind(actor_id)
-    .bind(shop_id)
-    .bind(action)
-    .bind(target)
-    .bind(detail)
     .execute(db)
     .await?;
     Ok(())
@@ -35,35 +35,24 @@ pub async fn record<'e>(
 
 /// The newest entries of one shop (`Some`), or of the whole platform (`None`).
 pub async fn read(db: &PgPool, shop_id: Option<i64>) -> ApiResult<Vec<AuditEntry>> {
-    type Row = (
-        i64,
-        DateTime<Utc>,
-        String,
-        Option<i64>,
-        String,
-        String,
-        String,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows = sqlx::query!(
         "SELECT id, at, actor, shop_id, action, target, detail FROM audit_log
          WHERE $1::bigint IS NULL OR shop_id = $1 ORDER BY at DESC, id DESC LIMIT $2",
+        shop_id,
+        READ_LIMIT
     )
-    .bind(shop_id)
-    .bind(READ_LIMIT)
     .fetch_all(db)
     .await?;
     Ok(rows
         .into_iter()
-        .map(
-            |(id, at, actor, shop_id, action, target, detail)| AuditEntry {
-                id,
-                at: rfc3339(at),
-                actor,
-                shop_id,
-                action,
-                target,
-                detail,
-            },
-        )
+        .map(|r| AuditEntry {
+            id: r.id,
+            at: rfc3339(r.at),
+            actor: r.actor,
+            shop_id: r.shop_id,
+            action: r.action,
+            target: r.target,
+            detail: r.detail,
+        })
         .collect())
 }

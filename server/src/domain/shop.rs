@@ -26,20 +26,29 @@ pub async fn create<'e>(
     db: impl sqlx::PgExecutor<'e>,
     name: &str,
 ) -> ApiResult<(i64, DateTime<Utc>)> {
-    sqlx::query_as(
+    sqlx::query!(
         "INSERT INTO shops (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id, created_at",
+        name
     )
-    .bind(name)
     .fetch_optional(db)
     .await?
+    .map(|r| (r.id, r.created_at))
     .ok_or(ApiError::ShopTaken)
 }
 
 /// The id of the shop of this name, if there is one.
 pub async fn find(db: &PgPool, name: &str) -> ApiResult<Option<i64>> {
     Ok(
-        sqlx::query_scalar("SELECT id FROM shops WHERE lower(name) = lower($1)")
-            .bind(name)
+        sqlx::query_scalar!("SELECT id FROM shops WHERE lower(name) = lower($1)", name)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+/// The name of shop `id`, if there is one.
+pub async fn name_of(db: &PgPool, id: i64) -> ApiResult<Option<String>> {
+    Ok(
+        sqlx::query_scalar!("SELECT name FROM shops WHERE id = $1", id)
             .fetch_optional(db)
             .await?,
     )
@@ -47,33 +56,35 @@ pub async fn find(db: &PgPool, name: &str) -> ApiResult<Option<i64>> {
 
 /// Every shop with its merchants and how many sales it has, oldest first.
 pub async fn list(db: &PgPool) -> ApiResult<Vec<Shop>> {
-    let shops: Vec<(i64, String, DateTime<Utc>, i64)> = sqlx::query_as(
-        "SELECT s.id, s.name, s.created_at, (SELECT count(*) FROM activities a WHERE a.shop_id = s.id)
-         FROM shops s ORDER BY s.id",
+    let shops = sqlx::query!(
+        r#"SELECT s.id, s.name, s.created_at,
+                  (SELECT count(*) FROM activities a WHERE a.shop_id = s.id) AS "activities!"
+           FROM shops s ORDER BY s.id"#
     )
     .fetch_all(db)
     .await?;
-    let merchants: Vec<(i64, String, i64, bool)> = sqlx::query_as(
-        "SELECT id, username, shop_id, blocked_at IS NOT NULL FROM users WHERE role = 'merchant' ORDER BY id",
+    let merchants = sqlx::query!(
+        r#"SELECT id, username, shop_id, blocked_at IS NOT NULL AS "blocked!"
+           FROM users WHERE role = 'merchant' ORDER BY id"#
     )
     .fetch_all(db)
     .await?;
     Ok(shops
         .into_iter()
-        .map(|(id, name, created_at, activities)| Shop {
-            id,
-            name,
-            created_at: rfc3339(created_at),
-            activities,
+        .map(|shop| Shop {
+            id: shop.id,
+            name: shop.name,
+            created_at: rfc3339(shop.created_at),
+            activities: shop.activities,
             merchants: merchants
                 .iter()
-                .filter(|m| m.2 == id)
-                .map(|(mid, username, _, blocked)| AccountSummary {
-                    id: *mid,
-                    username: username.clone(),
+                .filter(|m| m.shop_id == Some(shop.id))
+                .map(|m| AccountSummary {
+                    id: m.id,
+                    username: m.username.clone(),
                     role: Role::Merchant,
-                    shop_id: Some(id),
-                    blocked: *blocked,
+                    shop_id: m.shop_id,
+                    blocked: m.blocked,
                 })
                 .collect(),
         })

@@ -12,7 +12,7 @@ use crate::{
         throttle::{LoginThrottle, Outcome},
     },
     domain::{
-        account::{self, insert_user, Password, UserRow, Username, USER_COLUMNS},
+        account::{self, insert_user, Password, UserRow, Username},
         password::Passwords,
         sessions::next_epoch,
         ApiError, ApiResult,
@@ -280,15 +280,9 @@ async fn change_password(
             }
             other => other,
         })?;
-    let epoch: i64 = sqlx::query_scalar(
-        "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1,
-         session_epoch_at = clock_timestamp() WHERE id = $1
-         RETURNING session_epoch",
-    )
-    .bind(claims.user_id)
-    .bind(&hash)
-    .fetch_one(&db)
-    .await?;
+    let epoch = account::set_password(&db, claims.user_id, &hash, true)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
     sessions
         .revocations
         .announce_epoch(&redis, claims.user_id, epoch)
@@ -320,14 +314,8 @@ async fn list_merchants(
     State(db): State<PgPool>,
     merchant: Merchant,
 ) -> ApiResult<Json<Merchants>> {
-    let rows: Vec<UserRow> = sqlx::query_as(&format!(
-        "SELECT {USER_COLUMNS} FROM users u LEFT JOIN shops s ON s.id = u.shop_id
-         WHERE u.role = 'merchant' AND u.shop_id = $1 ORDER BY u.id"
-    ))
-    .bind(merchant.shop_id)
-    .fetch_all(&db)
-    .await?;
-    let merchants = rows
+    let merchants = account::merchants_of(&db, merchant.shop_id)
+        .await?
         .into_iter()
         .map(UserRow::into_user)
         .collect::<ApiResult<_>>()?;

@@ -100,9 +100,7 @@ async fn create_merchant(
     let shop_id = parse_id(&id)?;
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
-    let shop_name: String = sqlx::query_scalar("SELECT name FROM shops WHERE id = $1")
-        .bind(shop_id)
-        .fetch_optional(&db)
+    let shop_name = shop::name_of(&db, shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     let hash = passwords
@@ -144,33 +142,7 @@ async fn users(
     if q.chars().count() > 32 {
         return Err(ApiError::invalid("q", "must be at most 32 characters"));
     }
-    // LIKE's own characters are matched as themselves.
-    let pattern = format!(
-        "{}%",
-        q.to_lowercase()
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_")
-    );
-    let rows: Vec<(i64, String, String, Option<i64>, bool)> = sqlx::query_as(
-        "SELECT id, username, role, shop_id, blocked_at IS NOT NULL FROM users
-         WHERE lower(username) LIKE $1 ORDER BY lower(username) LIMIT 100",
-    )
-    .bind(pattern)
-    .fetch_all(&db)
-    .await?;
-    let users = rows
-        .into_iter()
-        .filter_map(|(id, username, role, shop_id, blocked)| {
-            Some(AccountSummary {
-                id,
-                username,
-                role: Role::parse(&role)?,
-                shop_id,
-                blocked,
-            })
-        })
-        .collect();
+    let users = account::search(&db, &q).await?;
     Ok(no_store(AccountList { users }))
 }
 
@@ -214,12 +186,7 @@ async fn reset_password(
             other => other,
         })?;
     let mut tx = db.begin().await?;
-    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
-        .bind(user.id)
-        .bind(&hash)
-        .execute(&mut *tx)
-        .await?;
-    let epoch = next_epoch(&mut *tx, user.id)
+    let epoch = account::set_password(&mut *tx, user.id, &hash, true)
         .await?
         .ok_or(ApiError::NotFound)?;
     audit::record(
@@ -257,13 +224,7 @@ async fn set_blocked(
     op.recently_authenticated()?;
     let user = target(db, id).await?;
     let mut tx = db.begin().await?;
-    sqlx::query(
-        "UPDATE users SET blocked_at = CASE WHEN $2 THEN COALESCE(blocked_at, now()) END WHERE id = $1",
-    )
-    .bind(user.id)
-    .bind(blocked)
-    .execute(&mut *tx)
-    .await?;
+    account::set_blocked(&mut *tx, user.id, blocked).await?;
     // A block ends every session at once; the user cannot sign in again until unblocked.
     let epoch = match blocked {
         true => next_epoch(&mut *tx, user.id).await?,
