@@ -5,8 +5,9 @@
 use super::{rfc3339, ApiError, ApiResult};
 use crate::infra::{keys::MAX_SHARDS, redis::Redis};
 use app::api::{
-    Activity, AdminActivity, BotCheck, NewActivity, SaleStatus, DEFAULT_ADMIT_PER_SEC,
-    DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE, WAITING_ROOM_STOCK_THRESHOLD,
+    Activity, AdminActivity, BotCheck, NewActivity, SaleStatus, StockAddition,
+    DEFAULT_ADMIT_PER_SEC, DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE,
+    WAITING_ROOM_STOCK_THRESHOLD,
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -36,9 +37,8 @@ pub struct ActivityRow {
     pub accounts_created_before: Option<DateTime<Utc>>,
 }
 
-pub const COLUMNS: &str = "id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at, \
-                       total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused, stock_shards, \
-                       waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before";
+// The statements below are checked at compile time (`.sqlx/`); each names the columns of an
+// `ActivityRow`, in its order (a macro takes one literal, not a constant).
 
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
@@ -90,30 +90,193 @@ pub async fn load_in_shop(db: &PgPool, id: i64, shop_id: i64) -> ApiResult<Optio
 
 pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<ActivityRow>> {
     Ok(
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM activities WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(db)
-            .await?,
+        sqlx::query_as!(
+            ActivityRow,
+            "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before
+             FROM activities WHERE id = $1",
+            id
+        )
+        .fetch_optional(db)
+        .await?,
     )
 }
 
 /// Activities that have not ended.
 pub async fn live(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
-    Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM activities WHERE ends_at > now()"
-    ))
+    Ok(sqlx::query_as!(
+        ActivityRow,
+        "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before
+         FROM activities WHERE ends_at > now()"
+    )
     .fetch_all(db)
     .await?)
 }
 
 /// Newest start first.
 pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
-    let rows: Vec<ActivityRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"
-    ))
+    let rows = sqlx::query_as!(
+        ActivityRow,
+        "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before
+         FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"
+    )
     .fetch_all(db)
     .await?;
     Ok(rows.into_iter().map(ActivityRow::into_activity).collect())
+}
+
+/// A shop's sales, newest start first, at most `limit`.
+pub async fn list_of_shop(db: &PgPool, shop_id: i64, limit: i64) -> ApiResult<Vec<ActivityRow>> {
+    Ok(sqlx::query_as!(
+        ActivityRow,
+        "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before
+         FROM activities WHERE shop_id = $2 ORDER BY starts_at DESC, id DESC LIMIT $1",
+        limit,
+        shop_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Sales with a waiting room that are on, or start within five seconds.
+pub async fn lines_on_now(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
+    Ok(sqlx::query_as!(
+        ActivityRow,
+        "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before
+         FROM activities
+         WHERE waiting_room AND ends_at > now() AND starts_at < now() + interval '5 seconds'"
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Pauses or resumes a sale of the shop; `None` when the shop has no such sale.
+pub async fn set_paused<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    id: i64,
+    shop_id: i64,
+    paused: bool,
+) -> ApiResult<Option<ActivityRow>> {
+    Ok(sqlx::query_as!(
+        ActivityRow,
+        "UPDATE activities SET paused = $2 WHERE id = $1 AND shop_id = $3
+         RETURNING id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before",
+        id,
+        paused,
+        shop_id
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// A sale's figures after units were added.
+pub struct Added {
+    pub total_stock: i64,
+    pub sold: i64,
+    pub stock_shards: i16,
+    pub title: String,
+}
+
+/// Adds `add` units to a sale of the shop and records who added them (in `tx`, with the caller's
+/// audit entry); `None` when the shop has no such sale.
+pub async fn add_units(
+    tx: &mut sqlx::PgConnection,
+    id: i64,
+    shop_id: i64,
+    merchant_id: i64,
+    add: i64,
+) -> ApiResult<Option<Added>> {
+    let Some(added) = sqlx::query_as!(
+        Added,
+        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 AND shop_id = $3
+         RETURNING total_stock, sold, stock_shards, title",
+        id,
+        add,
+        shop_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(None);
+    };
+    sqlx::query!(
+        "INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)",
+        id,
+        merchant_id,
+        add
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some(added))
+}
+
+/// Whether sale `id` is the shop's.
+pub async fn in_shop(db: &PgPool, id: i64, shop_id: i64) -> ApiResult<bool> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1 AND shop_id = $2) AS "ours!""#,
+        id,
+        shop_id
+    )
+    .fetch_one(db)
+    .await?)
+}
+
+/// A sale's orders counted by status (the statuses it has orders in).
+pub async fn orders_by_status(db: &PgPool, id: i64) -> ApiResult<Vec<(String, i64)>> {
+    Ok(sqlx::query!(
+        r#"SELECT status, count(*) AS "orders!" FROM orders WHERE activity_id = $1 GROUP BY status"#,
+        id
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|r| (r.status, r.orders))
+    .collect())
+}
+
+/// Every stock addition of a sale of the shop, newest first (at most 1,000); `None` when the
+/// shop has no such sale.
+pub async fn stock_additions(
+    db: &PgPool,
+    id: i64,
+    shop_id: i64,
+) -> ApiResult<Option<Vec<StockAddition>>> {
+    if !in_shop(db, id, shop_id).await? {
+        return Ok(None);
+    }
+    let rows = sqlx::query!(
+        "SELECT s.added, u.username, s.created_at FROM stock_additions s JOIN users u ON u.id = s.merchant_id
+         WHERE s.activity_id = $1 ORDER BY s.created_at DESC, s.id DESC LIMIT 1000",
+        id
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(Some(
+        rows.into_iter()
+            .map(|r| StockAddition {
+                added: r.added,
+                merchant: r.username,
+                at: rfc3339(r.created_at),
+            })
+            .collect(),
+    ))
 }
 
 /// A validated `NewActivity`.
@@ -454,46 +617,51 @@ pub async fn insert<'e>(
     merchant_id: i64,
     spec: &ActivitySpec,
 ) -> ApiResult<ActivityRow> {
-    Ok(sqlx::query_as(&format!(
+    Ok(sqlx::query_as!(
+        ActivityRow,
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
              waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
                  (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17, $18)
-         RETURNING {COLUMNS}"
-    ))
-    .bind(merchant_id)
-    .bind(&spec.title)
-    .bind(&spec.description)
-    .bind(&spec.image_url)
-    .bind(spec.price_cents)
-    .bind(spec.seckill_price_cents)
-    .bind(spec.starts_at)
-    .bind(spec.ends_at)
-    .bind(spec.stock)
-    .bind(spec.per_user_limit)
-    .bind(spec.bot_check == BotCheck::Image)
-    .bind(spec.payment_window_secs)
-    .bind(spec.stock_shards)
-    .bind(spec.waiting_room)
-    .bind(spec.admit_per_sec)
-    .bind(spec.bot_check.as_str())
-    .bind(spec.pow_difficulty)
-    .bind(spec.accounts_created_before)
+         RETURNING id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
+                  total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
+                  stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
+                  accounts_created_before",
+        merchant_id,
+        spec.title,
+        spec.description,
+        spec.image_url,
+        spec.price_cents,
+        spec.seckill_price_cents,
+        spec.starts_at,
+        spec.ends_at,
+        spec.stock,
+        spec.per_user_limit,
+        spec.bot_check == BotCheck::Image,
+        spec.payment_window_secs,
+        spec.stock_shards,
+        spec.waiting_room,
+        spec.admit_per_sec,
+        spec.bot_check.as_str(),
+        spec.pow_difficulty,
+        spec.accounts_created_before
+    )
     .fetch_one(db)
     .await?)
 }
 
 /// For `make run`: unless a sale is live or upcoming, one that starts a few minutes from now.
 pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result<Option<i64>> {
-    let pending: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM activities WHERE ends_at > now())")
-            .fetch_one(db)
-            .await?;
-    let merchant: Option<i64> = sqlx::query_scalar(
-        "SELECT id FROM users WHERE lower(username) = lower($1) AND role = 'merchant'",
+    let pending = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM activities WHERE ends_at > now()) AS "pending!""#
     )
-    .bind(merchant_username)
+    .fetch_one(db)
+    .await?;
+    let merchant = sqlx::query_scalar!(
+        "SELECT id FROM users WHERE lower(username) = lower($1) AND role = 'merchant'",
+        merchant_username
+    )
     .fetch_optional(db)
     .await?;
     let (false, Some(merchant)) = (pending, merchant) else {

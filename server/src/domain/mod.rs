@@ -5,6 +5,7 @@ pub mod account;
 pub mod activity;
 pub mod audit;
 pub mod error;
+pub mod order;
 pub mod password;
 pub mod payment;
 pub mod sessions;

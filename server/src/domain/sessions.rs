@@ -140,24 +140,25 @@ impl Revocations {
     /// Replaces what this instance knows with the database's (and forgets sessions whose cookies
     /// have expired anyway).
     pub async fn load(&self, db: &PgPool) -> sqlx::Result<()> {
-        sqlx::query("DELETE FROM revoked_sessions WHERE expires_at < now()")
+        sqlx::query!("DELETE FROM revoked_sessions WHERE expires_at < now()")
             .execute(db)
             .await?;
-        let epochs: Vec<(i64, i64)> =
-            sqlx::query_as("SELECT id, session_epoch FROM users WHERE session_epoch > 0")
-                .fetch_all(db)
-                .await?;
-        let sessions: Vec<(String, DateTime<Utc>)> =
-            sqlx::query_as("SELECT sid, expires_at FROM revoked_sessions")
-                .fetch_all(db)
-                .await?;
+        let epochs = sqlx::query!("SELECT id, session_epoch FROM users WHERE session_epoch > 0")
+            .fetch_all(db)
+            .await?;
+        let sessions = sqlx::query!("SELECT sid, expires_at FROM revoked_sessions")
+            .fetch_all(db)
+            .await?;
         let mut fresh = Ended {
-            epochs: epochs.into_iter().collect(),
+            epochs: epochs
+                .into_iter()
+                .map(|u| (u.id, u.session_epoch))
+                .collect(),
             ..Ended::default()
         };
-        for (sid, exp) in sessions {
-            if let Ok(sid) = u128::from_str_radix(&sid, 16) {
-                fresh.insert(sid, exp.timestamp());
+        for ended in sessions {
+            if let Ok(sid) = u128::from_str_radix(&ended.sid, 16) {
+                fresh.insert(sid, ended.expires_at.timestamp());
             }
         }
         *self.ended.write().expect("revocations lock") = fresh;
@@ -171,20 +172,23 @@ impl Revocations {
         db: &PgPool,
         since: DateTime<Utc>,
     ) -> sqlx::Result<DateTime<Utc>> {
-        let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()").fetch_one(db).await?;
-        let epochs: Vec<(i64, i64)> =
-            sqlx::query_as("SELECT id, session_epoch FROM users WHERE session_epoch_at >= $1")
-                .bind(since)
-                .fetch_all(db)
-                .await?;
-        let sessions: Vec<(String, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT sid, expires_at FROM revoked_sessions WHERE revoked_at >= $1 AND expires_at > now()",
+        let now: DateTime<Utc> = sqlx::query_scalar!(r#"SELECT now() AS "now!""#)
+            .fetch_one(db)
+            .await?;
+        let epochs = sqlx::query!(
+            "SELECT id, session_epoch FROM users WHERE session_epoch_at >= $1",
+            since
         )
-        .bind(since)
         .fetch_all(db)
         .await?;
-        for (user, epoch) in epochs {
-            self.raise_epoch(user, epoch);
+        let sessions = sqlx::query!(
+            "SELECT sid, expires_at FROM revoked_sessions WHERE revoked_at >= $1 AND expires_at > now()",
+            since
+        )
+        .fetch_all(db)
+        .await?;
+        for user in epochs {
+            self.raise_epoch(user.id, user.session_epoch);
         }
         // Most rows re-read are known already (the overlap, the broadcasts, the load at start):
         // sorted out under the read lock, the others added a batch per hold of the write lock.
@@ -192,8 +196,11 @@ impl Revocations {
             let ended = self.ended.read().expect("revocations lock");
             sessions
                 .into_iter()
-                .filter_map(|(sid, exp)| {
-                    Some((u128::from_str_radix(&sid, 16).ok()?, exp.timestamp()))
+                .filter_map(|r| {
+                    Some((
+                        u128::from_str_radix(&r.sid, 16).ok()?,
+                        r.expires_at.timestamp(),
+                    ))
                 })
                 .filter(|(sid, exp)| ended.sessions.get(sid) != Some(exp))
                 .collect()
@@ -234,13 +241,13 @@ impl Revocations {
     ) -> ApiResult<()> {
         let expires = DateTime::from_timestamp(expires_at, 0)
             .ok_or_else(|| ApiError::invalid("sid", "expiry out of range"))?;
-        sqlx::query(
+        sqlx::query!(
             "INSERT INTO revoked_sessions (sid, user_id, expires_at) VALUES ($1, $2, $3)
              ON CONFLICT (sid) DO NOTHING",
+            format!("{sid:032x}"),
+            user_id,
+            expires
         )
-        .bind(format!("{sid:032x}"))
-        .bind(user_id)
-        .bind(expires)
         .execute(db)
         .await?;
         self.end(sid, expires_at);
@@ -273,11 +280,11 @@ impl Revocations {
 
 /// Moves a user's session epoch on (ending every session issued before) and returns the new one.
 pub async fn next_epoch<'e>(db: impl sqlx::PgExecutor<'e>, user_id: i64) -> ApiResult<Option<i64>> {
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar!(
         "UPDATE users SET session_epoch = session_epoch + 1, session_epoch_at = clock_timestamp()
          WHERE id = $1 RETURNING session_epoch",
+        user_id
     )
-    .bind(user_id)
     .fetch_optional(db)
     .await?)
 }

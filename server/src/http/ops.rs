@@ -50,7 +50,7 @@ async fn readyz(
     State(broker): State<Broker>,
 ) -> impl IntoResponse {
     let postgres = within(async {
-        sqlx::query("SELECT 1").execute(&db).await?;
+        sqlx::query!("SELECT 1 AS one").fetch_one(&db).await?;
         Ok(())
     });
     let redis = within(async {

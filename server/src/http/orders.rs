@@ -7,8 +7,9 @@
 use super::session::{SessionKeys, SignedIn};
 use crate::{
     domain::{
+        order::{self, OrderRow},
         payment::{Charge, PaymentProvider},
-        rfc3339, ApiError, ApiResult,
+        ApiError, ApiResult,
     },
     infra::redis::Redis,
 };
@@ -37,32 +38,6 @@ where
         .route("/orders/{token}/pay", post(pay))
 }
 
-#[derive(sqlx::FromRow)]
-struct OrderRow {
-    token: uuid::Uuid,
-    id: i64,
-    activity_id: i64,
-    user_id: i64,
-    quantity: i32,
-    status: String,
-    pay_by: Option<chrono::DateTime<chrono::Utc>>,
-    reason: Option<String>,
-}
-
-impl OrderRow {
-    fn into_status(self) -> OrderStatus {
-        OrderStatus {
-            token: self.token.to_string(),
-            order_id: (self.status != "failed").then_some(self.id),
-            status: self.status,
-            activity_id: self.activity_id,
-            quantity: self.quantity,
-            pay_by: self.pay_by.map(rfc3339),
-            reason: self.reason,
-        }
-    }
-}
-
 /// A reservation known only to Redis (still queued, or failed without a database record).
 fn from_cache(token: uuid::Uuid, cached: &HashMap<String, String>, status: &str) -> OrderStatus {
     OrderStatus {
@@ -82,8 +57,6 @@ fn from_cache(token: uuid::Uuid, cached: &HashMap<String, String>, status: &str)
     }
 }
 
-const COLUMNS: &str = "token, id, activity_id, user_id, quantity, status, pay_by, reason";
-
 async fn order_status(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
@@ -100,12 +73,7 @@ async fn order_status(
             Some(from_cache(token, &cached, "queued"))
         }
         _ => {
-            let row: Option<OrderRow> =
-                sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE token = $1"))
-                    .bind(token)
-                    .fetch_optional(&db)
-                    .await?;
-            match row {
+            match order::by_token(&db, token).await? {
                 Some(row) if row.user_id == user.user_id => Some(row.into_status()),
                 Some(_) => None,
                 // Failed without a database record (its user or activity is gone): Redis knows.
@@ -138,12 +106,11 @@ async fn list_orders(
     State(db): State<PgPool>,
     SignedIn(user): SignedIn,
 ) -> ApiResult<impl IntoResponse> {
-    let rows: Vec<OrderRow> =
-        sqlx::query_as(&format!("SELECT {COLUMNS} FROM orders WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT 200"))
-            .bind(user.user_id)
-            .fetch_all(&db)
-            .await?;
-    let orders = rows.into_iter().map(OrderRow::into_status).collect();
+    let orders = order::of_user(&db, user.user_id)
+        .await?
+        .into_iter()
+        .map(OrderRow::into_status)
+        .collect();
     Ok((
         [(header::CACHE_CONTROL, "no-store")],
         Json(OrderList { orders }),
@@ -159,14 +126,8 @@ async fn pay(
 ) -> ApiResult<Json<PaymentResult>> {
     let token = uuid::Uuid::parse_str(&token)
         .map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
-    let row: Option<(i64, String, bool, i64)> = sqlx::query_as(
-        "SELECT user_id, status, pay_by <= now(), quantity * unit_price_cents FROM orders WHERE token = $1",
-    )
-    .bind(token)
-    .fetch_optional(&db)
-    .await?;
-    let (owner, status, overdue, amount_cents) = match row {
-        Some(r) => r,
+    let (owner, status, overdue, amount_cents) = match order::payable(&db, token).await? {
+        Some(p) => (p.user_id, p.status, p.overdue, p.amount_cents),
         None => {
             // Still queued (or unknown): only its owner learns that it is not payable yet.
             let owner = token_record(&redis, &token)
@@ -198,20 +159,9 @@ async fn pay(
         amount_cents,
     };
     payments.charge(&charge).await?;
-    let paid = sqlx::query(
-        "UPDATE orders SET status = 'paid', paid_at = now()
-         WHERE token = $1 AND status = 'confirmed' AND pay_by > now()",
-    )
-    .bind(token)
-    .execute(&db)
-    .await?
-    .rows_affected()
-        == 1;
+    let paid = order::mark_paid(&db, token).await?;
     if !paid {
-        let now: Option<String> = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1")
-            .bind(token)
-            .fetch_optional(&db)
-            .await?;
+        let now = order::status_of(&db, token).await?;
         if now.as_deref() == Some("paid") {
             // A concurrent request of the same shopper paid it; this charge was the same one.
             return Ok(Json(PaymentResult {

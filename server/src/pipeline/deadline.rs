@@ -144,29 +144,32 @@ impl Deadlines {
     /// Cancels the order if it is still unpaid past its deadline, and returns its units once.
     pub async fn expire(&self, token: uuid::Uuid) -> anyhow::Result<Expiry> {
         let mut tx = self.db.begin().await?;
-        let cancelled: Option<(i64, i64, i32)> = sqlx::query_as(
+        let cancelled = sqlx::query!(
             "UPDATE orders SET status = 'cancelled', cancelled_at = now(), reason = 'payment window closed'
              WHERE token = $1 AND status = 'confirmed' AND pay_by <= now()
-             RETURNING activity_id, user_id, quantity",
+             RETURNING activity_id, quantity",
+            token
         )
-        .bind(token)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some((activity_id, _, quantity)) = cancelled {
-            sqlx::query("UPDATE activities SET sold = sold - $2 WHERE id = $1")
-                .bind(activity_id)
-                .bind(i64::from(quantity))
-                .execute(&mut *tx)
-                .await?;
+        if let Some(order) = &cancelled {
+            sqlx::query!(
+                "UPDATE activities SET sold = sold - $2 WHERE id = $1",
+                order.activity_id,
+                i64::from(order.quantity)
+            )
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
 
-        let current: Option<(String, i64, i64, i32)> = sqlx::query_as(
+        let current = sqlx::query!(
             "SELECT status, activity_id, user_id, quantity FROM orders WHERE token = $1",
+            token
         )
-        .bind(token)
         .fetch_optional(&self.db)
-        .await?;
+        .await?
+        .map(|o| (o.status, o.activity_id, o.user_id, o.quantity));
         match current {
             // Cancelled now or by an earlier attempt that died before Redis: return the units (once).
             Some((status, activity_id, user_id, quantity)) if status == "cancelled" => {
@@ -244,10 +247,10 @@ impl Deadlines {
     }
 
     pub async fn sweep(&self) -> anyhow::Result<usize> {
-        let overdue: Vec<uuid::Uuid> = sqlx::query_scalar(
-            "(SELECT token FROM orders WHERE status = 'confirmed' AND pay_by <= now() - interval '1 second' ORDER BY pay_by LIMIT 1000)
+        let overdue = sqlx::query_scalar!(
+            r#"(SELECT token AS "token!" FROM orders WHERE status = 'confirmed' AND pay_by <= now() - interval '1 second' ORDER BY pay_by LIMIT 1000)
              UNION ALL
-             (SELECT token FROM orders WHERE status = 'cancelled' AND cancelled_at > now() - interval '2 minutes' LIMIT 1000)",
+             (SELECT token FROM orders WHERE status = 'cancelled' AND cancelled_at > now() - interval '2 minutes' LIMIT 1000)"#
         )
         .fetch_all(&self.db)
         .await?;

@@ -177,13 +177,15 @@ impl Relay {
     }
 
     async fn list(&self, journals: &mut Journals) -> anyhow::Result<()> {
-        let sales: Vec<(i64, i16, bool)> = sqlx::query_as(
-            "SELECT id, stock_shards, ends_at > now() - interval '5 minutes' FROM activities
-             WHERE ends_at > now() - interval '7 days' AND starts_at < now() + interval '5 minutes'",
+        let sales = sqlx::query!(
+            r#"SELECT id, stock_shards, ends_at > now() - interval '5 minutes' AS "on!" FROM activities
+               WHERE ends_at > now() - interval '7 days' AND starts_at < now() + interval '5 minutes'"#
         )
         .fetch_all(&self.db)
         .await
-        .context("listing the journals")?;
+        .context("listing the journals")?
+        .into_iter()
+        .map(|s| (s.id, s.stock_shards, s.on));
         let (mut hot, mut cold) = (Vec::new(), vec![self.redis.keys.legacy_journal()]);
         for (id, shards, on) in sales {
             let list = if on { &mut hot } else { &mut cold };

@@ -291,8 +291,9 @@ impl Persister {
         // The new orders come back from the insert itself; only tokens already orders (a message
         // published twice) or refused (no such sale or user) need a second look. The joins are
         // the existence checks (orders have no foreign keys: migration 0007).
-        let mut rows: Vec<Persisted> = sqlx::query_as(
-            "WITH input AS (
+        let mut rows = sqlx::query_as!(
+            Persisted,
+            r#"WITH input AS (
                  SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[])
                      AS t(token, activity_id, user_id, quantity, reserved_ms)
              ), inserted AS (
@@ -310,14 +311,15 @@ impl Persister {
                  WHERE a.id = s.activity_id
                  RETURNING 1
              )
-             SELECT i.token, i.id, i.status, i.pay_by, a.payment_window_secs
-                 FROM inserted i JOIN activities a ON a.id = i.activity_id",
+             SELECT i.token AS "token!", i.id AS "id!", i.status AS "status!", i.pay_by,
+                    a.payment_window_secs AS "payment_window_secs!"
+                 FROM inserted i JOIN activities a ON a.id = i.activity_id"#,
+            &tokens,
+            &activities,
+            &users,
+            &quantities,
+            &reserved
         )
-        .bind(&tokens)
-        .bind(&activities)
-        .bind(&users)
-        .bind(&quantities)
-        .bind(&reserved)
         .fetch_all(&mut *tx)
         .await
         .map_err(classify)?;
@@ -330,11 +332,12 @@ impl Persister {
                 .copied()
                 .collect();
             rows.extend(
-                sqlx::query_as::<_, Persisted>(
+                sqlx::query_as!(
+                    Persisted,
                     "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
                          FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
+                    &others
                 )
-                .bind(&others)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(classify)?,
@@ -410,18 +413,18 @@ impl Persister {
     /// A reservation that could not be persisted: unless an order exists for its token after all,
     /// record it `failed` and return its stock and the user's count (once, whatever is redelivered).
     pub async fn settle_dead_letter(&self, r: &Reservation) -> anyhow::Result<()> {
-        let recorded = sqlx::query_scalar::<_, String>(
+        let recorded = sqlx::query_scalar!(
             "INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reason, reserved_at)
-             SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5 / 1000.0)
+             SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5::bigint / 1000.0)
              FROM activities a WHERE a.id = $2 AND EXISTS (SELECT 1 FROM users u WHERE u.id = $3)
              ON CONFLICT (token) DO UPDATE SET token = EXCLUDED.token
              RETURNING status",
+            r.token,
+            r.activity_id,
+            r.user_id,
+            r.quantity,
+            r.reserved_ms
         )
-        .bind(r.token)
-        .bind(r.activity_id)
-        .bind(r.user_id)
-        .bind(r.quantity)
-        .bind(r.reserved_ms)
         .fetch_optional(&self.db)
         .await;
         // No row: the sale or the user does not exist, nothing to record in the database;

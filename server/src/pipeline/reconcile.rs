@@ -63,11 +63,14 @@ impl Reconciler {
     /// holding a batch it cannot write yet), journal entries (of every shard of every sale the
     /// relay reads, and the legacy journal) and ready messages on the reservation queue.
     async fn in_flight(&self) -> anyhow::Result<u64> {
-        let sales: Vec<(i64, i16)> = sqlx::query_as(
-            "SELECT id, stock_shards FROM activities WHERE ends_at > now() - interval '7 days'",
+        let sales: Vec<(i64, i16)> = sqlx::query!(
+            "SELECT id, stock_shards FROM activities WHERE ends_at > now() - interval '7 days'"
         )
         .fetch_all(&self.db)
-        .await?;
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s.stock_shards))
+        .collect();
         let shards: Vec<keys::ShardKeys> = sales
             .iter()
             .flat_map(|&(id, shards)| self.redis.keys.shards(id, shards))
@@ -113,11 +116,12 @@ impl Reconciler {
                 .await?;
             let stale: Vec<uuid::Uuid> = stale.iter().filter_map(|t| t.parse().ok()).collect();
             if !stale.is_empty() {
-                let settled: Vec<String> =
-                    sqlx::query_scalar("SELECT token::text FROM orders WHERE token = ANY($1)")
-                        .bind(&stale)
-                        .fetch_all(&self.db)
-                        .await?;
+                let settled: Vec<String> = sqlx::query_scalar!(
+                    r#"SELECT token::text AS "token!" FROM orders WHERE token = ANY($1)"#,
+                    &stale
+                )
+                .fetch_all(&self.db)
+                .await?;
                 if !settled.is_empty() {
                     let _: () = redis::cmd("ZREM")
                         .arg(&key)
@@ -161,18 +165,17 @@ impl Reconciler {
     /// cannot count a unit twice.
     async fn rebuild(&self, row: &ActivityRow, stock: &[Option<i64>]) -> anyhow::Result<i64> {
         self.wait_for_idle_queue().await?;
-        let (total, sold): (i64, i64) =
-            sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
-                .bind(row.id)
-                .fetch_one(&self.db)
-                .await?;
-        let holders: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT user_id, sum(quantity)::bigint FROM orders
-             WHERE activity_id = $1 AND status IN ('confirmed', 'paid') GROUP BY user_id",
+        let (total, sold): (i64, i64) = figures(&self.db, row.id).await?;
+        let holders: Vec<(i64, i64)> = sqlx::query!(
+            r#"SELECT user_id, sum(quantity)::bigint AS "units!" FROM orders
+               WHERE activity_id = $1 AND status IN ('confirmed', 'paid') GROUP BY user_id"#,
+            row.id
         )
-        .bind(row.id)
         .fetch_all(&self.db)
-        .await?;
+        .await?
+        .into_iter()
+        .map(|h| (h.user_id, h.units))
+        .collect();
         let shards = self.redis.keys.shards(row.id, row.stock_shards);
         let everything_lost = stock.iter().all(Option::is_none);
         let parts = if everything_lost {
@@ -321,11 +324,7 @@ impl Reconciler {
             } else if drift < 0 && self.in_flight().await? == 0 {
                 // Look again: the figures must hold still, with nothing in flight, before raising.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                let again: (i64, i64) =
-                    sqlx::query_as("SELECT total_stock, sold FROM activities WHERE id = $1")
-                        .bind(row.id)
-                        .fetch_one(&self.db)
-                        .await?;
+                let again: (i64, i64) = figures(&self.db, row.id).await?;
                 let now = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
                 if now == stock
                     && again == (row.total_stock, row.sold)
@@ -369,4 +368,12 @@ impl Reconciler {
             }
         }
     }
+}
+
+/// A sale's stock and units sold, as the database has them now.
+async fn figures(db: &sqlx::PgPool, id: i64) -> sqlx::Result<(i64, i64)> {
+    let row = sqlx::query!("SELECT total_stock, sold FROM activities WHERE id = $1", id)
+        .fetch_one(db)
+        .await?;
+    Ok((row.total_stock, row.sold))
 }

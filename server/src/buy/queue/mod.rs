@@ -336,12 +336,7 @@ impl WaitingRoom {
     }
 
     async fn on_now(&self) -> ApiResult<Vec<ActivityRow>> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {} FROM activities WHERE waiting_room AND ends_at > now() AND starts_at < now() + interval '5 seconds'",
-            activity::COLUMNS
-        ))
-        .fetch_all(&self.db)
-        .await?)
+        activity::lines_on_now(&self.db).await
     }
 }
 

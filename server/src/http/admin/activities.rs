@@ -7,10 +7,10 @@ use crate::{
     buy::{attempts, queue::WaitingRoom, soldout::SoldOut},
     domain::{
         activity::{
-            add_to_stock, admin_item, in_redis, insert, load_in_shop, remaining, warm, ActivityRow,
-            ActivitySpec, COLUMNS,
+            self, add_to_stock, admin_item, in_redis, insert, load_in_shop, remaining, warm,
+            ActivityRow, ActivitySpec,
         },
-        audit, rfc3339, ApiError, ApiResult,
+        audit, ApiError, ApiResult,
     },
     http::{
         admin::replay,
@@ -21,8 +21,7 @@ use crate::{
     infra::{config::Config, redis::Redis},
 };
 use app::api::{
-    Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAddition,
-    StockAdditions, StockLevel,
+    Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAdditions, StockLevel,
 };
 use axum::{
     extract::{FromRef, Path, State},
@@ -31,7 +30,7 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use sqlx::PgPool;
 use std::sync::Arc;
 
@@ -138,16 +137,14 @@ async fn add_stock(
             return Ok(first);
         }
     }
-    let updated: Option<(i64, i64, i16, String)> = sqlx::query_as(
-        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 AND shop_id = $3
-         RETURNING total_stock, sold, stock_shards, title",
-    )
-    .bind(id)
-    .bind(body.add)
-    .bind(merchant.shop_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let (total_stock, sold, shards, title) = updated.ok_or(ApiError::NotFound)?;
+    let activity::Added {
+        total_stock,
+        sold,
+        stock_shards: shards,
+        title,
+    } = activity::add_units(&mut tx, id, merchant.shop_id, merchant.user_id, body.add)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let detail = format!("+{} units, {total_stock} in all", body.add);
     audit::record(
         &mut *tx,
@@ -157,14 +154,6 @@ async fn add_stock(
         &format!("#{id} {title}"),
         &detail,
     )
-    .await?;
-    sqlx::query(
-        "INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)",
-    )
-    .bind(id)
-    .bind(merchant.user_id)
-    .bind(body.add)
-    .execute(&mut *tx)
     .await?;
     if let Some(key) = &key {
         let level = StockLevel {
@@ -213,15 +202,9 @@ async fn set_paused(
 ) -> ApiResult<Json<Activity>> {
     let id = parse_id(id)?;
     let mut tx = db.begin().await?;
-    let row: ActivityRow = sqlx::query_as(&format!(
-        "UPDATE activities SET paused = $2 WHERE id = $1 AND shop_id = $3 RETURNING {COLUMNS}"
-    ))
-    .bind(id)
-    .bind(paused)
-    .bind(merchant.shop_id)
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or(ApiError::NotFound)?;
+    let row = activity::set_paused(&mut *tx, id, merchant.shop_id, paused)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let action = if paused {
         "activity.pause"
     } else {
@@ -278,12 +261,7 @@ async fn stats(
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let counts: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT status, count(*) FROM orders WHERE activity_id = $1 GROUP BY status",
-    )
-    .bind(id)
-    .fetch_all(&db)
-    .await?;
+    let counts = activity::orders_by_status(&db, id).await?;
     let count = |s: &str| {
         counts
             .iter()
@@ -316,13 +294,7 @@ async fn list(
     State(redis): State<Redis>,
     merchant: Merchant,
 ) -> ApiResult<Response> {
-    let rows: Vec<ActivityRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM activities WHERE shop_id = $2 ORDER BY starts_at DESC, id DESC LIMIT $1"
-    ))
-    .bind(LIST_LIMIT)
-    .bind(merchant.shop_id)
-    .fetch_all(&db)
-    .await?;
+    let rows = activity::list_of_shop(&db, merchant.shop_id, LIST_LIMIT).await?;
     // Every activity's shards at once (on a cluster they live on different masters).
     let reads = rows.iter().map(|r| in_redis(&redis, r.id, r.stock_shards));
     let in_redis: Vec<Option<i64>> = futures_util::future::join_all(reads)
@@ -366,30 +338,8 @@ async fn stock_additions(
     Path(id): Path<String>,
 ) -> ApiResult<Json<StockAdditions>> {
     let id = parse_id(&id)?;
-    let exists: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1 AND shop_id = $2)",
-    )
-    .bind(id)
-    .bind(merchant.shop_id)
-    .fetch_one(&db)
-    .await?;
-    if !exists {
-        return Err(ApiError::NotFound);
-    }
-    let rows: Vec<(i64, String, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT s.added, u.username, s.created_at FROM stock_additions s JOIN users u ON u.id = s.merchant_id
-         WHERE s.activity_id = $1 ORDER BY s.created_at DESC, s.id DESC LIMIT 1000",
-    )
-    .bind(id)
-    .fetch_all(&db)
-    .await?;
-    let additions = rows
-        .into_iter()
-        .map(|(added, merchant, at)| StockAddition {
-            added,
-            merchant,
-            at: rfc3339(at),
-        })
-        .collect();
+    let additions = activity::stock_additions(&db, id, merchant.shop_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
     Ok(Json(StockAdditions { additions }))
 }

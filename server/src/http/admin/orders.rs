@@ -5,7 +5,11 @@
 //! connection while it waits for its client.
 
 use crate::{
-    domain::{audit, rfc3339, ApiError, ApiResult},
+    domain::{
+        activity, audit,
+        order::{self, AdminOrder},
+        rfc3339, ApiError, ApiResult,
+    },
     http::session::{Merchant, SessionKeys},
 };
 use axum::{
@@ -68,48 +72,6 @@ impl Drop for ExportSlot {
     }
 }
 
-/// One order as the admin console lists and exports it.
-#[derive(serde::Serialize, sqlx::FromRow)]
-pub struct AdminOrder {
-    pub order_id: i64,
-    pub token: uuid::Uuid,
-    pub activity_id: i64,
-    pub user_id: i64,
-    pub username: String,
-    pub quantity: i32,
-    pub unit_price_cents: i64,
-    pub status: String,
-    pub reason: Option<String>,
-    #[serde(serialize_with = "as_rfc3339")]
-    pub reserved_at: chrono::DateTime<chrono::Utc>,
-    #[serde(serialize_with = "as_rfc3339_opt")]
-    pub pay_by: Option<chrono::DateTime<chrono::Utc>>,
-    #[serde(serialize_with = "as_rfc3339_opt")]
-    pub paid_at: Option<chrono::DateTime<chrono::Utc>>,
-    #[serde(serialize_with = "as_rfc3339_opt")]
-    pub cancelled_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-fn as_rfc3339<S: serde::Serializer>(
-    t: &chrono::DateTime<chrono::Utc>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&rfc3339(*t))
-}
-
-fn as_rfc3339_opt<S: serde::Serializer>(
-    t: &Option<chrono::DateTime<chrono::Utc>>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match t {
-        Some(t) => s.serialize_str(&rfc3339(*t)),
-        None => s.serialize_none(),
-    }
-}
-
-const ADMIN_COLUMNS: &str = "o.id AS order_id, o.token, o.activity_id, o.user_id, u.username, o.quantity, o.unit_price_cents, \
-                             o.status, o.reason, o.reserved_at, o.pay_by, o.paid_at, o.cancelled_at";
-
 #[derive(serde::Deserialize)]
 pub struct OrderFilter {
     activity_id: Option<String>,
@@ -171,13 +133,7 @@ where
 /// The sale filter, when given, names a sale of this shop; else `404`, as if it did not exist.
 async fn own_activity(db: &PgPool, merchant: Merchant, activity: Option<i64>) -> ApiResult<()> {
     let Some(id) = activity else { return Ok(()) };
-    let ours: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM activities WHERE id = $1 AND shop_id = $2)",
-    )
-    .bind(id)
-    .bind(merchant.shop_id)
-    .fetch_one(db)
-    .await?;
+    let ours = activity::in_shop(db, id, merchant.shop_id).await?;
     ours.then_some(()).ok_or(ApiError::NotFound)
 }
 
@@ -191,26 +147,13 @@ async fn admin_orders(
     let limit = optional_number("limit", &filter.limit, 1..=1000)?.unwrap_or(50);
     let offset = optional_number("offset", &filter.offset, 0..=i64::MAX)?.unwrap_or(0);
     own_activity(&db, merchant, activity).await?;
-    let total: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM orders o JOIN activities a ON a.id = o.activity_id
-         WHERE a.shop_id = $3 AND ($1::bigint IS NULL OR o.activity_id = $1) AND ($2::text IS NULL OR o.status = $2)",
+    let (orders, total) = order::admin_page(
+        &db,
+        merchant.shop_id,
+        activity,
+        status.as_deref(),
+        (limit, offset),
     )
-    .bind(activity)
-    .bind(&status)
-    .bind(merchant.shop_id)
-    .fetch_one(&db)
-    .await?;
-    let orders: Vec<AdminOrder> = sqlx::query_as(&format!(
-        "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id
-         WHERE a.shop_id = $5 AND ($1::bigint IS NULL OR o.activity_id = $1) AND ($2::text IS NULL OR o.status = $2)
-         ORDER BY o.id DESC LIMIT $3 OFFSET $4"
-    ))
-    .bind(activity)
-    .bind(&status)
-    .bind(limit)
-    .bind(offset)
-    .bind(merchant.shop_id)
-    .fetch_all(&db)
     .await?;
     Ok(Json(AdminOrderPage { orders, total }))
 }
@@ -286,11 +229,6 @@ async fn admin_orders_csv(
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
     tokio::spawn(async move {
         let _slot = slot;
-        let sql = format!(
-            "SELECT {ADMIN_COLUMNS} FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id
-             WHERE a.shop_id = $2 AND ($1::bigint IS NULL OR o.activity_id = $1) AND o.id > $3
-             ORDER BY o.id LIMIT $4"
-        );
         let send = |chunk: Result<String, std::io::Error>| {
             let tx = tx.clone();
             async move {
@@ -303,13 +241,8 @@ async fn admin_orders_csv(
         let mut chunk = String::from(CSV_HEADER);
         let mut after = 0i64;
         loop {
-            let page = sqlx::query_as::<_, AdminOrder>(&sql)
-                .bind(activity)
-                .bind(merchant.shop_id)
-                .bind(after)
-                .bind(EXPORT_PAGE)
-                .fetch_all(&db)
-                .await;
+            let page =
+                order::export_page(&db, merchant.shop_id, activity, after, EXPORT_PAGE).await;
             let page = match page {
                 Ok(page) => page,
                 Err(e) => {

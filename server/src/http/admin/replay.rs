@@ -12,18 +12,18 @@ use axum::{
 use serde_json::Value;
 use sqlx::PgConnection;
 
-/// How long a key's first answer is kept.
-const KEEP: &str = "1 day";
+// How long a key's first answer is kept: a day (written into the statements below, which are
+// checked at compile time and take one literal).
 
-/// Forgets the first answers older than [`KEEP`] (every instance runs it each minute; the
+/// Forgets the first answers older than a day (every instance runs it each minute; the
 /// `created_at` index keeps it a short range delete). How many it forgot.
 pub async fn forget_old(db: &sqlx::PgPool) -> sqlx::Result<u64> {
-    Ok(sqlx::query(&format!(
-        "DELETE FROM admin_requests WHERE created_at < now() - interval '{KEEP}'"
-    ))
-    .execute(db)
-    .await?
-    .rows_affected())
+    Ok(
+        sqlx::query!("DELETE FROM admin_requests WHERE created_at < now() - interval '1 day'")
+            .execute(db)
+            .await?
+            .rows_affected(),
+    )
 }
 
 /// Takes `key` for this request inside `tx`: `None` when it is new (the caller makes the change
@@ -34,33 +34,34 @@ pub async fn claim(
     key: &str,
     route: &str,
 ) -> ApiResult<Option<Response>> {
-    sqlx::query(&format!(
+    sqlx::query!(
         "DELETE FROM admin_requests WHERE merchant_id = $1 AND key = $2
-         AND created_at < now() - interval '{KEEP}'"
-    ))
-    .bind(merchant)
-    .bind(key)
+         AND created_at < now() - interval '1 day'",
+        merchant,
+        key
+    )
     .execute(&mut *tx)
     .await?;
-    let taken: Option<i32> = sqlx::query_scalar(
+    let taken = sqlx::query_scalar!(
         "INSERT INTO admin_requests (merchant_id, key, route) VALUES ($1, $2, $3)
          ON CONFLICT DO NOTHING RETURNING 1",
+        merchant,
+        key,
+        route
     )
-    .bind(merchant)
-    .bind(key)
-    .bind(route)
     .fetch_optional(&mut *tx)
     .await?;
     if taken.is_some() {
         return Ok(None);
     }
-    let (first_route, status, body): (String, Option<i16>, Option<Value>) = sqlx::query_as(
+    let first = sqlx::query!(
         "SELECT route, status, body FROM admin_requests WHERE merchant_id = $1 AND key = $2",
+        merchant,
+        key
     )
-    .bind(merchant)
-    .bind(key)
     .fetch_one(&mut *tx)
     .await?;
+    let (first_route, status, body) = (first.route, first.status, first.body);
     if first_route != route {
         return Err(ApiError::invalid(
             "Idempotency-Key",
@@ -84,13 +85,13 @@ pub async fn record(
     body: &impl serde::Serialize,
 ) -> ApiResult<()> {
     let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(e.into()))?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE admin_requests SET status = $3, body = $4 WHERE merchant_id = $1 AND key = $2",
+        merchant,
+        key,
+        status.as_u16() as i16,
+        body
     )
-    .bind(merchant)
-    .bind(key)
-    .bind(status.as_u16() as i16)
-    .bind(body)
     .execute(&mut *tx)
     .await?;
     Ok(())
