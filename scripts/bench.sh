@@ -215,7 +215,7 @@ redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 13 \
 redis_before=$(grep -o '[0-9.]* requests per second' "$out/redis-before.txt" | awk '{print int($1)}' | tail -1)
 # After: 10 keys (one rate hash per client; blocks in-process; captcha by GETDEL outside; the unsettled tokens;
 # a proof of work's spent mark, unused here).
-SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/buy/gate.lua)")
+SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/infra/scripts/gate.lua)")
 redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 10 \
   "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}tok:__rand_int__" "${P}unused" \
   "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}unsettled" "${P}unused" \

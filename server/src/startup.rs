@@ -193,7 +193,7 @@ impl AppState {
         tokio::spawn(
             Relay {
                 db: self.db.clone(),
-                ack: crate::pipeline::journal::ack_script(),
+                ack: crate::infra::scripts::ack(),
                 redis: self.redis.clone(),
                 broker: self.broker.clone(),
                 topology: self.topology.clone(),

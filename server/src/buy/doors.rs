@@ -9,6 +9,7 @@
 //!   long enough to be full again are swept every minute.
 
 use super::pow::ProofOfWork;
+use crate::infra::scripts;
 use crate::{
     domain::ApiError,
     infra::{
@@ -20,18 +21,6 @@ use crate::{
 use governor::{clock::Clock, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use redis::Script;
 use std::{net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
-
-/// A fixed window: KEYS[1] the counter; ARGV: 1 limit, 2 window (ms). Returns 0 when the request
-/// was counted, else ms until the window ends (a refused request is not counted).
-pub const FIXED_WINDOW: &str = r"
-local n = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2], 'NX')
-if n > tonumber(ARGV[1]) then
-  redis.call('DECR', KEYS[1])
-  return math.max(redis.call('PTTL', KEYS[1]), 1)
-end
-return 0
-";
 
 /// The in-process doors.
 #[derive(Clone, Copy, Debug)]
@@ -48,7 +37,7 @@ type Limiter = Arc<DefaultKeyedRateLimiter<String>>;
 pub struct Doors {
     limits: DoorLimits,
     keys: Keys,
-    window: Arc<Script>,
+    window: &'static Script,
     /// The sign-up's bot check: challenges bound to no user and no sale (user 0, sale 0).
     pow: ProofOfWork,
     captcha: Limiter,
@@ -67,7 +56,7 @@ impl Doors {
         Doors {
             limits,
             keys,
-            window: Arc::new(Script::new(FIXED_WINDOW)),
+            window: scripts::fixed_window(),
             pow: ProofOfWork::new(secret),
             captcha: limiter(limits.captchas_per_minute),
             challenge: limiter(limits.challenges_per_minute),

@@ -17,6 +17,7 @@ use super::{
     queue::WaitingRoom,
     soldout::SoldOut,
 };
+use crate::infra::scripts;
 use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
@@ -117,9 +118,9 @@ enum Previous {
 pub struct Gate {
     /// Keyed retries that need a Redis read before their in-process answer, per shopper.
     keyed_lookups: governor::DefaultKeyedRateLimiter<i64>,
-    script: Script,
-    lend: Script,
-    settle: Script,
+    script: &'static Script,
+    lend: &'static Script,
+    settle: &'static Script,
     admission: Semaphore,
     limits: GateLimits,
     paths: BuyPaths,
@@ -135,9 +136,9 @@ impl Gate {
             .allow_burst(std::num::NonZeroU32::new(limits.user_burst.max(1)).expect("positive"));
         Gate {
             keyed_lookups: governor::RateLimiter::keyed(quota),
-            script: Script::new(include_str!("gate.lua")),
-            lend: Script::new(include_str!("lend.lua")),
-            settle: Script::new(include_str!("settle.lua")),
+            script: scripts::gate(),
+            lend: scripts::lend(),
+            settle: scripts::settle(),
             admission: Semaphore::new(limits.max_in_flight),
             limits,
             paths: BuyPaths::new(secret),

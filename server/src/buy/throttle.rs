@@ -12,42 +12,14 @@
 //! A successful sign-in gives back the attempt it took and forgives that address's failures for
 //! the username. Past a limit, `429 rate_limited` with `Retry-After`, even with the right password.
 
+use crate::infra::scripts;
 use crate::infra::{
     keys::{address_bucket, Keys},
     redis::Conn,
 };
 use crate::{domain::ApiError, infra::config::LoginThrottle as Limits};
 use redis::Script;
-use std::{net::IpAddr, sync::Arc};
-
-/// KEYS: 1 this address's failures for the username, 2 its failures from everywhere, 3 the slow
-/// lane, 4 the verification in flight. ARGV: 1 per-address limit, 2 everywhere limit, 3 window
-/// (ms), 4 how long a verification may hold the username (ms), 5 this attempt's id.
-/// Returns 0 (the attempt is taken, counted as a failure until it succeeds), or ms to wait.
-const RESERVE_USER: &str = r"
-local mine = tonumber(redis.call('GET', KEYS[1]) or '0')
-if mine >= tonumber(ARGV[1]) then return math.max(redis.call('PTTL', KEYS[1]), 1) end
-local all = tonumber(redis.call('GET', KEYS[2]) or '0')
-if all >= tonumber(ARGV[2]) and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', 1000) then
-  return math.max(redis.call('PTTL', KEYS[3]), 1)
-end
-if not redis.call('SET', KEYS[4], ARGV[5], 'NX', 'PX', ARGV[4]) then return 1000 end
-redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3], 'NX')
-redis.call('INCR', KEYS[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[3], 'NX')
-return 0
-";
-
-/// KEYS as RESERVE_USER's 1, 2 and 4. ARGV: 1 outcome (`ok`, `failed`, or `undecided` when
-/// the verification could not run), 2 the attempt's id.
-const FINISH_USER: &str = r"
-if ARGV[1] == 'ok' then redis.call('DEL', KEYS[1]) end
-if ARGV[1] == 'undecided' and redis.call('DECR', KEYS[1]) <= 0 then redis.call('DEL', KEYS[1]) end
-if ARGV[1] ~= 'failed' and redis.call('DECR', KEYS[2]) <= 0 then redis.call('DEL', KEYS[2]) end
-if redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
-return 1
-";
+use std::net::IpAddr;
 
 /// The longest a verification holds its username (a crashed instance's hold lapses by then).
 const HOLD_MS: u64 = 15_000;
@@ -56,9 +28,9 @@ const HOLD_MS: u64 = 15_000;
 pub struct LoginThrottle {
     limits: Limits,
     keys: Keys,
-    reserve_address: Arc<Script>,
-    reserve_user: Arc<Script>,
-    finish_user: Arc<Script>,
+    reserve_address: &'static Script,
+    reserve_user: &'static Script,
+    finish_user: &'static Script,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -80,9 +52,9 @@ impl LoginThrottle {
         LoginThrottle {
             limits,
             keys,
-            reserve_address: Arc::new(Script::new(super::doors::FIXED_WINDOW)),
-            reserve_user: Arc::new(Script::new(RESERVE_USER)),
-            finish_user: Arc::new(Script::new(FINISH_USER)),
+            reserve_address: scripts::fixed_window(),
+            reserve_user: scripts::sign_in_reserve(),
+            finish_user: scripts::sign_in_finish(),
         }
     }
 

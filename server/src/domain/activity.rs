@@ -515,13 +515,6 @@ pub async fn warm(redis: &Redis, row: &ActivityRow, remaining: i64) -> ApiResult
     Ok(())
 }
 
-/// Adds to a shard only if its stock is there; otherwise warms it from the database's figures.
-const ADD_STOCK: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end
-redis.call('SET', KEYS[1], ARGV[2])
-return tonumber(ARGV[2])
-";
-
 /// Puts `add` more units on sale in Redis (after the database took them), spread over the
 /// sale's shards; `remaining_in_db` is what the database says is left, for shards Redis does not
 /// hold. Returns the units on sale.
@@ -531,7 +524,7 @@ pub async fn add_to_stock(
     add: i64,
     remaining_in_db: i64,
 ) -> ApiResult<i64> {
-    let script = redis::Script::new(ADD_STOCK);
+    let script = crate::infra::scripts::add_stock();
     let adds = split(add, shards);
     let fallbacks = split(remaining_in_db.max(0), shards);
     let shards = redis.keys.shards(id, shards);

@@ -11,3 +11,4 @@ pub mod metrics;
 pub mod redis;
 pub mod replication;
 pub mod retry;
+pub mod scripts;

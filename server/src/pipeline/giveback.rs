@@ -4,23 +4,11 @@
 //! the token's home shard (where the user's count lives, so both change in one script); a
 //! buyer whose home is another shard borrows them from there.
 
+use crate::infra::scripts;
 use crate::{
     buy::soldout::SoldOut,
     infra::{keys::TOKEN_TTL_SECS, redis::Redis},
 };
-
-const GIVE_BACK: &str = r"
-local qty = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[6])
-if not qty or qty < 1 or not ttl or ARGV[2] == '' then return redis.error_reply('bad arguments') end
-redis.call('ZREM', KEYS[5], ARGV[7])
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ttl) then return 0 end
-if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('INCRBY', KEYS[3], qty) end
-if redis.call('HINCRBY', KEYS[4], ARGV[2], -qty) <= 0 then redis.call('HDEL', KEYS[4], ARGV[2]) end
-redis.call('HSET', KEYS[2], 'status', ARGV[3], 'reason', ARGV[4], 'activity_id', ARGV[5], 'user_id', ARGV[2], 'quantity', qty)
-redis.call('EXPIRE', KEYS[2], ttl)
-return 1
-";
 
 pub struct GiveBack<'a> {
     pub token: uuid::Uuid,
@@ -43,7 +31,7 @@ pub async fn give_back(
         tracing::warn!(order.token = %g.token, "token without a home shard; units not returned to Redis");
         return Ok(false);
     };
-    let returned: i64 = redis::Script::new(GIVE_BACK)
+    let returned: i64 = scripts::give_back()
         .key(home.returned(&g.token))
         .key(home.token(&g.token))
         .key(home.stock())

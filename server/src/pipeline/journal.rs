@@ -87,17 +87,12 @@ impl Reservation {
 pub struct Relay {
     pub db: PgPool,
     /// `ack.lua`: XACK, then trim the journal below what is still unconfirmed.
-    pub ack: redis::Script,
+    pub ack: &'static redis::Script,
     pub redis: Redis,
     pub broker: Broker,
     pub topology: Topology,
     pub metrics: Arc<Metrics>,
     pub consumer: String,
-}
-
-/// The script that acknowledges confirmed entries and trims the journal.
-pub fn ack_script() -> redis::Script {
-    redis::Script::new(include_str!("ack.lua"))
 }
 
 /// The journals the relay reads: those of sales on now are read every round, those of sales

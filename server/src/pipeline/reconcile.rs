@@ -13,6 +13,7 @@
 //! Every repair is a compare-and-set, so a buy that lands in between wins and the repair waits
 //! for the next round.
 
+use crate::infra::scripts;
 use crate::{
     domain::activity::{self, ActivityRow},
     infra::{
@@ -39,12 +40,6 @@ pub struct Reconciler {
 
 /// A granted token unsettled for longer than this is looked up in the database.
 const STALE_UNSETTLED_MS: i64 = 5_000;
-
-const CAS: &str = r"
-local current = redis.call('GET', KEYS[1])
-if current == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) return 1 end
-return 0
-";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Drift {
@@ -259,7 +254,7 @@ impl Reconciler {
     }
 
     async fn compare_and_set(&self, key: &str, from: i64, to: i64) -> anyhow::Result<bool> {
-        let swapped: i64 = redis::Script::new(CAS)
+        let swapped: i64 = scripts::compare_and_set()
             .key(key)
             .arg(from)
             .arg(to)

@@ -174,7 +174,7 @@ async fn crashed_borrow(
     let home = keys.shard(id, home_index, SHARDS);
     let token = new_token(id, home_index, SHARDS);
     let now = chrono::Utc::now().timestamp_millis();
-    let (code, detail): (String, String) = redis::Script::new(GATE)
+    let (code, detail): (String, String) = server::infra::scripts::gate()
         .key(home.stock())
         .key(home.meta())
         .key(home.holders())
@@ -245,7 +245,7 @@ async fn lend(
     user: i64,
     quantity: i64,
 ) -> String {
-    redis::Script::new(LEND)
+    server::infra::scripts::lend()
         .key(lender.stock())
         .key(lender.journal())
         .key(lender.lent(&token))
@@ -259,9 +259,6 @@ async fn lend(
         .await
         .unwrap()
 }
-
-const GATE: &str = include_str!("../../src/buy/gate.lua");
-const LEND: &str = include_str!("../../src/buy/lend.lua");
 
 async fn token_quantity(app: &TestApp, token: &str) -> i64 {
     let key = app.redis.keys.token(&token.parse().unwrap()).unwrap();

@@ -9,6 +9,7 @@
 //! one hash tag per sale (`infra/keys.rs`), so every instance serves it.
 
 use super::activities::ActivityCache;
+use crate::infra::scripts;
 use crate::{
     domain::{
         activity::{self, ActivityRow},
@@ -85,9 +86,9 @@ pub struct WaitingRoom {
 }
 
 struct Scripts {
-    join: Script,
-    status: Script,
-    admit: Script,
+    join: &'static Script,
+    status: &'static Script,
+    admit: &'static Script,
 }
 
 impl WaitingRoom {
@@ -98,9 +99,9 @@ impl WaitingRoom {
             activities,
             tickets: Tickets::new(secret),
             scripts: Arc::new(Scripts {
-                join: Script::new(include_str!("join.lua")),
-                status: Script::new(include_str!("status.lua")),
-                admit: Script::new(include_str!("admit.lua")),
+                join: scripts::join(),
+                status: scripts::status(),
+                admit: scripts::admit(),
             }),
         }
     }
