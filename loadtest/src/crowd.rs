@@ -10,8 +10,8 @@ use app::api::{Activity, BuyPath, BuyRequest, QueueStatus, Role, ServerTime};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
 use server::{
-    domain::error::sqlx_unavailable,
     http::session::{Claims, SessionKeys},
+    infra::outage::sqlx_unavailable,
     infra::{config::Config, db},
 };
 use std::{

@@ -11,9 +11,14 @@ use crate::{
         gate::{Gate, GateParts},
         queue::WaitingRoom,
         soldout::SoldOut,
-        throttle::LoginThrottle,
     },
-    domain::{account, activity, password::Passwords, payment::SimulatedProvider, ApiError},
+    domain::{
+        account::{self, throttle::LoginThrottle},
+        activity,
+        password::Passwords,
+        payment::SimulatedProvider,
+        ApiError,
+    },
     http::{self, session::SessionKeys, site},
     infra::{
         broker::{Broker, Topology},

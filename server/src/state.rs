@@ -4,9 +4,9 @@
 use crate::{
     buy::{
         activities::ActivityCache, attempts::Attempts, blocks::Blocks, doors::Doors, gate::Gate,
-        queue::WaitingRoom, soldout::SoldOut, throttle::LoginThrottle,
+        queue::WaitingRoom, soldout::SoldOut,
     },
-    domain::{password::Passwords, payment::PaymentProvider},
+    domain::{account::throttle::LoginThrottle, password::Passwords, payment::PaymentProvider},
     http::session::SessionKeys,
     infra::{
         broker::{Broker, Topology},

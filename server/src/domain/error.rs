@@ -3,6 +3,8 @@
 //! gives each code its status and JSON body (`http/error.rs`). Infrastructure failures are either
 //! `Unavailable` (a dependency is down: retry) or `Internal` (an opaque 500, logged once).
 
+use crate::infra::outage::{redis_unavailable, sqlx_unavailable};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -142,22 +144,6 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
-/// Connection failures, an exhausted or closed pool, and PostgreSQL's own "shutting down",
-/// "starting up" and "too many connections" (SQLSTATE classes 08, 57P and 53).
-pub fn sqlx_unavailable(e: &sqlx::Error) -> bool {
-    match e {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => db
-            .code()
-            .is_some_and(|c| c.starts_with("08") || c.starts_with("57P") || c.starts_with("53")),
-        _ => false,
-    }
-}
-
 impl From<redis::RedisError> for ApiError {
     fn from(e: redis::RedisError) -> Self {
         if redis_unavailable(&e) {
@@ -165,28 +151,6 @@ impl From<redis::RedisError> for ApiError {
         }
         ApiError::Internal(anyhow::Error::new(e).context("redis"))
     }
-}
-
-/// Connection failures, timeouts, a Redis that is still loading its data, and a Redis Cluster
-/// whose slot is between two masters (redirects the client could not follow in time).
-pub fn redis_unavailable(e: &redis::RedisError) -> bool {
-    e.is_io_error()
-        || e.is_connection_dropped()
-        || e.is_connection_refusal()
-        || e.is_timeout()
-        || matches!(
-            e.kind(),
-            redis::ErrorKind::Server(
-                redis::ServerErrorKind::BusyLoading
-                    | redis::ServerErrorKind::TryAgain
-                    | redis::ServerErrorKind::MasterDown
-                    // A cluster in a failover: the slot's master is gone and not yet replaced.
-                    | redis::ServerErrorKind::Moved
-                    | redis::ServerErrorKind::Ask
-                    | redis::ServerErrorKind::ClusterDown
-                    | redis::ServerErrorKind::ReadOnly
-            )
-        )
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;

@@ -4,7 +4,7 @@
 //! both. Every statement is checked at compile time (`.sqlx/`).
 
 use super::{rfc3339, ApiResult};
-use app::api::OrderStatus;
+use app::api::{AdminOrder, OrderStatus};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -102,9 +102,8 @@ pub async fn status_of(db: &PgPool, token: uuid::Uuid) -> ApiResult<Option<Strin
     )
 }
 
-/// One order as the admin console lists and exports it.
-#[derive(serde::Serialize)]
-pub struct AdminOrder {
+/// One order as the admin console lists and exports it, as the database types it.
+pub struct OrderLine {
     pub order_id: i64,
     pub token: uuid::Uuid,
     pub activity_id: i64,
@@ -114,30 +113,30 @@ pub struct AdminOrder {
     pub unit_price_cents: i64,
     pub status: String,
     pub reason: Option<String>,
-    #[serde(serialize_with = "as_rfc3339")]
-    pub reserved_at: chrono::DateTime<chrono::Utc>,
-    #[serde(serialize_with = "as_rfc3339_opt")]
-    pub pay_by: Option<chrono::DateTime<chrono::Utc>>,
-    #[serde(serialize_with = "as_rfc3339_opt")]
-    pub paid_at: Option<chrono::DateTime<chrono::Utc>>,
-    #[serde(serialize_with = "as_rfc3339_opt")]
-    pub cancelled_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub reserved_at: DateTime<Utc>,
+    pub pay_by: Option<DateTime<Utc>>,
+    pub paid_at: Option<DateTime<Utc>>,
+    pub cancelled_at: Option<DateTime<Utc>>,
 }
 
-fn as_rfc3339<S: serde::Serializer>(
-    t: &chrono::DateTime<chrono::Utc>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&rfc3339(*t))
-}
-
-fn as_rfc3339_opt<S: serde::Serializer>(
-    t: &Option<chrono::DateTime<chrono::Utc>>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    match t {
-        Some(t) => s.serialize_str(&rfc3339(*t)),
-        None => s.serialize_none(),
+impl OrderLine {
+    /// As the API writes it (`app::api::AdminOrder`): times in RFC 3339.
+    pub fn into_wire(self) -> AdminOrder {
+        AdminOrder {
+            order_id: self.order_id,
+            token: self.token.to_string(),
+            activity_id: self.activity_id,
+            user_id: self.user_id,
+            username: self.username,
+            quantity: self.quantity,
+            unit_price_cents: self.unit_price_cents,
+            status: self.status,
+            reason: self.reason,
+            reserved_at: rfc3339(self.reserved_at),
+            pay_by: self.pay_by.map(rfc3339),
+            paid_at: self.paid_at.map(rfc3339),
+            cancelled_at: self.cancelled_at.map(rfc3339),
+        }
     }
 }
 
@@ -149,7 +148,7 @@ pub async fn admin_page(
     activity: Option<i64>,
     status: Option<&str>,
     (limit, offset): (i64, i64),
-) -> ApiResult<(Vec<AdminOrder>, i64)> {
+) -> ApiResult<(Vec<OrderLine>, i64)> {
     let total = sqlx::query_scalar!(
         r#"SELECT count(*) AS "total!" FROM orders o JOIN activities a ON a.id = o.activity_id
            WHERE a.shop_id = $3 AND ($1::bigint IS NULL OR o.activity_id = $1)
@@ -161,7 +160,7 @@ pub async fn admin_page(
     .fetch_one(db)
     .await?;
     let orders = sqlx::query_as!(
-        AdminOrder,
+        OrderLine,
         "SELECT o.id AS order_id, o.token, o.activity_id, o.user_id, u.username, o.quantity,
                 o.unit_price_cents, o.status, o.reason, o.reserved_at, o.pay_by, o.paid_at, o.cancelled_at
          FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id
@@ -186,9 +185,9 @@ pub async fn export_page(
     activity: Option<i64>,
     after: i64,
     limit: i64,
-) -> sqlx::Result<Vec<AdminOrder>> {
+) -> sqlx::Result<Vec<OrderLine>> {
     sqlx::query_as!(
-        AdminOrder,
+        OrderLine,
         "SELECT o.id AS order_id, o.token, o.activity_id, o.user_id, u.username, o.quantity,
                 o.unit_price_cents, o.status, o.reason, o.reserved_at, o.pay_by, o.paid_at, o.cancelled_at
          FROM orders o JOIN users u ON u.id = o.user_id JOIN activities a ON a.id = o.activity_id

@@ -7,12 +7,13 @@ use super::{
     session::{Holder, Merchant, SessionKeys, SignedIn},
 };
 use crate::{
-    buy::{
-        doors::Doors,
-        throttle::{LoginThrottle, Outcome},
-    },
+    buy::doors::Doors,
     domain::{
-        account::{self, insert_user, Password, UserRow, Username},
+        account::{
+            self, insert_user,
+            throttle::{LoginThrottle, Outcome},
+            Password, UserRow, Username,
+        },
         password::Passwords,
         sessions::next_epoch,
         ApiError, ApiResult,
@@ -101,7 +102,7 @@ async fn register(
     Ok((StatusCode::CREATED, jar, Json(user)))
 }
 
-/// Checks a user's password under the sign-in throttle (`buy/throttle.rs`: the attempt is taken
+/// Checks a user's password under the sign-in throttle (`domain/account/throttle.rs`: the attempt is taken
 /// before the password is verified): `429` past a limit, `401 invalid_credentials` for a wrong
 /// password or an unknown user alike.
 async fn authenticate(

@@ -8,6 +8,7 @@ pub mod config;
 pub mod db;
 pub mod keys;
 pub mod metrics;
+pub mod outage;
 pub mod redis;
 pub mod replication;
 pub mod retry;

@@ -7,11 +7,12 @@
 use crate::{
     domain::{
         activity, audit,
-        order::{self, AdminOrder},
+        order::{self, OrderLine},
         rfc3339, ApiError, ApiResult,
     },
     http::session::{Merchant, SessionKeys},
 };
+use app::api::AdminOrderPage;
 use axum::{
     extract::{FromRef, State},
     http::header,
@@ -112,12 +113,6 @@ fn status_filter(raw: &Option<String>) -> ApiResult<Option<String>> {
     }
 }
 
-#[derive(serde::Serialize)]
-pub struct AdminOrderPage {
-    orders: Vec<AdminOrder>,
-    total: i64,
-}
-
 pub fn router<S>() -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -155,7 +150,10 @@ async fn admin_orders(
         (limit, offset),
     )
     .await?;
-    Ok(Json(AdminOrderPage { orders, total }))
+    Ok(Json(AdminOrderPage {
+        orders: orders.into_iter().map(OrderLine::into_wire).collect(),
+        total,
+    }))
 }
 
 /// A CSV field, quoted when it must be, and defused against spreadsheet formula injection.
@@ -174,7 +172,7 @@ fn csv_field(out: &mut String, value: &str) {
     }
 }
 
-fn csv_line(o: &AdminOrder) -> String {
+fn csv_line(o: &OrderLine) -> String {
     let fields = [
         o.order_id.to_string(),
         o.token.to_string(),

@@ -2,6 +2,8 @@
 //! merchants and operators, who never register themselves (the operator's console, the CLI, or
 //! `SECKILL_ADMIN_USER` / `SECKILL_OPERATOR_USER` at start-up).
 
+pub mod throttle;
+
 use super::{password, shop, ApiError, ApiResult};
 use app::api::{AccountSummary, Role, ShopRef, User};
 use sqlx::PgPool;

@@ -12,12 +12,15 @@
 //! A successful sign-in gives back the attempt it took and forgives that address's failures for
 //! the username. Past a limit, `429 rate_limited` with `Retry-After`, even with the right password.
 
-use crate::infra::scripts;
-use crate::infra::{
-    keys::{address_bucket, Keys},
-    redis::Conn,
+use crate::{
+    domain::ApiError,
+    infra::{
+        config::LoginThrottle as Limits,
+        keys::{address_bucket, Keys},
+        redis::Conn,
+        scripts,
+    },
 };
-use crate::{domain::ApiError, infra::config::LoginThrottle as Limits};
 use redis::Script;
 use std::net::IpAddr;
 
