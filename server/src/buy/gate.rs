@@ -17,7 +17,7 @@ use super::{
     queue::WaitingRoom,
     soldout::SoldOut,
 };
-use crate::infra::scripts;
+use crate::{domain::activity::ActivityRow, infra::scripts};
 use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
@@ -113,6 +113,39 @@ enum Proof<'a> {
 enum Previous {
     Granted(String),
     Borrowing,
+}
+
+/// A step of the decision: go on with this, or the answer is known (a keyed retry's token).
+enum Step<T> {
+    Go(T),
+    Answered(String),
+}
+
+/// The shopper and their address as the rate buckets and blocks name them.
+struct Who {
+    user: String,
+    ip: String,
+}
+
+/// The bot check the request claims to pass, as the sale asks it (`400 captcha_invalid` when it
+/// brings none that could).
+fn claimed_proof(check: BotCheck, req: &BuyRequest) -> ApiResult<Proof<'_>> {
+    match (check, req.pow.as_deref()) {
+        (BotCheck::None, _) => Ok(Proof::None),
+        // The image's alternative is always the proof of work.
+        (_, Some(work)) => Ok(Proof::Unverified(work)),
+        (BotCheck::Image, None) => {
+            match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
+                (Some(id), Some(answer))
+                    if uuid::Uuid::parse_str(id).is_ok() && (1..=16).contains(&answer.len()) =>
+                {
+                    Ok(Proof::Captcha(id.to_string(), answer.to_lowercase()))
+                }
+                _ => Err(ApiError::CaptchaInvalid),
+            }
+        }
+        (BotCheck::ProofOfWork, None) => Err(ApiError::CaptchaInvalid),
+    }
 }
 
 pub struct Gate {
@@ -217,24 +250,71 @@ impl Gate {
         outcome
     }
 
+    /// One buy, step by step: what can be answered in-process is (the window, the path, the
+    /// ticket, the quantity, the bot check's form, sold out, a failed proof of work, a block),
+    /// then one gate script call decides, and its answer becomes the HTTP one.
     async fn judge(
         &self,
-        activity: &crate::domain::activity::ActivityRow,
+        activity: &ActivityRow,
         user: i64,
         ip: IpAddr,
         idempotency: Option<String>,
         req: BuyRequest,
     ) -> ApiResult<String> {
-        let state = &self.parts;
+        let quantity = self.admissible(activity, user, &req)?;
+        let claimed = claimed_proof(activity.check(), &req)?;
+        let proof = match self
+            .in_process(activity, user, idempotency.as_deref(), claimed)
+            .await?
+        {
+            Step::Go(proof) => proof,
+            Step::Answered(token) => return Ok(token),
+        };
+        let who = Who {
+            user: format!("u:{user}"),
+            ip: format!("ip:{}", address_bucket(ip)),
+        };
+        self.not_blocked(&who)?;
+        let _permit = self
+            .admission
+            .try_acquire()
+            .map_err(|_| ApiError::Overloaded { retry_after: 1 })?;
+        let started = Instant::now();
+        let answer = self
+            .ask(
+                activity,
+                user,
+                quantity,
+                proof,
+                idempotency.as_deref(),
+                (&who.user, &who.ip),
+            )
+            .await;
+        self.parts
+            .metrics
+            .gate_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let (code, detail) = answer.map_err(|e| {
+            // A timeout does not prove the script did not run: the client retries with its
+            // Idempotency-Key and gets the first answer.
+            tracing::warn!(error = %e, activity.id = activity.id, "gate call failed");
+            ApiError::Overloaded { retry_after: 1 }
+        })?;
+        self.answer(activity.id, &code, detail, &who).await
+    }
+
+    /// The checks of the request itself, in-process: the sale is on, the path is this shopper's,
+    /// the waiting room's ticket (no ticket, no buy: nothing reaches Redis without one), and the
+    /// quantity within the per-user limit, which it returns.
+    fn admissible(&self, activity: &ActivityRow, user: i64, req: &BuyRequest) -> ApiResult<i64> {
         let id = activity.id;
         check_window(activity.starts_at, activity.ends_at)?;
         if !self.paths.is_valid(&req.path, user, id) {
             return Err(ApiError::BadPath);
         }
-        // No ticket, no buy: checked here, in-process, before anything reaches Redis.
         if activity.waiting_room
             && !req.admission.as_deref().is_some_and(|ticket| {
-                state.waiting_room.tickets().admits(
+                self.parts.waiting_room.tickets().admits(
                     ticket,
                     user,
                     id,
@@ -251,90 +331,61 @@ impl Gate {
                 format!("must be between 1 and {}", activity.per_user_limit),
             ));
         }
-        let check = activity.check();
-        let proof = match (check, req.pow.as_deref()) {
-            (BotCheck::None, _) => Proof::None,
-            // The image's alternative is always the proof of work.
-            (_, Some(work)) => Proof::Unverified(work),
-            (BotCheck::Image, None) => {
-                match (req.captcha_id.as_deref(), req.captcha_answer.as_deref()) {
-                    (Some(id), Some(answer))
-                        if uuid::Uuid::parse_str(id).is_ok()
-                            && (1..=16).contains(&answer.len()) =>
-                    {
-                        Proof::Captcha(id.to_string(), answer.to_lowercase())
-                    }
-                    _ => return Err(ApiError::CaptchaInvalid),
-                }
-            }
-            (BotCheck::ProofOfWork, None) => return Err(ApiError::CaptchaInvalid),
-        };
-        // Sold out, or a failed proof of work: the answer is given here, except to a keyed retry
-        // whose first request was granted or is borrowing (it gets its first answer). Whether it
-        // was is one read, behind a per-shopper bucket: a fresh key on every request is no way
-        // around the in-process answer.
-        if state.sold_out.is_set(id) {
-            match self
-                .first_answer(activity, user, idempotency.as_deref())
-                .await?
-            {
-                Some(Previous::Granted(token)) => return Ok(token),
+        Ok(quantity)
+    }
+
+    /// Sold out, or a failed proof of work: the answer is given here, except to a keyed retry
+    /// whose first request was granted (it gets its token back) or is borrowing. Whether it was is
+    /// one read, behind a per-shopper bucket: a fresh key on every request is no way around the
+    /// in-process answer. The proof of work is verified after the sold-out answer, which the hot
+    /// sold-out path gives without paying for it.
+    async fn in_process<'r>(
+        &self,
+        activity: &ActivityRow,
+        user: i64,
+        idempotency: Option<&str>,
+        proof: Proof<'r>,
+    ) -> ApiResult<Step<Proof<'r>>> {
+        if self.parts.sold_out.is_set(activity.id) {
+            match self.first_answer(activity, user, idempotency).await? {
+                Some(Previous::Granted(token)) => return Ok(Step::Answered(token)),
                 Some(Previous::Borrowing) => {}
                 None => return Err(ApiError::SoldOut),
             }
         }
-        let proof = match proof {
-            Proof::Unverified(work) => match self.pow.verify(work, user, id) {
-                Some(spent) => Proof::Work(spent),
-                None => match self
-                    .first_answer(activity, user, idempotency.as_deref())
-                    .await?
-                {
-                    Some(Previous::Granted(token)) => return Ok(token),
-                    Some(Previous::Borrowing) => Proof::Refused,
-                    None => return Err(ApiError::CaptchaInvalid),
-                },
-            },
-            checked => checked,
+        let Proof::Unverified(work) = proof else {
+            return Ok(Step::Go(proof));
         };
-        let (who_user, who_ip) = (format!("u:{user}"), format!("ip:{}", address_bucket(ip)));
-        if let Some(ms) = state
-            .blocks
-            .remaining(&who_user)
-            .or_else(|| state.blocks.remaining(&who_ip))
-        {
-            return Err(ApiError::Blocked {
-                retry_after: (ms as u64).div_ceil(1000).max(1),
-            });
+        if let Some(spent) = self.pow.verify(work, user, activity.id) {
+            return Ok(Step::Go(Proof::Work(spent)));
         }
-        let _permit = self
-            .admission
-            .try_acquire()
-            .map_err(|_| ApiError::Overloaded { retry_after: 1 })?;
+        match self.first_answer(activity, user, idempotency).await? {
+            Some(Previous::Granted(token)) => Ok(Step::Answered(token)),
+            Some(Previous::Borrowing) => Ok(Step::Go(Proof::Refused)),
+            None => Err(ApiError::CaptchaInvalid),
+        }
+    }
 
-        let started = Instant::now();
-        let answer = self
-            .ask(
-                activity,
-                user,
-                quantity,
-                proof,
-                idempotency.as_deref(),
-                (&who_user, &who_ip),
-            )
-            .await;
-        state
-            .metrics
-            .gate_seconds
-            .observe(started.elapsed().as_secs_f64());
-        let (code, detail) = answer.map_err(|e| {
-            // A timeout does not prove the script did not run: the client retries with its
-            // Idempotency-Key and gets the first answer.
-            tracing::warn!(error = %e, activity.id = id, "gate call failed");
-            ApiError::Overloaded { retry_after: 1 }
-        })?;
+    /// `403 blocked` while this shopper or their address is blocked (known on every instance).
+    fn not_blocked(&self, who: &Who) -> ApiResult<()> {
+        let blocks = &self.parts.blocks;
+        match blocks
+            .remaining(&who.user)
+            .or_else(|| blocks.remaining(&who.ip))
+        {
+            Some(ms) => Err(ApiError::Blocked {
+                retry_after: (ms as u64).div_ceil(1000).max(1),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The gate script's answer as the API's: the token, or why not (a sold-out answer sets this
+    /// instance's flag; a block just earned is announced to every instance).
+    async fn answer(&self, id: i64, code: &str, detail: String, who: &Who) -> ApiResult<String> {
+        let state = &self.parts;
         let millis_to_secs = |ms: &str| ms.parse::<u64>().unwrap_or(1000).div_ceil(1000).max(1);
-        match code.as_str() {
+        match code {
             "ok" => Ok(detail),
             "sold_out" => {
                 state.sold_out.set(id);
@@ -349,16 +400,16 @@ impl Gate {
             "blocked" => {
                 // Just earned: every instance refuses this client on every sale from now on.
                 let (whom, ms) = detail.split_once(' ').unwrap_or(("user", &detail));
-                let who = if whom == "address" {
-                    &who_ip
+                let client = if whom == "address" {
+                    &who.ip
                 } else {
-                    &who_user
+                    &who.user
                 };
                 let ms = ms.parse::<i64>().unwrap_or(self.limits.block_ms as i64);
-                if let Err(e) = state.blocks.block(&state.redis, who, ms).await {
+                if let Err(e) = state.blocks.block(&state.redis, client, ms).await {
                     tracing::warn!(error = %e, "block not broadcast; this instance keeps it");
                 }
-                tracing::info!(client = %who, block.ms = ms, "client blocked");
+                tracing::info!(client = %client, block.ms = ms, "client blocked");
                 Err(ApiError::Blocked {
                     retry_after: (ms as u64).div_ceil(1000).max(1),
                 })
@@ -380,7 +431,7 @@ impl Gate {
     /// still borrowing its units). Without a key, nothing; past the shopper's bucket, `429`.
     async fn first_answer(
         &self,
-        activity: &crate::domain::activity::ActivityRow,
+        activity: &ActivityRow,
         user: i64,
         idempotency: Option<&str>,
     ) -> ApiResult<Option<Previous>> {
@@ -420,7 +471,7 @@ impl Gate {
     /// a proof of work), and when the home shard is out of units, the other shards in turn.
     async fn ask(
         &self,
-        activity: &crate::domain::activity::ActivityRow,
+        activity: &ActivityRow,
         user: i64,
         quantity: i64,
         proof: Proof<'_>,
