@@ -6,8 +6,10 @@ prints "COOKIE PATH"; with WRK_SCRIPT, also writes there a wrk script that POSTs
 import base64, hashlib, hmac, secrets, sys, time
 
 secret, user, act = sys.argv[1].encode(), sys.argv[2], sys.argv[3]
-# session id, user, role, shop (none), sign-out-everywhere generation, expiry
-payload = f"{secrets.randbits(128):032x}.{user}.shopper.0.0.{int(time.time()) + 3600}"
+# session id, user, role, shop (none), sign-out-everywhere generation, expiry, account created
+# (0: long ago), password last checked (now)
+now = int(time.time())
+payload = f"{secrets.randbits(128):032x}.{user}.shopper.0.0.{now + 3600}.0.{now}"
 sig = hmac.new(secret, b"sid\0" + payload.encode(), hashlib.sha256).digest()
 path = hmac.new(secret, f"path\0{user}\0{act}".encode(), hashlib.sha256).digest()[:18]
 b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
