@@ -126,6 +126,8 @@ cluster-stop:
 build:
 	cargo leptos build
 	scripts/precompress.sh target/site/pkg
+	# The load tool the e2e dashboard crowd and the cluster crowd run (the loadtest crate).
+	cargo build -p loadtest
 
 # The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
 # that the site folder holds what its pages name.
@@ -178,7 +180,6 @@ test-e2e-cluster: clean-test-dbs
 	scripts/cluster.sh up
 	# A crowd through nginx: 20,000 shoppers for 10,000 units over 4 stock shards; the load tool
 	# fails unless exactly the stock is sold, every order persisted, nobody over the limit.
-	cargo build -p loadtest
 	target/debug/seckill-load crowd --base-url http://127.0.0.1:3300 --users 20000 --stock 10000 --stock-shards 4 --concurrency 512
 	# nginx as the front door: /metrics not passed through, sign-in bursts limited per address.
 	scripts/check-front-door.sh http://127.0.0.1:3300

@@ -202,7 +202,7 @@ test("the dashboard stays correct while a crowd buys about 1,000 times a second"
 
   // The load tool drives 3,000 shoppers at 1,000 a second (one buy each) and checks the invariants.
   const crowd = spawn(
-    "../target/debug/server",
+    "../target/debug/seckill-load",
     ["crowd", "--base-url", baseURL, "--activity-id", String(id), "--users", "3000", "--rate", "1000", "--concurrency", "256"],
     { env: process.env, stdio: ["ignore", "pipe", "pipe"] },
   );
