@@ -103,6 +103,8 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    // The server's settings, read from the environment by the tools that start or sign for it.
+    server::infra::config::forget_empty_settings();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

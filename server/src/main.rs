@@ -1,7 +1,11 @@
 use anyhow::Context;
 use app::api::Role;
 use clap::{Parser, Subcommand};
-use server::{domain::account, infra::db, startup, Application, Config};
+use server::{
+    domain::account,
+    infra::{config::Settings, db},
+    startup, Application, Config,
+};
 use std::io::Read;
 
 #[global_allocator]
@@ -12,6 +16,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Every setting, as a flag or its environment variable (docs/configuration.md).
+    #[command(flatten)]
+    settings: Settings,
 }
 
 #[derive(Subcommand)]
@@ -63,22 +70,19 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
         )
         .init();
+    server::infra::config::forget_empty_settings();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(run(cli.command.unwrap_or(Command::Serve)))
+    runtime.block_on(run(cli.command.unwrap_or(Command::Serve), cli.settings))
 }
 
-async fn run(command: Command) -> anyhow::Result<()> {
+async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
     if let Command::CheckAssets = command {
-        let site_root = std::env::var("LEPTOS_SITE_ROOT")
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| "target/site".into());
-        server::http::site::check_assets(&site_root)?;
+        server::http::site::check_assets(&settings.site_root)?;
         println!("the site folder holds every asset the pages name");
         return Ok(());
     }
-    let config = Config::from_env()?;
+    let config = Config::from_settings(settings)?;
     match command {
         Command::Serve => {
             server::http::site::check_assets(&config.site_root)?;

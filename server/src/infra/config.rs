@@ -1,7 +1,9 @@
-//! Configuration from environment variables, with defaults that match `scripts/services.sh`.
+//! Configuration: the settings (flags or environment variables, with defaults that match
+//! `scripts/services.sh`) and the checked configuration the server runs with.
 
 use super::redis::Target;
-use anyhow::{bail, Context};
+use anyhow::bail;
+use clap::builder::{BoolishValueParser, RangedU64ValueParser};
 use std::{net::SocketAddr, time::Duration};
 
 #[derive(Clone, Debug)]
@@ -82,30 +84,6 @@ pub const LAYERS: [&str; 8] = [
     "require_json",
 ];
 
-/// The layers a measurement leaves out: read from `SECKILL_BENCH_WITHOUT_LAYERS` by a `bench`
-/// build only.
-#[cfg(feature = "bench")]
-fn layers_off() -> anyhow::Result<Vec<String>> {
-    let off: Vec<String> = var_or("SECKILL_BENCH_WITHOUT_LAYERS", "")
-        .split(',')
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect();
-    if let Some(unknown) = off.iter().find(|l| !LAYERS.contains(&l.as_str())) {
-        bail!(
-            "SECKILL_BENCH_WITHOUT_LAYERS: no layer {unknown} (known: {})",
-            LAYERS.join(", ")
-        );
-    }
-    Ok(off)
-}
-
-/// Every layer, whatever the environment says: this is not a `bench` build.
-#[cfg(not(feature = "bench"))]
-fn layers_off() -> anyhow::Result<Vec<String>> {
-    Ok(Vec::new())
-}
-
 #[derive(Clone, Copy, Debug)]
 pub struct LoginThrottle {
     /// Failures for one username from one client address (the lock is per address).
@@ -142,16 +120,22 @@ pub struct DoorLimits {
 
 impl Default for DoorLimits {
     fn default() -> Self {
+        DoorLimits::from(&Settings::defaults())
+    }
+}
+
+impl From<&Settings> for DoorLimits {
+    fn from(s: &Settings) -> Self {
         DoorLimits {
-            signups_per_address: 10,
-            signup_window: Duration::from_secs(3600),
-            signups_per_minute: 600,
-            signup_hash_concurrency: 1,
-            signup_pow_difficulty: 30_000,
-            captchas_per_minute: 30,
-            challenges_per_minute: 60,
-            queue_per_minute: 300,
-            stock_per_minute: 3000,
+            signups_per_address: s.signups_per_address,
+            signup_window: Duration::from_secs(s.signup_window_secs),
+            signups_per_minute: s.signups_per_minute,
+            signup_hash_concurrency: s.signup_hash_concurrency,
+            signup_pow_difficulty: s.signup_pow_difficulty,
+            captchas_per_minute: s.captchas_per_minute,
+            challenges_per_minute: s.challenges_per_minute,
+            queue_per_minute: s.queue_per_minute,
+            stock_per_minute: s.stock_per_minute,
         }
     }
 }
@@ -172,14 +156,20 @@ pub struct GateLimits {
 
 impl Default for GateLimits {
     fn default() -> Self {
+        GateLimits::from(&Settings::defaults())
+    }
+}
+
+impl From<&Settings> for GateLimits {
+    fn from(s: &Settings) -> Self {
         GateLimits {
-            user_burst: 5,
-            user_per_sec: 1.0,
-            ip_burst: 400,
-            ip_per_sec: 200.0,
-            strikes_before_block: 30,
-            block_ms: 60_000,
-            max_in_flight: 512,
+            user_burst: s.user_burst,
+            user_per_sec: s.user_per_sec,
+            ip_burst: s.ip_burst,
+            ip_per_sec: s.ip_per_sec,
+            strikes_before_block: s.strikes_before_block,
+            block_ms: s.block_ms,
+            max_in_flight: s.max_in_flight,
         }
     }
 }
@@ -193,27 +183,264 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// Every setting of the server: a flag of `server` or its environment variable (the flag wins; an
+/// empty variable counts as unset). `docs/configuration.md`'s table is written from these lines
+/// (the test `the_configuration_doc_is_written_from_the_settings` fails when it differs).
+#[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = "Settings")]
+pub struct Settings {
+    /// Listen address (host:port).
+    #[arg(long, env = "SECKILL_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// PostgreSQL.
+    #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
+    pub database_url: String,
+    /// Redis (one server).
+    #[arg(long, env = "REDIS_URL", default_value = DEFAULT_REDIS_URL)]
+    pub redis_url: String,
+    /// Seed nodes of a Redis Cluster, comma-separated; when set, used instead of `REDIS_URL`.
+    #[arg(long, env = "REDIS_CLUSTER_URLS", value_delimiter = ',')]
+    pub redis_cluster_urls: Vec<String>,
+    /// Replicas that must hold a reservation before its `202` (docs/operations.md); unset: 1 on a
+    /// cluster, 0 on one Redis.
+    #[arg(long, env = "SECKILL_REDIS_WAIT_REPLICAS")]
+    pub redis_wait_replicas: Option<u32>,
+    /// How long a buy waits for those replicas before `503`, in milliseconds.
+    #[arg(long, env = "SECKILL_REDIS_WAIT_MS", default_value_t = 1000)]
+    pub redis_wait_ms: u64,
+    /// RabbitMQ; several nodes of a cluster comma-separated (a process moves to the next when
+    /// its node dies).
+    #[arg(long, env = "AMQP_URL", default_value = DEFAULT_AMQP_URL)]
+    pub amqp_url: String,
+    /// HMAC key of cookies and buy paths (at least 32 characters); every instance behind a
+    /// balancer needs the same one. Unset: one is generated and printed, for this process only.
+    #[arg(long, env = "SECKILL_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
+    /// Prefix of every Redis key (no braces: they name Redis Cluster hash tags).
+    #[arg(long, env = "SECKILL_REDIS_PREFIX", default_value = "sk:")]
+    pub redis_prefix: String,
+    /// Prefix of the RabbitMQ exchange and queue names.
+    #[arg(long, env = "SECKILL_AMQP_PREFIX", default_value = "seckill")]
+    pub amqp_prefix: String,
+    /// Idle RabbitMQ queues expire after this many milliseconds (for tests; unset in production).
+    #[arg(long, env = "SECKILL_QUEUE_EXPIRES_MS")]
+    pub queue_expires_ms: Option<u32>,
+    /// The site is served over HTTPS: the cookie becomes `__Host-sid` with `Secure`, and HSTS is
+    /// sent (docs/security.md).
+    #[arg(long, env = "SECKILL_COOKIE_SECURE", value_parser = BoolishValueParser::new())]
+    pub cookie_secure: bool,
+    /// CDN prefix of the static assets, e.g. `https://cdn.example.com`; empty serves them from here.
+    #[arg(long, env = "SECKILL_ASSET_BASE_URL", default_value = "")]
+    pub asset_base_url: String,
+    /// Where the built site is (the wasm, the styles, the favicon).
+    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
+    pub site_root: String,
+    /// The bearer token (at least 16 characters) `/metrics` asks for; unset, `/metrics` is off.
+    #[arg(long, env = "SECKILL_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+    /// How many proxies in front append to `X-Forwarded-For`: `1` (or `true`) takes the client
+    /// address from the last hop (a balancer, e.g. this repo's nginx), `2` from the one before it
+    /// (a CDN, then a balancer); earlier hops are never believed. `0`/`false`: none, the peer is
+    /// the client.
+    #[arg(long, env = "SECKILL_TRUST_FORWARDED_FOR", default_value = "0", value_parser = proxies)]
+    pub trust_forwarded_for: u8,
+    /// Session lifetime, in seconds.
+    #[arg(long, env = "SECKILL_SESSION_TTL_SECS", default_value_t = 7 * 24 * 3600)]
+    pub session_ttl_secs: u64,
+    /// How often each instance re-reads the sessions ended since its last look, in seconds
+    /// (1 to 30; a lost broadcast is honoured within this).
+    #[arg(long, env = "SECKILL_SESSION_RELOAD_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=30))]
+    pub session_reload_secs: u64,
+    /// Sign-in: failures for one username from one client address before that address is locked
+    /// out of it for the window.
+    #[arg(long, env = "SECKILL_LOGIN_MAX_FAILURES_PER_USER", default_value_t = 5)]
+    pub login_max_failures_per_user: u32,
+    /// Sign-in: a username's failures from every address in the window, past which it gets one
+    /// attempt a second.
+    #[arg(
+        long,
+        env = "SECKILL_LOGIN_MAX_FAILURES_PER_USER_EVERYWHERE",
+        default_value_t = 100
+    )]
+    pub login_max_failures_per_user_everywhere: u32,
+    /// Sign-in: failed attempts from one address over every username in the window.
+    #[arg(long, env = "SECKILL_LOGIN_MAX_FAILURES_PER_IP", default_value_t = 50)]
+    pub login_max_failures_per_ip: u32,
+    /// Sign-in: the window of those counts, in seconds.
+    #[arg(long, env = "SECKILL_LOGIN_WINDOW_SECS", default_value_t = 900)]
+    pub login_window_secs: u64,
+    /// Concurrent argon2 computations of sign-ins (the rest wait, so a login flood cannot starve
+    /// the buy path); unset: the number of cores.
+    #[arg(long, env = "SECKILL_PASSWORD_HASH_CONCURRENCY")]
+    pub password_hash_concurrency: Option<usize>,
+    /// Sign-ups from one client address (an IPv6 /64) per sign-up window.
+    #[arg(long, env = "SECKILL_SIGNUPS_PER_ADDRESS", default_value_t = 10)]
+    pub signups_per_address: u32,
+    /// The sign-up window, in seconds.
+    #[arg(long, env = "SECKILL_SIGNUP_WINDOW_SECS", default_value_t = 3600)]
+    pub signup_window_secs: u64,
+    /// Sign-ups over the whole platform per minute (a flood from many addresses).
+    #[arg(long, env = "SECKILL_SIGNUPS_PER_MINUTE", default_value_t = 600)]
+    pub signups_per_minute: u32,
+    /// Concurrent argon2 hashes of sign-ups, apart from the sign-in's.
+    #[arg(long, env = "SECKILL_SIGNUP_HASH_CONCURRENCY", default_value_t = 1,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    pub signup_hash_concurrency: usize,
+    /// The proof of work a sign-up carries (SHA-256 hashes on average, 1,000 to 10,000,000);
+    /// `0` asks none.
+    #[arg(long, env = "SECKILL_SIGNUP_POW_DIFFICULTY", default_value_t = 30_000, value_parser = pow_difficulty)]
+    pub signup_pow_difficulty: u32,
+    /// Image captchas per client address per minute, per instance.
+    #[arg(long, env = "SECKILL_CAPTCHAS_PER_MINUTE", default_value_t = 30)]
+    pub captchas_per_minute: u32,
+    /// Proof-of-work challenges per shopper per minute, per instance.
+    #[arg(long, env = "SECKILL_CHALLENGES_PER_MINUTE", default_value_t = 60)]
+    pub challenges_per_minute: u32,
+    /// Waiting-room joins and polls per shopper per minute, per instance.
+    #[arg(long, env = "SECKILL_QUEUE_PER_MINUTE", default_value_t = 300)]
+    pub queue_per_minute: u32,
+    /// Stock reads per client address per minute, per instance.
+    #[arg(long, env = "SECKILL_STOCK_PER_MINUTE", default_value_t = 3000)]
+    pub stock_per_minute: u32,
+    /// The buy token bucket per shopper: its burst.
+    #[arg(long, env = "SECKILL_USER_BURST", default_value_t = 5)]
+    pub user_burst: u32,
+    /// The buy token bucket per shopper: its refill per second.
+    #[arg(long, env = "SECKILL_USER_PER_SEC", default_value_t = 1.0)]
+    pub user_per_sec: f64,
+    /// The buy token bucket per client address: its burst.
+    #[arg(long, env = "SECKILL_IP_BURST", default_value_t = 400)]
+    pub ip_burst: u32,
+    /// The buy token bucket per client address: its refill per second.
+    #[arg(long, env = "SECKILL_IP_PER_SEC", default_value_t = 200.0)]
+    pub ip_per_sec: f64,
+    /// Refusals past a bucket, within a block's length, before the client is blocked.
+    #[arg(long, env = "SECKILL_STRIKES_BEFORE_BLOCK", default_value_t = 30)]
+    pub strikes_before_block: u32,
+    /// A block's length, in milliseconds.
+    #[arg(long, env = "SECKILL_BLOCK_MS", default_value_t = 60_000)]
+    pub block_ms: u64,
+    /// Buys in the gate at once on this instance before `503 overloaded`.
+    #[arg(long, env = "SECKILL_MAX_IN_FLIGHT", default_value_t = 512)]
+    pub max_in_flight: usize,
+    /// Merchant of "Default shop" created at start-up if missing (with its password).
+    #[arg(long, env = "SECKILL_ADMIN_USER", requires = "admin_password")]
+    pub admin_user: Option<String>,
+    /// The password of that merchant.
+    #[arg(
+        long,
+        env = "SECKILL_ADMIN_PASSWORD",
+        hide_env_values = true,
+        requires = "admin_user"
+    )]
+    pub admin_password: Option<String>,
+    /// Platform operator created at start-up if missing (with its password).
+    #[arg(long, env = "SECKILL_OPERATOR_USER", requires = "operator_password")]
+    pub operator_user: Option<String>,
+    /// The password of that operator.
+    #[arg(
+        long,
+        env = "SECKILL_OPERATOR_PASSWORD",
+        hide_env_values = true,
+        requires = "operator_user"
+    )]
+    pub operator_password: Option<String>,
+    /// `serve` runs no relay or persister (they run in `server worker` processes).
+    #[arg(long, env = "SECKILL_NO_WORKERS", value_parser = BoolishValueParser::new())]
+    pub no_workers: bool,
+    /// Persister consumers per worker process, each on its own channel: while one waits for
+    /// PostgreSQL to commit, another marks Redis and acknowledges.
+    #[arg(long, env = "SECKILL_PERSISTERS", default_value_t = 2,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    pub persisters: usize,
+    /// The shortest payment window a merchant may set, in seconds (docs/api.md; tests go lower).
+    #[arg(long, env = "SECKILL_MIN_PAYMENT_WINDOW_SECS", default_value_t = 60)]
+    pub min_payment_window_secs: i32,
+    /// How often the deadline sweeper looks for overdue orders whose message went missing, in
+    /// milliseconds.
+    #[arg(long, env = "SECKILL_SWEEP_EVERY_MS", default_value_t = 2_000)]
+    pub sweep_every_ms: u64,
+    /// A client must send its request head within this many seconds, else the connection is
+    /// closed (slow-header clients cannot hold connections open).
+    #[arg(long, env = "SECKILL_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout_secs: u64,
+    /// A request, its body included, must be answered within this many seconds, else `408`.
+    #[arg(long, env = "SECKILL_REQUEST_TIMEOUT_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_secs: u64,
+    /// Create a demo sale at start-up (`make run` does).
+    #[arg(long, env = "SECKILL_DEMO", value_parser = BoolishValueParser::new())]
+    pub demo: bool,
+    /// Middleware to leave out, comma-separated names of [`LAYERS`]: only for `make bench` to
+    /// measure what each layer costs. It drops protections, so only a build with the `bench`
+    /// feature has it.
+    #[cfg(feature = "bench")]
+    #[arg(long, env = "SECKILL_BENCH_WITHOUT_LAYERS", value_delimiter = ',', value_parser = layer)]
+    pub bench_without_layers: Vec<String>,
 }
 
-fn var_or(name: &str, default: &str) -> String {
-    var(name).unwrap_or_else(|| default.to_string())
-}
-
-fn flag(name: &str) -> bool {
-    matches!(var(name).as_deref(), Some("1" | "true" | "yes" | "on"))
-}
-
-fn number<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
-where
-    T::Err: std::error::Error + Send + Sync + 'static,
-{
-    match var(name) {
-        Some(v) => v
+/// `SECKILL_TRUST_FORWARDED_FOR`: a number of proxies, or a yes/no for one/none.
+fn proxies(value: &str) -> Result<u8, String> {
+    match value {
+        "0" | "false" | "no" | "off" => Ok(0),
+        "1" | "true" | "yes" | "on" => Ok(1),
+        n => n
             .parse()
-            .with_context(|| format!("{name} must be a number")),
-        None => Ok(default),
+            .map_err(|_| "1/true (one proxy in front) or the number of proxies".to_string()),
+    }
+}
+
+fn pow_difficulty(value: &str) -> Result<u32, String> {
+    match value.parse::<u32>() {
+        Ok(0) => Ok(0),
+        Ok(n) if (1_000..=10_000_000).contains(&n) => Ok(n),
+        _ => Err("0 (off) or 1000 to 10000000".to_string()),
+    }
+}
+
+#[cfg(feature = "bench")]
+fn layer(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if LAYERS.contains(&value) {
+        Ok(value.to_string())
+    } else {
+        Err(format!("no layer {value} (known: {})", LAYERS.join(", ")))
+    }
+}
+
+impl Settings {
+    /// Every setting at its default, whatever the environment holds.
+    pub fn defaults() -> Settings {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = FromEnvironment::command()
+            .mut_args(|arg| arg.env(None::<&str>))
+            .get_matches_from(["server"]);
+        FromEnvironment::from_arg_matches(&matches)
+            .expect("every setting has a default or is optional")
+            .settings
+    }
+}
+
+/// The settings from the environment alone (what a process started without flags reads).
+#[derive(clap::Parser)]
+#[command(name = "server")]
+struct FromEnvironment {
+    #[command(flatten)]
+    settings: Settings,
+}
+
+/// The setting variables set to an empty string are removed, so that `VAR=` means unset, as it
+/// does to a shell. Call it before any thread starts (it edits the process's environment).
+pub fn forget_empty_settings() {
+    use clap::CommandFactory;
+    for arg in FromEnvironment::command().get_arguments() {
+        if let Some(name) = arg.get_env() {
+            if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+                std::env::remove_var(name);
+            }
+        }
     }
 }
 
@@ -222,170 +449,90 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:56379/0";
 pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:55672/%2f";
 
 impl Config {
+    /// The configuration from the environment alone (the load tool's way to read it).
     pub fn from_env() -> anyhow::Result<Config> {
-        let secret = match var("SECKILL_SECRET") {
-            Some(s) if s.len() >= 32 => Secret(s.into_bytes()),
-            Some(_) => bail!("SECKILL_SECRET must be at least 32 characters"),
-            None => {
-                let generated = generate_secret();
-                eprintln!(
-                    "SECKILL_SECRET is not set: generated one for this process only \
-                     (sessions end at restart and other instances will not accept them):\n  SECKILL_SECRET={generated}"
-                );
-                Secret(generated.into_bytes())
-            }
-        };
-        let admin = match (var("SECKILL_ADMIN_USER"), var("SECKILL_ADMIN_PASSWORD")) {
-            (Some(u), Some(p)) => Some((u, p)),
-            (None, None) => None,
-            _ => bail!("SECKILL_ADMIN_USER and SECKILL_ADMIN_PASSWORD go together"),
-        };
-        let operator = match (
-            var("SECKILL_OPERATOR_USER"),
-            var("SECKILL_OPERATOR_PASSWORD"),
-        ) {
-            (Some(u), Some(p)) => Some((u, p)),
-            (None, None) => None,
-            _ => bail!("SECKILL_OPERATOR_USER and SECKILL_OPERATOR_PASSWORD go together"),
-        };
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
-        let redis = Target::new(
-            &var_or("REDIS_URL", DEFAULT_REDIS_URL),
-            &var("REDIS_CLUSTER_URLS")
-                .map(|v| {
-                    v.split(',')
-                        .map(str::trim)
-                        .filter(|u| !u.is_empty())
-                        .map(String::from)
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default(),
-        );
+        use clap::Parser;
+        let parsed = FromEnvironment::try_parse_from(["server"])
+            .map_err(|e| anyhow::anyhow!("{}", e.render()))?;
+        Config::from_settings(parsed.settings)
+    }
+
+    /// The settings checked against each other and turned into the configuration.
+    pub fn from_settings(s: Settings) -> anyhow::Result<Config> {
+        if s.redis_prefix.contains(['{', '}']) {
+            bail!(
+                "SECKILL_REDIS_PREFIX must not contain braces (they name Redis Cluster hash tags)"
+            );
+        }
+        let redis = Target::new(&s.redis_url, &s.redis_cluster_urls);
+        let (doors, gate) = (DoorLimits::from(&s), GateLimits::from(&s));
         Ok(Config {
-            redis_wait_replicas: number(
-                "SECKILL_REDIS_WAIT_REPLICAS",
-                u32::from(redis.is_cluster()),
-            )?,
-            redis_wait_timeout: Duration::from_millis(number("SECKILL_REDIS_WAIT_MS", 1000)?.max(1)),
+            redis_wait_replicas: s
+                .redis_wait_replicas
+                .unwrap_or(u32::from(redis.is_cluster())),
+            redis_wait_timeout: Duration::from_millis(s.redis_wait_ms.max(1)),
             redis,
-            addr: var_or("SECKILL_ADDR", "127.0.0.1:3000")
-                .parse()
-                .context("SECKILL_ADDR must be host:port")?,
-            database_url: var_or("DATABASE_URL", DEFAULT_DATABASE_URL),
-            amqp_url: var_or("AMQP_URL", DEFAULT_AMQP_URL),
-            secret,
-            redis_prefix: {
-                let prefix = var_or("SECKILL_REDIS_PREFIX", "sk:");
-                if prefix.contains(['{', '}']) {
-                    bail!("SECKILL_REDIS_PREFIX must not contain braces (they name Redis Cluster hash tags)");
-                }
-                prefix
-            },
-            cookie_secure: flag("SECKILL_COOKIE_SECURE"),
-            asset_base_url: var_or("SECKILL_ASSET_BASE_URL", "")
-                .trim_end_matches('/')
-                .to_string(),
-            site_root: var_or("LEPTOS_SITE_ROOT", "target/site"),
-            session_ttl: Duration::from_secs(number("SECKILL_SESSION_TTL_SECS", 7 * 24 * 3600)?),
-            session_reload: Duration::from_secs(
-                number("SECKILL_SESSION_RELOAD_SECS", 10u64)?.clamp(1, 30),
-            ),
+            addr: s.addr,
+            database_url: s.database_url,
+            amqp_url: s.amqp_url,
+            secret: secret(s.secret)?,
+            redis_prefix: s.redis_prefix,
+            cookie_secure: s.cookie_secure,
+            asset_base_url: s.asset_base_url.trim_end_matches('/').to_string(),
+            site_root: s.site_root,
+            session_ttl: Duration::from_secs(s.session_ttl_secs),
+            session_reload: Duration::from_secs(s.session_reload_secs),
             login_throttle: LoginThrottle {
-                max_failures_per_user: number("SECKILL_LOGIN_MAX_FAILURES_PER_USER", 5)?,
-                max_failures_per_user_everywhere: number(
-                    "SECKILL_LOGIN_MAX_FAILURES_PER_USER_EVERYWHERE",
-                    100,
-                )?,
-                max_failures_per_ip: number("SECKILL_LOGIN_MAX_FAILURES_PER_IP", 50)?,
-                window: Duration::from_secs(number("SECKILL_LOGIN_WINDOW_SECS", 900)?),
+                max_failures_per_user: s.login_max_failures_per_user,
+                max_failures_per_user_everywhere: s.login_max_failures_per_user_everywhere,
+                max_failures_per_ip: s.login_max_failures_per_ip,
+                window: Duration::from_secs(s.login_window_secs),
             },
-            doors: {
-                let d = DoorLimits::default();
-                DoorLimits {
-                    signups_per_address: number(
-                        "SECKILL_SIGNUPS_PER_ADDRESS",
-                        d.signups_per_address,
-                    )?,
-                    signup_window: Duration::from_secs(number(
-                        "SECKILL_SIGNUP_WINDOW_SECS",
-                        d.signup_window.as_secs(),
-                    )?),
-                    signups_per_minute: number("SECKILL_SIGNUPS_PER_MINUTE", d.signups_per_minute)?,
-                    signup_hash_concurrency: number(
-                        "SECKILL_SIGNUP_HASH_CONCURRENCY",
-                        d.signup_hash_concurrency,
-                    )?
-                    .max(1),
-                    signup_pow_difficulty: match number(
-                        "SECKILL_SIGNUP_POW_DIFFICULTY",
-                        d.signup_pow_difficulty,
-                    )? {
-                        0 => 0,
-                        n if (1_000..=10_000_000).contains(&n) => n,
-                        _ => bail!("SECKILL_SIGNUP_POW_DIFFICULTY must be 0 (off) or 1000 to 10000000"),
-                    },
-                    captchas_per_minute: number(
-                        "SECKILL_CAPTCHAS_PER_MINUTE",
-                        d.captchas_per_minute,
-                    )?,
-                    challenges_per_minute: number(
-                        "SECKILL_CHALLENGES_PER_MINUTE",
-                        d.challenges_per_minute,
-                    )?,
-                    queue_per_minute: number("SECKILL_QUEUE_PER_MINUTE", d.queue_per_minute)?,
-                    stock_per_minute: number("SECKILL_STOCK_PER_MINUTE", d.stock_per_minute)?,
-                }
-            },
-            metrics_token: match var("SECKILL_METRICS_TOKEN") {
+            doors,
+            metrics_token: match s.metrics_token {
                 Some(t) if t.len() >= 16 => Some(Secret(t.into_bytes())),
                 Some(_) => bail!("SECKILL_METRICS_TOKEN must be at least 16 characters"),
                 None => None,
             },
-            trusted_proxies: match var("SECKILL_TRUST_FORWARDED_FOR").as_deref() {
-                None | Some("0" | "false" | "no" | "off") => 0,
-                Some("1" | "true" | "yes" | "on") => 1,
-                Some(n) => n.parse().context(
-                    "SECKILL_TRUST_FORWARDED_FOR must be 1/true (one proxy in front) or the number of proxies",
-                )?,
-            },
-            admin,
-            operator,
-            password_hash_concurrency: number("SECKILL_PASSWORD_HASH_CONCURRENCY", cores.max(1))?,
-            gate: {
-                let d = GateLimits::default();
-                GateLimits {
-                    user_burst: number("SECKILL_USER_BURST", d.user_burst)?,
-                    user_per_sec: number("SECKILL_USER_PER_SEC", d.user_per_sec)?,
-                    ip_burst: number("SECKILL_IP_BURST", d.ip_burst)?,
-                    ip_per_sec: number("SECKILL_IP_PER_SEC", d.ip_per_sec)?,
-                    strikes_before_block: number(
-                        "SECKILL_STRIKES_BEFORE_BLOCK",
-                        d.strikes_before_block,
-                    )?,
-                    block_ms: number("SECKILL_BLOCK_MS", d.block_ms)?,
-                    max_in_flight: number("SECKILL_MAX_IN_FLIGHT", d.max_in_flight)?,
-                }
-            },
-            amqp_prefix: var_or("SECKILL_AMQP_PREFIX", "seckill"),
-            queue_expires_ms: var("SECKILL_QUEUE_EXPIRES_MS")
-                .map(|v| v.parse())
-                .transpose()
-                .context("SECKILL_QUEUE_EXPIRES_MS")?,
-            run_workers: !flag("SECKILL_NO_WORKERS"),
-            demo: flag("SECKILL_DEMO"),
-            min_payment_window_secs: number("SECKILL_MIN_PAYMENT_WINDOW_SECS", 60)?,
-            sweep_every: Duration::from_millis(number("SECKILL_SWEEP_EVERY_MS", 2_000)?),
-            persisters: number("SECKILL_PERSISTERS", 2)?.max(1),
-            header_read_timeout: Duration::from_secs(
-                number("SECKILL_HEADER_READ_TIMEOUT_SECS", 10)?.max(1),
-            ),
-            request_timeout: Duration::from_secs(
-                number("SECKILL_REQUEST_TIMEOUT_SECS", 30)?.max(1),
-            ),
-            layers_off: layers_off()?,
+            trusted_proxies: s.trust_forwarded_for,
+            admin: s.admin_user.zip(s.admin_password),
+            operator: s.operator_user.zip(s.operator_password),
+            password_hash_concurrency: s.password_hash_concurrency.unwrap_or_else(cores).max(1),
+            gate,
+            amqp_prefix: s.amqp_prefix,
+            queue_expires_ms: s.queue_expires_ms,
+            run_workers: !s.no_workers,
+            demo: s.demo,
+            min_payment_window_secs: s.min_payment_window_secs,
+            sweep_every: Duration::from_millis(s.sweep_every_ms),
+            persisters: s.persisters,
+            header_read_timeout: Duration::from_secs(s.header_read_timeout_secs),
+            request_timeout: Duration::from_secs(s.request_timeout_secs),
+            #[cfg(feature = "bench")]
+            layers_off: s.bench_without_layers,
+            #[cfg(not(feature = "bench"))]
+            layers_off: Vec::new(),
         })
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// The HMAC key given, or one generated for this process (said on stderr: its sessions end with it).
+fn secret(given: Option<String>) -> anyhow::Result<Secret> {
+    match given {
+        Some(s) if s.len() >= 32 => Ok(Secret(s.into_bytes())),
+        Some(_) => bail!("SECKILL_SECRET must be at least 32 characters"),
+        None => {
+            let generated = generate_secret();
+            eprintln!(
+                "SECKILL_SECRET is not set: generated one for this process only \
+                 (sessions end at restart and other instances will not accept them):\n  SECKILL_SECRET={generated}"
+            );
+            Ok(Secret(generated.into_bytes()))
+        }
     }
 }
 
@@ -395,24 +542,144 @@ pub fn generate_secret() -> String {
     hex::encode(bytes)
 }
 
+/// The table of every setting, as `docs/configuration.md` shows it (Markdown, one row each).
+pub fn settings_table() -> String {
+    use clap::CommandFactory;
+    let mut table = String::from("| variable | flag | default | meaning |\n|---|---|---|---|\n");
+    for arg in FromEnvironment::command().get_arguments() {
+        let (Some(env), Some(long)) = (arg.get_env(), arg.get_long()) else {
+            continue;
+        };
+        let env = env.to_string_lossy();
+        if env.starts_with("SECKILL_BENCH_") {
+            continue; // not in a production build (docs/benchmarks.md)
+        }
+        let default = match arg.get_default_values() {
+            [] => "unset".to_string(),
+            [v] if v.is_empty() => "empty".to_string(),
+            values => values
+                .iter()
+                .map(|v| format!("`{}`", v.to_string_lossy()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let default = if arg.get_action().takes_values() {
+            default
+        } else {
+            "off".into()
+        };
+        let help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .map(|h| {
+                h.to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        table.push_str(&format!("| `{env}` | `--{long}` | {default} | {help} |\n"));
+    }
+    table
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<Settings, clap::Error> {
+        let mut all = vec!["server"];
+        all.extend_from_slice(args);
+        FromEnvironment::try_parse_from(all).map(|p| p.settings)
+    }
+
+    /// `UPDATE_DOCS=1 cargo test -p server --lib the_configuration_doc` rewrites the table.
+    #[test]
+    fn the_configuration_doc_is_written_from_the_settings() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (begin, end) = ("<!-- settings:begin -->\n", "<!-- settings:end -->");
+        let start = doc
+            .find(begin)
+            .expect("the doc marks where the table begins")
+            + begin.len();
+        let stop = doc.find(end).expect("the doc marks where the table ends");
+        let table = settings_table();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, format!("{}{table}{}", &doc[..start], &doc[stop..])).unwrap();
+        } else {
+            assert_eq!(
+                doc[start..stop],
+                table,
+                "docs/configuration.md differs from the settings: UPDATE_DOCS=1 cargo test -p server --lib the_configuration_doc"
+            );
+        }
+        assert!(table.contains("`SECKILL_ADDR` | `--addr` | `127.0.0.1:3000` |"));
+    }
+
+    #[test]
+    fn settings_are_checked_as_they_are_read() {
+        let defaults = Settings::defaults();
+        assert_eq!(defaults.addr.to_string(), "127.0.0.1:3000");
+        assert_eq!(DoorLimits::default().signup_pow_difficulty, 30_000);
+        assert_eq!(GateLimits::default().max_in_flight, 512);
+        assert_eq!(
+            parse(&["--trust-forwarded-for", "true"])
+                .unwrap()
+                .trust_forwarded_for,
+            1
+        );
+        assert_eq!(
+            parse(&["--trust-forwarded-for", "2"])
+                .unwrap()
+                .trust_forwarded_for,
+            2
+        );
+        assert!(parse(&["--trust-forwarded-for", "maybe"]).is_err());
+        assert!(parse(&["--signup-pow-difficulty", "5"]).is_err());
+        assert_eq!(
+            parse(&["--signup-pow-difficulty", "0"])
+                .unwrap()
+                .signup_pow_difficulty,
+            0
+        );
+        assert!(parse(&["--session-reload-secs", "31"]).is_err());
+        assert!(parse(&["--persisters", "0"]).is_err());
+        assert!(
+            parse(&["--admin-user", "ann"]).is_err(),
+            "a merchant needs a password"
+        );
+        let cluster = parse(&["--redis-cluster-urls", "redis://a:1,redis://b:2"]).unwrap();
+        assert_eq!(cluster.redis_cluster_urls, ["redis://a:1", "redis://b:2"]);
+        let short = Settings {
+            secret: Some("too short".into()),
+            ..defaults.clone()
+        };
+        assert!(Config::from_settings(short).is_err());
+        let braces = Settings {
+            redis_prefix: "{sk}:".into(),
+            secret: Some("x".repeat(32)),
+            ..defaults
+        };
+        assert!(Config::from_settings(braces).is_err());
+    }
+
     #[test]
     #[cfg(not(feature = "bench"))]
-    fn a_production_build_leaves_no_layer_out_whatever_the_environment() {
-        std::env::set_var(
-            "SECKILL_BENCH_WITHOUT_LAYERS",
-            "trace,timeout,security_headers",
-        );
-        assert!(super::layers_off().unwrap().is_empty());
+    fn a_production_build_has_no_switch_to_leave_a_layer_out() {
+        use clap::CommandFactory;
+        assert!(parse(&["--bench-without-layers", "trace"]).is_err());
+        assert!(FromEnvironment::command().get_arguments().all(|a| a
+            .get_env()
+            .is_none_or(|e| e != "SECKILL_BENCH_WITHOUT_LAYERS")));
     }
 
     #[test]
     #[cfg(feature = "bench")]
     fn a_bench_build_names_the_layers_it_leaves_out_and_refuses_unknown_ones() {
-        std::env::set_var("SECKILL_BENCH_WITHOUT_LAYERS", "trace, timeout");
-        assert_eq!(super::layers_off().unwrap(), ["trace", "timeout"]);
-        std::env::set_var("SECKILL_BENCH_WITHOUT_LAYERS", "tls");
-        assert!(super::layers_off().is_err());
+        let settings = parse(&["--bench-without-layers", "trace, timeout"]).unwrap();
+        assert_eq!(settings.bench_without_layers, ["trace", "timeout"]);
+        assert!(parse(&["--bench-without-layers", "tls"]).is_err());
     }
 }
