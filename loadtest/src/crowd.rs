@@ -181,52 +181,9 @@ struct Tally {
 pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
     let db = db::connect(&config.database_url, 4).await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let (merchant, shop): (i64, i64) = match sqlx::query_as(
-        "SELECT id, shop_id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1",
-    )
-    .fetch_optional(&db)
-    .await?
-    {
-        Some(found) => found,
-        None => {
-            sqlx::query_as(
-                "INSERT INTO users (username, password_hash, role, shop_id)
-             SELECT $1, '!', 'merchant', id FROM shops ORDER BY id LIMIT 1 RETURNING id, shop_id",
-            )
-            .bind(format!("crowd_m_{run}"))
-            .fetch_one(&db)
-            .await?
-        }
-    };
-    let mut users = Vec::with_capacity(opts.users);
-    for chunk in (0..opts.users).collect::<Vec<_>>().chunks(10_000) {
-        let names: Vec<String> = chunk.iter().map(|i| format!("crowd_{run}_{i}")).collect();
-        let ids: Vec<i64> = sqlx::query_scalar(
-            "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
-        )
-        .bind(&names)
-        .fetch_all(&db)
-        .await?;
-        users.extend(ids);
-    }
-    let keys = SessionKeys::new(&config.secret.0, Duration::from_secs(3600), false);
-    let expires_at = chrono::Utc::now().timestamp() + 3600;
-    let cookie = |user_id: i64, role: Role| {
-        format!(
-            "sid={}",
-            keys.sign(&Claims {
-                sid: server::domain::sessions::new_session_id(),
-                user_id,
-                role,
-                shop_id: if role == Role::Merchant { shop } else { 0 },
-                epoch: 0,
-                expires_at,
-                joined: 0,
-                auth_at: 0,
-            })
-        )
-    };
-
+    let accounts = Accounts::create(&db, &run, opts.users).await?;
+    let signer = Signer::new(config, accounts.shop);
+    let cookie = |user: i64, role: Role| signer.cookie(user, role);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(opts.concurrency)
         .timeout(Duration::from_secs(30))
@@ -237,237 +194,404 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         .map(|b| b.trim_end_matches('/'))
         .collect();
     anyhow::ensure!(!bases.is_empty(), "no base URL");
-    let base = bases[0];
     let server_now: ServerTime = http
-        .get(format!("{base}/api/time"))
+        .get(format!("{}/api/time", bases[0]))
         .send()
         .await?
         .json()
         .await?;
-    let activity: Activity = match opts.activity_id {
-        Some(id) => {
-            let resp = http
-                .get(format!("{base}/api/activities/{id}"))
-                .send()
-                .await?;
-            anyhow::ensure!(
-                resp.status().is_success(),
-                "activity {id}: {}",
-                resp.status()
-            );
-            resp.json().await?
-        }
+    let activity = match opts.activity_id {
+        Some(id) => existing_sale(&http, bases[0], id).await?,
         None => {
-            let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms)
-                .context("server time")?
-                + chrono::Duration::seconds(opts.lead_secs);
-            let mut sale = serde_json::json!({
-                "title": format!("Crowd {run}"),
-                "price_cents": 10_000,
-                "seckill_price_cents": 1_000,
-                "starts_at": starts.to_rfc3339(),
-                "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-                "stock": opts.stock,
-                "per_user_limit": opts.per_user_limit,
-                "bot_check": if opts.proof_of_work.is_some() { "proof_of_work" } else { "none" },
-            });
-            if let Some(difficulty) = opts.proof_of_work {
-                sale["pow_difficulty"] = difficulty.into();
-            }
-            // Named only when asked, so that the tool also drives servers that predate shards.
-            if let Some(shards) = opts.stock_shards {
-                sale["stock_shards"] = shards.into();
-            }
-            if let Some(on) = opts.waiting_room {
-                sale["waiting_room"] = on.into();
-            }
-            let resp = http
-                .post(format!("{base}/api/admin/activities"))
-                .header("cookie", cookie(merchant, Role::Merchant))
-                .json(&sale)
-                .send()
-                .await?;
-            anyhow::ensure!(
-                resp.status().as_u16() == 201,
-                "creating the sale: {} {}",
-                resp.status(),
-                resp.text().await.unwrap_or_default()
-            );
-            resp.json().await?
+            let merchant = cookie(accounts.merchant, Role::Merchant);
+            create_sale(&http, bases[0], opts, &run, &server_now, &merchant).await?
         }
     };
-    let quantity = activity.per_user_limit;
-    let addr_of = |i: usize| format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255);
-
-    // A waiting room: everyone joins the line before the start, as the page does when opened.
-    let joining = Instant::now();
-    if activity.waiting_room {
-        let aid = activity.id;
-        let joins = stream::iter(users.clone().into_iter().enumerate())
-            .map(|(i, user)| {
-                let (http, cookie, addr) = (&http, cookie(user, Role::Shopper), addr_of(i));
-                let base = bases[i % bases.len()];
-                async move { join_line(http, base, aid, &cookie, &addr, false).await }
-            })
-            .buffer_unordered(opts.concurrency)
-            .filter(|joined| std::future::ready(joined.is_err()))
-            .count()
-            .await;
-        anyhow::ensure!(
-            joins == 0,
-            "{joins} shoppers could not join the waiting room"
-        );
-    }
-    let joined_in = joining.elapsed();
-    // The proofs of work, computed before the start like a page does during the countdown.
-    let proofs = if activity.bot_check.takes_proof_of_work() {
-        solve_all(
-            &http,
-            &bases,
-            activity.id,
-            &users,
-            &cookie,
-            opts.concurrency,
-        )
-        .await?
-    } else {
-        Vec::new()
-    };
-    let before_start = joining.elapsed();
-
+    let before =
+        BeforeStart::prepare(&http, &bases, &activity, &accounts.shoppers, &cookie, opts).await?;
     // Wait for the start instant by the server's clock, as the browser's countdown does.
     let starts = chrono::DateTime::parse_from_rfc3339(&activity.starts_at).context("starts_at")?;
     let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
-    tokio::time::sleep(Duration::from_millis(wait).saturating_sub(before_start)).await;
+    tokio::time::sleep(Duration::from_millis(wait).saturating_sub(before.took)).await;
 
-    let progress = if opts.show_progress {
-        indicatif::ProgressBar::new(opts.users as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    let tally = Arc::new(Mutex::new(Tally {
-        outcomes: BTreeMap::new(),
-        retried: BTreeMap::new(),
-        latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
-        paced: Histogram::new_with_bounds(1, 60_000_000, 3)?,
-        accepted_units: 0,
-        tokens: Vec::new(),
-        sold_out_at: None,
-        last_accept: None,
-        waits: Histogram::new_with_bounds(1, 3_600_000, 3)?,
-        polls: 0,
-        told_sold_out: 0,
-    }));
     let started = Instant::now();
-    let id = activity.id;
     let target = Target {
         http: &http,
         bases: &bases,
-        id,
-        quantity,
+        id: activity.id,
+        quantity: activity.per_user_limit,
         retry_for: opts.retry_for,
         requests: tokio::sync::Semaphore::new(opts.concurrency),
         started,
-        proofs,
+        proofs: before.proofs,
     };
-    // In a waiting room every shopper is there at once (polling); `concurrency` bounds the
-    // requests in flight instead.
-    let present = if activity.waiting_room {
-        users.len().max(1)
-    } else {
-        opts.concurrency
-    };
-    let waiting_room = activity.waiting_room;
-    stream::iter(users.iter().enumerate())
-        .for_each_concurrent(present, |(i, &user)| {
-            let (target, tally, progress) = (&target, tally.clone(), &progress);
-            let cookie = cookie(user, Role::Shopper);
-            let addr = addr_of(i);
-            let start_at = (opts.rate > 0)
-                .then(|| started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate)));
-            async move {
-                if let Some(at) = start_at {
-                    tokio::time::sleep_until(at.into()).await;
-                }
-                let outcome = if waiting_room {
-                    target.wait_and_shop(i, &cookie, &addr, &tally).await
-                } else {
-                    target.shop(i, &cookie, &addr, None, &tally).await
-                };
-                let mut t = tally.lock().expect("tally");
-                if let Some(due) = start_at {
-                    let _ = t.paced.record((due.elapsed().as_micros() as u64).max(1));
-                }
-                *t.outcomes.entry(outcome).or_default() += 1;
-                progress.inc(1);
-            }
-        })
-        .await;
+    let tally = target
+        .crowd(&accounts.shoppers, &cookie, activity.waiting_room, opts)
+        .await?;
     let elapsed = started.elapsed();
-    progress.finish_and_clear();
-    let t = Arc::try_unwrap(tally)
-        .ok()
-        .context("tally still shared")?
-        .into_inner()
-        .expect("tally");
+    let (figures, persisted_after_last_buy) = settle(
+        &db,
+        activity.id,
+        activity.per_user_limit,
+        &tally,
+        opts.settle,
+    )
+    .await?;
+    Ok(Report::new(
+        opts,
+        &activity,
+        tally,
+        figures,
+        Timings {
+            joined_in: before.joined_in,
+            elapsed,
+            started,
+            persisted_after_last_buy,
+        },
+    ))
+}
 
-    // Until every accepted unit is an order (or two minutes).
-    let last_buy = t.last_accept.unwrap_or_else(Instant::now);
-    let deadline = Instant::now() + Duration::from_secs(if opts.settle { 120 } else { 0 });
-    let mut persisted_after_last_buy = None;
-    let mut poll = tokio::time::interval(Duration::from_millis(20));
-    let mut figures: Figures;
-    loop {
-        poll.tick().await;
-        figures = Figures::read(&db, id, quantity).await?;
-        if figures.persisted_units >= t.accepted_units {
-            persisted_after_last_buy = Some(last_buy.elapsed());
-            break;
+/// The crowd's accounts in the database: a merchant of the first shop (the first found, else a
+/// new one), and `users` new shoppers, inserted ten thousand at a time.
+struct Accounts {
+    merchant: i64,
+    shop: i64,
+    shoppers: Vec<i64>,
+}
+
+impl Accounts {
+    async fn create(db: &sqlx::PgPool, run: &str, users: usize) -> anyhow::Result<Accounts> {
+        let (merchant, shop): (i64, i64) = match sqlx::query_as(
+            "SELECT id, shop_id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1",
+        )
+        .fetch_optional(db)
+        .await?
+        {
+            Some(found) => found,
+            None => {
+                sqlx::query_as(
+                    "INSERT INTO users (username, password_hash, role, shop_id)
+                 SELECT $1, '!', 'merchant', id FROM shops ORDER BY id LIMIT 1 RETURNING id, shop_id",
+                )
+                .bind(format!("crowd_m_{run}"))
+                .fetch_one(db)
+                .await?
+            }
+        };
+        let mut shoppers = Vec::with_capacity(users);
+        for chunk in (0..users).collect::<Vec<_>>().chunks(10_000) {
+            let names: Vec<String> = chunk.iter().map(|i| format!("crowd_{run}_{i}")).collect();
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
+            )
+            .bind(&names)
+            .fetch_all(db)
+            .await?;
+            shoppers.extend(ids);
         }
-        if Instant::now() > deadline {
-            break;
+        Ok(Accounts {
+            merchant,
+            shop,
+            shoppers,
+        })
+    }
+}
+
+/// Session cookies minted with the server's secret, valid for an hour.
+struct Signer {
+    keys: SessionKeys,
+    shop: i64,
+    expires_at: i64,
+}
+
+impl Signer {
+    fn new(config: &Config, shop: i64) -> Signer {
+        Signer {
+            keys: SessionKeys::new(&config.secret.0, Duration::from_secs(3600), false),
+            shop,
+            expires_at: chrono::Utc::now().timestamp() + 3600,
         }
     }
-    let Figures {
-        persisted_units,
-        total_stock,
-        sold,
-        users_over_limit,
-    } = figures;
-    let q = |p: f64| t.latency.value_at_quantile(p);
-    let w = |p: f64| t.waits.value_at_quantile(p);
-    let queue = activity.waiting_room.then(|| QueueReport {
-        joined_in,
-        polls: t.polls,
-        wait_ms: [w(0.5), w(0.9), w(0.99), t.waits.max()],
-        admitted: t.waits.len(),
-        told_sold_out: t.told_sold_out,
+
+    fn cookie(&self, user_id: i64, role: Role) -> String {
+        let claims = Claims {
+            sid: server::domain::sessions::new_session_id(),
+            user_id,
+            role,
+            shop_id: if role == Role::Merchant { self.shop } else { 0 },
+            epoch: 0,
+            expires_at: self.expires_at,
+            joined: 0,
+            auth_at: 0,
+        };
+        format!("sid={}", self.keys.sign(&claims))
+    }
+}
+
+async fn existing_sale(http: &reqwest::Client, base: &str, id: i64) -> anyhow::Result<Activity> {
+    let resp = http
+        .get(format!("{base}/api/activities/{id}"))
+        .send()
+        .await?;
+    anyhow::ensure!(
+        resp.status().is_success(),
+        "activity {id}: {}",
+        resp.status()
+    );
+    Ok(resp.json().await?)
+}
+
+/// A new sale of the options' stock and limit, starting `lead_secs` from the server's now.
+async fn create_sale(
+    http: &reqwest::Client,
+    base: &str,
+    opts: &CrowdOptions,
+    run: &str,
+    server_now: &ServerTime,
+    merchant_cookie: &str,
+) -> anyhow::Result<Activity> {
+    let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms)
+        .context("server time")?
+        + chrono::Duration::seconds(opts.lead_secs);
+    let mut sale = serde_json::json!({
+        "title": format!("Crowd {run}"),
+        "price_cents": 10_000,
+        "seckill_price_cents": 1_000,
+        "starts_at": starts.to_rfc3339(),
+        "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+        "stock": opts.stock,
+        "per_user_limit": opts.per_user_limit,
+        "bot_check": if opts.proof_of_work.is_some() { "proof_of_work" } else { "none" },
     });
-    Ok(Report {
-        activity_id: id,
-        requests: t.outcomes.values().sum::<u64>(),
-        accepted: t.accepted_units as u64,
-        tokens: t.tokens,
-        outcomes: t.outcomes,
-        retried: t.retried,
-        elapsed,
-        latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
-        paced: (opts.rate > 0).then(|| {
-            let p = |q: f64| t.paced.value_at_quantile(q);
-            (
-                opts.rate,
-                [p(0.5), p(0.9), p(0.99), p(0.999), t.paced.max()],
-            )
-        }),
-        sold_out_after: t.sold_out_at.map(|at| at - started),
-        persisted_after_last_buy,
-        total_stock,
-        sold,
-        users_over_limit,
-        tokens_not_persisted: (t.accepted_units - persisted_units).max(0),
-        demand_units: opts.users as i64 * i64::from(quantity),
-        queue,
-    })
+    if let Some(difficulty) = opts.proof_of_work {
+        sale["pow_difficulty"] = difficulty.into();
+    }
+    // Named only when asked, so that the tool also drives servers that predate shards.
+    if let Some(shards) = opts.stock_shards {
+        sale["stock_shards"] = shards.into();
+    }
+    if let Some(on) = opts.waiting_room {
+        sale["waiting_room"] = on.into();
+    }
+    let resp = http
+        .post(format!("{base}/api/admin/activities"))
+        .header("cookie", merchant_cookie)
+        .json(&sale)
+        .send()
+        .await?;
+    anyhow::ensure!(
+        resp.status().as_u16() == 201,
+        "creating the sale: {} {}",
+        resp.status(),
+        resp.text().await.unwrap_or_default()
+    );
+    Ok(resp.json().await?)
+}
+
+/// Shopper i's own client address (`X-Forwarded-For`).
+fn addr_of(i: usize) -> String {
+    format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)
+}
+
+/// What the shoppers do during the countdown, as the page does: join the line of a sale with a
+/// waiting room, solve the proofs of work of a sale that takes them.
+struct BeforeStart {
+    joined_in: Duration,
+    proofs: Vec<String>,
+    took: Duration,
+}
+
+impl BeforeStart {
+    async fn prepare(
+        http: &reqwest::Client,
+        bases: &[&str],
+        activity: &Activity,
+        users: &[i64],
+        cookie: &impl Fn(i64, Role) -> String,
+        opts: &CrowdOptions,
+    ) -> anyhow::Result<BeforeStart> {
+        let joining = Instant::now();
+        if activity.waiting_room {
+            let aid = activity.id;
+            let joins = stream::iter(users.iter().copied().enumerate())
+                .map(|(i, user)| {
+                    let (cookie, addr) = (cookie(user, Role::Shopper), addr_of(i));
+                    let base = bases[i % bases.len()];
+                    async move { join_line(http, base, aid, &cookie, &addr, false).await }
+                })
+                .buffer_unordered(opts.concurrency)
+                .filter(|joined| std::future::ready(joined.is_err()))
+                .count()
+                .await;
+            anyhow::ensure!(
+                joins == 0,
+                "{joins} shoppers could not join the waiting room"
+            );
+        }
+        let joined_in = joining.elapsed();
+        let proofs = if activity.bot_check.takes_proof_of_work() {
+            solve_all(http, bases, activity.id, users, cookie, opts.concurrency).await?
+        } else {
+            Vec::new()
+        };
+        Ok(BeforeStart {
+            joined_in,
+            proofs,
+            took: joining.elapsed(),
+        })
+    }
+}
+
+/// Until every accepted unit is an order (or two minutes; not at all without `settle`): the
+/// database's figures, and how long after the last accepted buy the last order was written.
+async fn settle(
+    db: &sqlx::PgPool,
+    id: i64,
+    quantity: i32,
+    t: &Tally,
+    settle: bool,
+) -> anyhow::Result<(Figures, Option<Duration>)> {
+    let last_buy = t.last_accept.unwrap_or_else(Instant::now);
+    let deadline = Instant::now() + Duration::from_secs(if settle { 120 } else { 0 });
+    let mut poll = tokio::time::interval(Duration::from_millis(20));
+    loop {
+        poll.tick().await;
+        let figures = Figures::read(db, id, quantity).await?;
+        if figures.persisted_units >= t.accepted_units {
+            return Ok((figures, Some(last_buy.elapsed())));
+        }
+        if Instant::now() > deadline {
+            return Ok((figures, None));
+        }
+    }
+}
+
+struct Timings {
+    joined_in: Duration,
+    elapsed: Duration,
+    started: Instant,
+    persisted_after_last_buy: Option<Duration>,
+}
+
+impl Report {
+    fn new(
+        opts: &CrowdOptions,
+        activity: &Activity,
+        t: Tally,
+        figures: Figures,
+        timings: Timings,
+    ) -> Report {
+        let q = |p: f64| t.latency.value_at_quantile(p);
+        let w = |p: f64| t.waits.value_at_quantile(p);
+        let queue = activity.waiting_room.then(|| QueueReport {
+            joined_in: timings.joined_in,
+            polls: t.polls,
+            wait_ms: [w(0.5), w(0.9), w(0.99), t.waits.max()],
+            admitted: t.waits.len(),
+            told_sold_out: t.told_sold_out,
+        });
+        Report {
+            activity_id: activity.id,
+            requests: t.outcomes.values().sum::<u64>(),
+            accepted: t.accepted_units as u64,
+            latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
+            paced: (opts.rate > 0).then(|| {
+                let p = |q: f64| t.paced.value_at_quantile(q);
+                (
+                    opts.rate,
+                    [p(0.5), p(0.9), p(0.99), p(0.999), t.paced.max()],
+                )
+            }),
+            sold_out_after: t.sold_out_at.map(|at| at - timings.started),
+            tokens_not_persisted: (t.accepted_units - figures.persisted_units).max(0),
+            tokens: t.tokens,
+            outcomes: t.outcomes,
+            retried: t.retried,
+            elapsed: timings.elapsed,
+            persisted_after_last_buy: timings.persisted_after_last_buy,
+            total_stock: figures.total_stock,
+            sold: figures.sold,
+            users_over_limit: figures.users_over_limit,
+            demand_units: opts.users as i64 * i64::from(activity.per_user_limit),
+            queue,
+        }
+    }
+}
+
+impl Tally {
+    fn new() -> anyhow::Result<Tally> {
+        Ok(Tally {
+            outcomes: BTreeMap::new(),
+            retried: BTreeMap::new(),
+            latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
+            paced: Histogram::new_with_bounds(1, 60_000_000, 3)?,
+            accepted_units: 0,
+            tokens: Vec::new(),
+            sold_out_at: None,
+            last_accept: None,
+            waits: Histogram::new_with_bounds(1, 3_600_000, 3)?,
+            polls: 0,
+            told_sold_out: 0,
+        })
+    }
+}
+
+impl Target<'_> {
+    /// Every shopper at once (paced at `rate` when set), each buying once, or waiting in the
+    /// line and then buying; the tally of what they were told.
+    async fn crowd(
+        &self,
+        users: &[i64],
+        cookie: &impl Fn(i64, Role) -> String,
+        waiting_room: bool,
+        opts: &CrowdOptions,
+    ) -> anyhow::Result<Tally> {
+        let progress = if opts.show_progress {
+            indicatif::ProgressBar::new(opts.users as u64)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        let tally = Arc::new(Mutex::new(Tally::new()?));
+        // In a waiting room every shopper is there at once (polling); `concurrency` bounds the
+        // requests in flight instead.
+        let present = if waiting_room {
+            users.len().max(1)
+        } else {
+            opts.concurrency
+        };
+        stream::iter(users.iter().enumerate())
+            .for_each_concurrent(present, |(i, &user)| {
+                let (tally, progress) = (tally.clone(), &progress);
+                let cookie = cookie(user, Role::Shopper);
+                let addr = addr_of(i);
+                let start_at = (opts.rate > 0).then(|| {
+                    self.started + Duration::from_secs_f64(i as f64 / f64::from(opts.rate))
+                });
+                async move {
+                    if let Some(at) = start_at {
+                        tokio::time::sleep_until(at.into()).await;
+                    }
+                    let outcome = if waiting_room {
+                        self.wait_and_shop(i, &cookie, &addr, &tally).await
+                    } else {
+                        self.shop(i, &cookie, &addr, None, &tally).await
+                    };
+                    let mut t = tally.lock().expect("tally");
+                    if let Some(due) = start_at {
+                        let _ = t.paced.record((due.elapsed().as_micros() as u64).max(1));
+                    }
+                    *t.outcomes.entry(outcome).or_default() += 1;
+                    progress.inc(1);
+                }
+            })
+            .await;
+        progress.finish_and_clear();
+        Ok(Arc::try_unwrap(tally)
+            .ok()
+            .context("tally still shared")?
+            .into_inner()
+            .expect("tally"))
+    }
 }
 
 /// The database's side of the report.
@@ -720,25 +844,9 @@ impl Target<'_> {
         tally: &Mutex<Tally>,
     ) -> Attempt {
         let id = self.id;
-        let path = match self
-            .http
-            .get(format!("{base}/api/activities/{id}/path"))
-            .header("cookie", cookie)
-            .header("x-forwarded-for", addr)
-            .send()
-            .await
-        {
-            Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
-                Ok(p) => p.path,
-                Err(_) => return Attempt::done("path_unreadable"),
-            },
-            Ok(r) => {
-                return Attempt {
-                    outcome: format!("path_{}", r.status().as_u16()),
-                    retry: gateway_or_unavailable(r.status().as_u16()),
-                }
-            }
-            Err(e) => return Attempt::transport(&e, "path_"),
+        let path = match self.path(base, cookie, addr).await {
+            Ok(path) => path,
+            Err(refused) => return refused,
         };
         let sent = Instant::now();
         let resp = self
@@ -758,44 +866,77 @@ impl Target<'_> {
             .send()
             .await;
         let took = sent.elapsed().as_micros() as u64;
-        let (attempt, token) = match resp {
-            Ok(r) if r.status().as_u16() == 202 => match r.json::<app::api::Reservation>().await {
-                Ok(reservation) => (Attempt::done("accepted"), Some(reservation.token)),
-                // Taken, but the answer was lost on the way: the same key gets it again.
-                Err(e) => (Attempt::transport(&e, ""), None),
-            },
-            Ok(r) => {
-                let status = r.status().as_u16();
-                let code = r
-                    .json::<app::api::ErrorBody>()
-                    .await
-                    .map(|b| b.error)
-                    .unwrap_or_else(|_| format!("http_{status}"));
-                let outcome = if status >= 500 && code != "overloaded" {
-                    format!("{code}_{status}")
-                } else {
-                    code
-                };
-                (
-                    Attempt {
-                        outcome,
-                        retry: gateway_or_unavailable(status),
-                    },
-                    None,
-                )
-            }
-            Err(e) => (Attempt::transport(&e, ""), None),
-        };
-        let mut t = tally.lock().expect("tally");
-        let _ = t.latency.record(took.max(1));
-        if let Some(token) = token {
-            t.accepted_units += i64::from(self.quantity);
-            t.tokens.push(token);
-            t.last_accept = Some(Instant::now());
-        } else if attempt.outcome == "sold_out" && t.sold_out_at.is_none() {
-            t.sold_out_at = Some(Instant::now());
-        }
+        let (attempt, token) = answer_of(resp).await;
+        let units = i64::from(self.quantity);
+        tally
+            .lock()
+            .expect("tally")
+            .record_buy(took, token, &attempt.outcome, units);
         attempt
+    }
+
+    /// The buy path, as the page fetches it at the start; else the attempt's outcome.
+    async fn path(&self, base: &str, cookie: &str, addr: &str) -> Result<String, Attempt> {
+        let resp = self
+            .http
+            .get(format!("{base}/api/activities/{}/path", self.id))
+            .header("cookie", cookie)
+            .header("x-forwarded-for", addr)
+            .send()
+            .await;
+        match resp {
+            Ok(r) if r.status().is_success() => match r.json::<BuyPath>().await {
+                Ok(p) => Ok(p.path),
+                Err(_) => Err(Attempt::done("path_unreadable")),
+            },
+            Ok(r) => Err(Attempt {
+                outcome: format!("path_{}", r.status().as_u16()),
+                retry: gateway_or_unavailable(r.status().as_u16()),
+            }),
+            Err(e) => Err(Attempt::transport(&e, "path_")),
+        }
+    }
+}
+
+/// A buy's answer: its outcome (the error code, with the status past 499 but for `overloaded`)
+/// and, when accepted, the order token.
+async fn answer_of(resp: reqwest::Result<reqwest::Response>) -> (Attempt, Option<String>) {
+    match resp {
+        Ok(r) if r.status().as_u16() == 202 => match r.json::<app::api::Reservation>().await {
+            Ok(reservation) => (Attempt::done("accepted"), Some(reservation.token)),
+            // Taken, but the answer was lost on the way: the same key gets it again.
+            Err(e) => (Attempt::transport(&e, ""), None),
+        },
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let code = r
+                .json::<app::api::ErrorBody>()
+                .await
+                .map(|b| b.error)
+                .unwrap_or_else(|_| format!("http_{status}"));
+            let outcome = if status >= 500 && code != "overloaded" {
+                format!("{code}_{status}")
+            } else {
+                code
+            };
+            let retry = gateway_or_unavailable(status);
+            (Attempt { outcome, retry }, None)
+        }
+        Err(e) => (Attempt::transport(&e, ""), None),
+    }
+}
+
+impl Tally {
+    /// One buy's latency, and what it took or told.
+    fn record_buy(&mut self, took_us: u64, token: Option<String>, outcome: &str, units: i64) {
+        let _ = self.latency.record(took_us.max(1));
+        if let Some(token) = token {
+            self.accepted_units += units;
+            self.tokens.push(token);
+            self.last_accept = Some(Instant::now());
+        } else if outcome == "sold_out" && self.sold_out_at.is_none() {
+            self.sold_out_at = Some(Instant::now());
+        }
     }
 }
 

@@ -83,6 +83,27 @@ struct Request {
 }
 
 impl Request {
+    fn new(opts: &PaceOptions) -> anyhow::Result<Request> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &opts.headers {
+            headers.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes())?,
+                value.parse()?,
+            );
+        }
+        Ok(Request {
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(opts.connections)
+                .http1_only()
+                .tcp_nodelay(true)
+                .timeout(Duration::from_secs(30))
+                .build()?,
+            url: opts.url.clone(),
+            body: opts.body.clone().map(bytes::Bytes::from),
+            headers,
+        })
+    }
+
     async fn send(&self) -> u16 {
         let builder = match &self.body {
             Some(body) => self
@@ -108,24 +129,7 @@ impl Request {
 
 pub async fn run(opts: &PaceOptions) -> anyhow::Result<PaceReport> {
     anyhow::ensure!(opts.connections > 0, "no connection");
-    let mut headers = reqwest::header::HeaderMap::new();
-    for (name, value) in &opts.headers {
-        headers.insert(
-            reqwest::header::HeaderName::from_bytes(name.as_bytes())?,
-            value.parse()?,
-        );
-    }
-    let request = Arc::new(Request {
-        http: reqwest::Client::builder()
-            .pool_max_idle_per_host(opts.connections)
-            .http1_only()
-            .tcp_nodelay(true)
-            .timeout(Duration::from_secs(30))
-            .build()?,
-        url: opts.url.clone(),
-        body: opts.body.clone().map(bytes::Bytes::from),
-        headers,
-    });
+    let request = Arc::new(Request::new(opts)?);
     // Every connection opened before the clock starts: one request on each at once.
     let warm: Vec<_> = (0..opts.connections)
         .map(|_| {
@@ -136,61 +140,16 @@ pub async fn run(opts: &PaceOptions) -> anyhow::Result<PaceReport> {
     for w in warm {
         w.await?;
     }
-
     let tally = Arc::new(Mutex::new(Tally {
         statuses: BTreeMap::new(),
         latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
     }));
     let started = Instant::now();
-    let end = started + opts.duration;
-    let mut sent = 0u64;
-    if opts.rate == 0 {
-        let workers: Vec<_> = (0..opts.connections)
-            .map(|_| {
-                let (request, tally) = (request.clone(), tally.clone());
-                tokio::spawn(async move {
-                    let mut sent = 0u64;
-                    while Instant::now() < end {
-                        let at = Instant::now();
-                        let status = request.send().await;
-                        tally.lock().expect("tally").record(status, at);
-                        sent += 1;
-                    }
-                    sent
-                })
-            })
-            .collect();
-        for w in workers {
-            sent += w.await?;
-        }
+    let sent = if opts.rate == 0 {
+        closed_loop(&request, &tally, opts, started).await?
     } else {
-        // At most one request per connection in flight: a request due while all are busy waits
-        // for one, and that wait is part of its latency.
-        let connections = Arc::new(Semaphore::new(opts.connections));
-        let total = (opts.duration.as_secs_f64() * f64::from(opts.rate)) as u64;
-        let period = Duration::from_secs_f64(1.0 / f64::from(opts.rate));
-        let mut tick = tokio::time::interval(Duration::from_millis(1));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        while sent < total {
-            tick.tick().await;
-            // Everything due by now goes out; each keeps its own due instant.
-            let due_now =
-                ((started.elapsed().as_secs_f64() * f64::from(opts.rate)) as u64 + 1).min(total);
-            while sent < due_now {
-                let due = started + period.mul_f64(sent as f64);
-                let permit = connections.clone().acquire_owned().await?;
-                let (request, tally) = (request.clone(), tally.clone());
-                tokio::spawn(async move {
-                    let status = request.send().await;
-                    tally.lock().expect("tally").record(status, due);
-                    drop(permit);
-                });
-                sent += 1;
-            }
-        }
-        // Every answer in.
-        let _ = connections.acquire_many(opts.connections as u32).await?;
-    }
+        open_loop(&request, &tally, opts, started).await?
+    };
     let elapsed = started.elapsed();
     let t = tally.lock().expect("tally");
     let q = |p: f64| t.latency.value_at_quantile(p);
@@ -202,4 +161,71 @@ pub async fn run(opts: &PaceOptions) -> anyhow::Result<PaceReport> {
         rate: opts.rate,
         connections: opts.connections,
     })
+}
+
+/// Each connection sends its next request when the last is answered, for the whole duration.
+async fn closed_loop(
+    request: &Arc<Request>,
+    tally: &Arc<Mutex<Tally>>,
+    opts: &PaceOptions,
+    started: Instant,
+) -> anyhow::Result<u64> {
+    let end = started + opts.duration;
+    let workers: Vec<_> = (0..opts.connections)
+        .map(|_| {
+            let (request, tally) = (request.clone(), tally.clone());
+            tokio::spawn(async move {
+                let mut sent = 0u64;
+                while Instant::now() < end {
+                    let at = Instant::now();
+                    let status = request.send().await;
+                    tally.lock().expect("tally").record(status, at);
+                    sent += 1;
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut sent = 0;
+    for w in workers {
+        sent += w.await?;
+    }
+    Ok(sent)
+}
+
+/// Request i is due at i / rate whatever the server's pace, with at most one request per
+/// connection in flight: a request due while all are busy waits for one, and that wait is part
+/// of its latency.
+async fn open_loop(
+    request: &Arc<Request>,
+    tally: &Arc<Mutex<Tally>>,
+    opts: &PaceOptions,
+    started: Instant,
+) -> anyhow::Result<u64> {
+    let connections = Arc::new(Semaphore::new(opts.connections));
+    let total = (opts.duration.as_secs_f64() * f64::from(opts.rate)) as u64;
+    let period = Duration::from_secs_f64(1.0 / f64::from(opts.rate));
+    let mut tick = tokio::time::interval(Duration::from_millis(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut sent = 0u64;
+    while sent < total {
+        tick.tick().await;
+        // Everything due by now goes out; each keeps its own due instant.
+        let due_now =
+            ((started.elapsed().as_secs_f64() * f64::from(opts.rate)) as u64 + 1).min(total);
+        while sent < due_now {
+            let due = started + period.mul_f64(sent as f64);
+            let permit = connections.clone().acquire_owned().await?;
+            let (request, tally) = (request.clone(), tally.clone());
+            tokio::spawn(async move {
+                let status = request.send().await;
+                tally.lock().expect("tally").record(status, due);
+                drop(permit);
+            });
+            sent += 1;
+        }
+    }
+    // Every answer in.
+    let _ = connections.acquire_many(opts.connections as u32).await?;
+    Ok(sent)
 }
