@@ -85,147 +85,14 @@ impl Draft {
         &self,
         to_utc: impl Fn(&str) -> Option<String>,
     ) -> Result<NewActivity, FieldErrors> {
-        let mut errors = FieldErrors::new();
-        let title = self.title.trim().to_string();
-        if title.is_empty() || title.chars().count() > 120 {
-            errors.insert(
-                "title",
-                "Give the sale a title of 1 to 120 characters.".into(),
-            );
-        }
-        if self.description.chars().count() > 5000 {
-            errors.insert(
-                "description",
-                "The description can be at most 5000 characters.".into(),
-            );
-        }
-        let image = self.image_url.trim();
-        let linkable = ["https://", "http://", "/"]
-            .iter()
-            .any(|start| image.starts_with(start));
-        if !image.is_empty() && !linkable {
-            errors.insert(
-                "image_url",
-                "Use an http(s) URL or a path on this site.".into(),
-            );
-        }
-        let price = parse_money(&self.price);
-        if price.is_none() {
-            errors.insert(
-                "price_cents",
-                "Enter the regular price, e.g. 499.00.".into(),
-            );
-        }
-        let seckill = parse_money(&self.seckill_price);
-        match (seckill, price) {
-            (None, _) => {
-                errors.insert(
-                    "seckill_price_cents",
-                    "Enter the sale price, e.g. 99.00.".into(),
-                );
-            }
-            (Some(s), Some(p)) if s > p => {
-                errors.insert(
-                    "seckill_price_cents",
-                    "The sale price cannot be above the regular price.".into(),
-                );
-            }
-            _ => {}
-        }
-        let starts = to_utc(&self.starts_at);
-        if starts.is_none() {
-            errors.insert("starts_at", "Pick when the sale starts.".into());
-        }
-        let ends = to_utc(&self.ends_at);
-        match (&starts, &ends) {
-            (_, None) => {
-                errors.insert("ends_at", "Pick when the sale ends.".into());
-            }
-            (Some(s), Some(e)) if e <= s => {
-                errors.insert("ends_at", "The sale must end after it starts.".into());
-            }
-            _ => {}
-        }
-        let stock = parse_int(&self.stock).filter(|n| (1..=10_000_000).contains(n));
-        if stock.is_none() {
-            errors.insert(
-                "stock",
-                "Stock is a whole number from 1 to 10,000,000.".into(),
-            );
-        }
-        let limit = parse_int(&self.per_user_limit).filter(|n| (1..=100).contains(n));
-        if limit.is_none() {
-            errors.insert(
-                "per_user_limit",
-                "Each shopper may buy 1 to 100 units.".into(),
-            );
-        }
-        let window = parse_int(&self.payment_window_mins).filter(|n| (1..=1440).contains(n));
-        if window.is_none() {
-            errors.insert(
-                "payment_window_secs",
-                "The payment window is 1 to 1440 minutes.".into(),
-            );
-        }
-        let shards = match self.stock_shards.trim() {
-            "" => None,
-            typed => {
-                let n = parse_int(typed).filter(|n| (1..=64).contains(n));
-                if n.is_none() || stock.is_some_and(|s| n.is_some_and(|n| n > s)) {
-                    errors.insert(
-                        "stock_shards",
-                        "Split the stock over 1 to 64 shards, at most one per unit.".into(),
-                    );
-                }
-                n
-            }
-        };
-        let admit_per_sec = match self.admit_per_sec.trim() {
-            "" => None,
-            typed => {
-                let n = parse_int(typed).filter(|n| (1..=1_000_000).contains(n));
-                if n.is_none() {
-                    errors.insert(
-                        "admit_per_sec",
-                        "Admit 1 to 1,000,000 shoppers a second.".into(),
-                    );
-                }
-                n
-            }
-        };
-        let accounts_before = match self.accounts_created_before.trim() {
-            "" => None,
-            typed => {
-                let utc = to_utc(typed);
-                match (&utc, &starts) {
-                    (None, _) => {
-                        errors.insert(
-                            "accounts_created_before",
-                            "Pick a date and time, or leave it empty.".into(),
-                        );
-                    }
-                    (Some(b), Some(s)) if b > s => {
-                        errors.insert(
-                            "accounts_created_before",
-                            "Pick an instant at or before the start.".into(),
-                        );
-                    }
-                    _ => {}
-                }
-                utc
-            }
-        };
-        let pow_difficulty = parse_int(&self.pow_difficulty)
-            .and_then(|n| i32::try_from(n).ok())
-            .filter(|n| POW_DIFFICULTY_RANGE.contains(n));
-        if self.bot_check.takes_proof_of_work() && pow_difficulty.is_none() {
-            errors.insert(
-                "pow_difficulty",
-                "The difficulty is 1,000 to 10,000,000 hashes.".into(),
-            );
-        }
-        if !errors.is_empty() {
-            return Err(errors);
+        let mut check = Check::default();
+        let (title, image) = self.texts(&mut check);
+        let (price, seckill) = self.prices(&mut check);
+        let (starts, ends, accounts_before) = self.times(&mut check, &to_utc);
+        let units = self.units(&mut check);
+        let (admit_per_sec, pow_difficulty) = self.room_and_bot_check(&mut check);
+        if !check.0.is_empty() {
+            return Err(check.0);
         }
         Ok(NewActivity {
             bot_check: Some(self.bot_check),
@@ -234,18 +101,182 @@ impl Draft {
             admit_per_sec: admit_per_sec.map(|n| n as i32),
             title,
             description: self.description.clone(),
-            image_url: (!image.is_empty()).then(|| image.to_string()),
+            image_url: image,
             price_cents: price.unwrap_or_default(),
             seckill_price_cents: seckill.unwrap_or_default(),
             starts_at: starts.unwrap_or_default(),
             ends_at: ends.unwrap_or_default(),
-            stock: stock.unwrap_or_default(),
-            per_user_limit: limit.map(|n| n as i32),
+            stock: units.stock.unwrap_or_default(),
+            per_user_limit: units.limit.map(|n| n as i32),
             captcha_required: None,
-            payment_window_secs: window.map(|m| (m * 60) as i32),
-            stock_shards: shards.map(|n| n as i16),
+            payment_window_secs: units.window_mins.map(|m| (m * 60) as i32),
+            stock_shards: units.shards.map(|n| n as i16),
             accounts_created_before: accounts_before,
         })
+    }
+
+    /// The title (trimmed), the description's length, and the image's link (`None`: no image).
+    fn texts(&self, check: &mut Check) -> (String, Option<String>) {
+        let title = self.title.trim().to_string();
+        if title.is_empty() || title.chars().count() > 120 {
+            check.fail("title", "Give the sale a title of 1 to 120 characters.");
+        }
+        if self.description.chars().count() > 5000 {
+            check.fail(
+                "description",
+                "The description can be at most 5000 characters.",
+            );
+        }
+        let image = self.image_url.trim();
+        let linkable = ["https://", "http://", "/"]
+            .iter()
+            .any(|start| image.starts_with(start));
+        if !image.is_empty() && !linkable {
+            check.fail("image_url", "Use an http(s) URL or a path on this site.");
+        }
+        (title, (!image.is_empty()).then(|| image.to_string()))
+    }
+
+    /// Both prices in cents, the sale's at most the regular one.
+    fn prices(&self, check: &mut Check) -> (Option<i64>, Option<i64>) {
+        let price = check.need(
+            "price_cents",
+            parse_money(&self.price),
+            "Enter the regular price, e.g. 499.00.",
+        );
+        let seckill = check.need(
+            "seckill_price_cents",
+            parse_money(&self.seckill_price),
+            "Enter the sale price, e.g. 99.00.",
+        );
+        if seckill.zip(price).is_some_and(|(s, p)| s > p) {
+            check.fail(
+                "seckill_price_cents",
+                "The sale price cannot be above the regular price.",
+            );
+        }
+        (price, seckill)
+    }
+
+    /// The start, the end after it, and the accounts' cut-off at or before the start, in UTC.
+    fn times(
+        &self,
+        check: &mut Check,
+        to_utc: &impl Fn(&str) -> Option<String>,
+    ) -> (Option<String>, Option<String>, Option<String>) {
+        let starts = check.need(
+            "starts_at",
+            to_utc(&self.starts_at),
+            "Pick when the sale starts.",
+        );
+        let ends = check.need("ends_at", to_utc(&self.ends_at), "Pick when the sale ends.");
+        if let (Some(s), Some(e)) = (&starts, &ends) {
+            if e <= s {
+                check.fail("ends_at", "The sale must end after it starts.");
+            }
+        }
+        let accounts_before = match self.accounts_created_before.trim() {
+            "" => None,
+            typed => check.need(
+                "accounts_created_before",
+                to_utc(typed),
+                "Pick a date and time, or leave it empty.",
+            ),
+        };
+        if let (Some(b), Some(s)) = (&accounts_before, &starts) {
+            if b > s {
+                check.fail(
+                    "accounts_created_before",
+                    "Pick an instant at or before the start.",
+                );
+            }
+        }
+        (starts, ends, accounts_before)
+    }
+
+    fn units(&self, check: &mut Check) -> Units {
+        let stock = check.need(
+            "stock",
+            parse_int(&self.stock).filter(|n| (1..=10_000_000).contains(n)),
+            "Stock is a whole number from 1 to 10,000,000.",
+        );
+        let limit = check.need(
+            "per_user_limit",
+            parse_int(&self.per_user_limit).filter(|n| (1..=100).contains(n)),
+            "Each shopper may buy 1 to 100 units.",
+        );
+        let window_mins = check.need(
+            "payment_window_secs",
+            parse_int(&self.payment_window_mins).filter(|n| (1..=1440).contains(n)),
+            "The payment window is 1 to 1440 minutes.",
+        );
+        let shards = optional(&self.stock_shards).map(|typed| {
+            let n = parse_int(typed).filter(|n| (1..=64).contains(n));
+            if n.is_none() || stock.is_some_and(|s| n.is_some_and(|n| n > s)) {
+                check.fail(
+                    "stock_shards",
+                    "Split the stock over 1 to 64 shards, at most one per unit.",
+                );
+            }
+            n
+        });
+        Units {
+            stock,
+            limit,
+            window_mins,
+            shards: shards.flatten(),
+        }
+    }
+
+    /// The waiting room's admission rate (`None`: the default) and the proof of work's difficulty.
+    fn room_and_bot_check(&self, check: &mut Check) -> (Option<i64>, Option<i32>) {
+        let admit_per_sec = optional(&self.admit_per_sec).and_then(|typed| {
+            check.need(
+                "admit_per_sec",
+                parse_int(typed).filter(|n| (1..=1_000_000).contains(n)),
+                "Admit 1 to 1,000,000 shoppers a second.",
+            )
+        });
+        let pow_difficulty = parse_int(&self.pow_difficulty)
+            .and_then(|n| i32::try_from(n).ok())
+            .filter(|n| POW_DIFFICULTY_RANGE.contains(n));
+        if self.bot_check.takes_proof_of_work() && pow_difficulty.is_none() {
+            check.fail(
+                "pow_difficulty",
+                "The difficulty is 1,000 to 10,000,000 hashes.",
+            );
+        }
+        (admit_per_sec, pow_difficulty)
+    }
+}
+
+/// A field that may be left empty: `None` when it is, else what was typed (trimmed).
+fn optional(typed: &str) -> Option<&str> {
+    Some(typed.trim()).filter(|t| !t.is_empty())
+}
+
+struct Units {
+    stock: Option<i64>,
+    limit: Option<i64>,
+    window_mins: Option<i64>,
+    shards: Option<i64>,
+}
+
+/// The errors found so far, by field.
+#[derive(Default)]
+struct Check(FieldErrors);
+
+impl Check {
+    fn fail(&mut self, field: &'static str, message: &str) {
+        self.0.insert(field, message.to_string());
+    }
+
+    /// `value`, or the field's error when there is none.
+    fn need<T>(&mut self, field: &'static str, value: Option<T>, message: &str) -> Option<T> {
+        if value.is_none() {
+            self.fail(field, message);
+        }
+        value
     }
 }
 

@@ -45,34 +45,83 @@ pub fn Field(
     }
 }
 
+/// Two-way binding of one text field of the draft: its value, and the handler of its input.
+macro_rules! bind {
+    ($draft:ident . $field:ident) => {
+        (
+            move || $draft.with(|d| d.$field.clone()),
+            move |ev: leptos::ev::Event| $draft.update(|d| d.$field = event_target_value(&ev)),
+        )
+    };
+}
+
+fn described(id: &str) -> String {
+    format!("{id}-error")
+}
+
+/// "In Europe/Paris · 2030-01-01 11:00 UTC": a local time field's instant in UTC, as typed.
+fn utc_hint(
+    draft: RwSignal<Draft>,
+    zone: RwSignal<String>,
+    pick: fn(&Draft) -> &str,
+) -> Signal<String> {
+    Signal::derive(move || {
+        let utc = draft.with(|d| local_to_utc(pick(d)));
+        match utc {
+            Some(utc) => format!(
+                "In {} · {} UTC",
+                zone.get(),
+                utc.get(..16).unwrap_or(&utc).replace('T', " ")
+            ),
+            None => format!("In {}", zone.get()),
+        }
+    })
+}
+
 #[component]
 pub fn ActivityForm() -> impl IntoView {
     let session = crate::Session::get();
-    let navigate = leptos_router::hooks::use_navigate();
     let draft = RwSignal::new(Draft::fresh());
     let errors = RwSignal::new(FieldErrors::new());
     let form_error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
     let zone = RwSignal::new(String::from("your time zone"));
     Effect::new(move |_| zone.set(time_zone()));
+    let submit = submitter(draft, errors, form_error, busy);
+    view! {
+        <section class="card admin-form">
+            <h1>"New sale"</h1>
+            <form class="stack" novalidate on:submit=submit data-testid="admin-activity-form">
+                <Describe draft errors/>
+                <Prices draft errors/>
+                <Schedule draft errors zone/>
+                <Units draft errors/>
+                <BotCheckFields draft errors/>
+                <Admission draft errors zone/>
+                <p class="error" role="alert" data-testid="form-error">{move || form_error.get()}</p>
+                <div class="actions">
+                    <a href="/admin">"Cancel"</a>
+                    <button type="submit" data-testid="admin-activity-submit" disabled=move || busy.get() || !session.hydrated.get()>
+                        "Create sale"
+                    </button>
+                </div>
+            </form>
+        </section>
+    }
+}
 
-    let utc_hint = move |pick: fn(&Draft) -> String| {
-        Signal::derive(move || {
-            let value = draft.with(pick);
-            match local_to_utc(&value) {
-                Some(utc) => format!(
-                    "In {} · {} UTC",
-                    zone.get(),
-                    utc.get(..16).unwrap_or(&utc).replace('T', " ")
-                ),
-                None => format!("In {}", zone.get()),
-            }
-        })
-    };
-
-    // One key for this form's sale: a retry after a lost answer creates nothing more.
+/// The form's submission: the draft checked here, then created under one `Idempotency-Key`
+/// for this form (a retry after a lost answer creates nothing more), the server's field error
+/// shown on its field, and on success the new sale's page.
+fn submitter(
+    draft: RwSignal<Draft>,
+    errors: RwSignal<FieldErrors>,
+    form_error: RwSignal<Option<String>>,
+    busy: RwSignal<bool>,
+) -> impl Fn(SubmitEvent) + Clone + 'static {
+    let navigate = leptos_router::hooks::use_navigate();
     let key = StoredValue::new(String::new());
-    let submit = move |ev: SubmitEvent| {
+    move |ev: SubmitEvent| {
         ev.prevent_default();
         if busy.get_untracked() {
             return;
@@ -112,133 +161,158 @@ pub fn ActivityForm() -> impl IntoView {
             }
             busy.set(false);
         });
-    };
-
-    // Two-way binding of one text field of the draft.
-    macro_rules! bind {
-        ($field:ident) => {
-            (
-                move || draft.with(|d| d.$field.clone()),
-                move |ev: leptos::ev::Event| draft.update(|d| d.$field = event_target_value(&ev)),
-            )
-        };
     }
-    let (title, set_title) = bind!(title);
-    let (description, set_description) = bind!(description);
-    let (image_url, set_image_url) = bind!(image_url);
-    let (price, set_price) = bind!(price);
-    let (seckill_price, set_seckill_price) = bind!(seckill_price);
-    let (starts_at, set_starts_at) = bind!(starts_at);
-    let (ends_at, set_ends_at) = bind!(ends_at);
-    let (stock, set_stock) = bind!(stock);
-    let (limit, set_limit) = bind!(per_user_limit);
-    let (window_mins, set_window_mins) = bind!(payment_window_mins);
-    let (shards, set_shards) = bind!(stock_shards);
-    let (difficulty, set_difficulty) = bind!(pow_difficulty);
-    let (admit_rate, set_admit_rate) = bind!(admit_per_sec);
-    let (accounts_before, set_accounts_before) = bind!(accounts_created_before);
-    let described = |id: &str| format!("{id}-error");
+}
 
+#[component]
+fn Describe(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView {
+    let (title, set_title) = bind!(draft.title);
+    let (description, set_description) = bind!(draft.description);
+    let (image_url, set_image_url) = bind!(draft.image_url);
     view! {
-        <section class="card admin-form">
-            <h1>"New sale"</h1>
-            <form class="stack" novalidate on:submit=submit data-testid="admin-activity-form">
-                <Field id="title" label="Title" errors>
-                    <input id="field-title" name="title" data-testid="admin-field-title" maxlength="120" required
-                        aria-describedby=described("title") prop:value=title on:input=set_title/>
-                </Field>
-                <Field id="description" label="Description" errors>
-                    <textarea id="field-description" name="description" data-testid="admin-field-description" rows="4" maxlength="5000"
-                        aria-describedby=described("description") prop:value=description on:input=set_description></textarea>
-                </Field>
-                <Field id="image_url" label="Image URL (optional)" errors>
-                    <input id="field-image_url" name="image_url" data-testid="admin-field-image_url" inputmode="url"
-                        aria-describedby=described("image_url") prop:value=image_url on:input=set_image_url/>
-                </Field>
-                <div class="row">
-                    <Field id="price_cents" label="Regular price" errors>
-                        <input id="field-price_cents" name="price" data-testid="admin-field-price" inputmode="decimal" placeholder="499.00" required
-                            aria-describedby=described("price_cents") prop:value=price on:input=set_price/>
-                    </Field>
-                    <Field id="seckill_price_cents" label="Sale price" errors>
-                        <input id="field-seckill_price_cents" name="seckill_price" data-testid="admin-field-seckill_price" inputmode="decimal" placeholder="99.00" required
-                            aria-describedby=described("seckill_price_cents") prop:value=seckill_price on:input=set_seckill_price/>
-                    </Field>
-                </div>
-                <div class="row">
-                    <Field id="starts_at" label="Starts" errors hint=utc_hint(|d| d.starts_at.clone())>
-                        <input id="field-starts_at" name="starts_at" type="datetime-local" step="1" data-testid="admin-field-starts_at" required
-                            aria-describedby=described("starts_at") prop:value=starts_at on:input=set_starts_at/>
-                    </Field>
-                    <Field id="ends_at" label="Ends" errors hint=utc_hint(|d| d.ends_at.clone())>
-                        <input id="field-ends_at" name="ends_at" type="datetime-local" step="1" data-testid="admin-field-ends_at" required
-                            aria-describedby=described("ends_at") prop:value=ends_at on:input=set_ends_at/>
-                    </Field>
-                </div>
-                <div class="row">
-                    <Field id="stock" label="Stock (units)" errors>
-                        <input id="field-stock" name="stock" type="number" min="1" max="10000000" data-testid="admin-field-stock" required
-                            aria-describedby=described("stock") prop:value=stock on:input=set_stock/>
-                    </Field>
-                    <Field id="per_user_limit" label="Units per shopper" errors>
-                        <input id="field-per_user_limit" name="per_user_limit" type="number" min="1" max="100" data-testid="admin-field-per_user_limit"
-                            aria-describedby=described("per_user_limit") prop:value=limit on:input=set_limit/>
-                    </Field>
-                    <Field id="payment_window_secs" label="Payment window (minutes)" errors>
-                        <input id="field-payment_window_secs" name="payment_window" type="number" min="1" max="1440" data-testid="admin-field-payment_window"
-                            aria-describedby=described("payment_window_secs") prop:value=window_mins on:input=set_window_mins/>
-                    </Field>
-                    <Field id="stock_shards" label="Stock shards (optional)" errors
-                        hint=Signal::derive(|| "A hot sale's stock split over Redis masters; empty chooses for you.".to_string())>
-                        <input id="field-stock_shards" name="stock_shards" type="number" min="1" max="64" data-testid="admin-field-stock_shards"
-                            aria-describedby=described("stock_shards") prop:value=shards on:input=set_shards/>
-                    </Field>
-                </div>
-                <div class="row">
-                    <Field id="bot_check" label="Bot check" errors
-                        hint=Signal::derive(|| "Proof of work: the shopper's browser computes it, nobody solves a puzzle. Image: a captcha to read, with the proof of work offered instead to whoever cannot.".to_string())>
-                        <select id="field-bot_check" name="bot_check" data-testid="admin-field-bot_check"
-                            aria-describedby=described("bot_check")
-                            on:change=move |ev| draft.update(|d| d.bot_check = event_target_value(&ev).parse().unwrap_or_default())>
-                            {[(BotCheck::ProofOfWork, "Proof of work (no puzzle)"), (BotCheck::Image, "Image captcha, or proof of work"), (BotCheck::None, "None")]
-                                .into_iter()
-                                .map(|(check, label)| view! {
-                                    <option value=check.as_str() selected=move || draft.with(|d| d.bot_check == check)>{label}</option>
-                                })
-                                .collect_view()}
-                        </select>
-                    </Field>
-                    <Field id="pow_difficulty" label="Proof-of-work difficulty (hashes)" errors
-                        hint=Signal::derive(|| "30,000 (the default) solves in about a third of a second on a mid-range phone.".to_string())>
-                        <input id="field-pow_difficulty" name="pow_difficulty" type="number" min="1000" max="10000000" data-testid="admin-field-pow_difficulty"
-                            disabled=move || draft.with(|d| !d.bot_check.takes_proof_of_work())
-                            aria-describedby=described("pow_difficulty") prop:value=difficulty on:input=set_difficulty/>
-                    </Field>
-                </div>
-                <label class="check">
-                    <input type="checkbox" name="waiting_room" data-testid="admin-field-waiting_room"
-                        prop:checked=move || draft.with(|d| d.waiting_room_on())
-                        on:change=move |ev| draft.update(|d| d.waiting_room = Some(event_target_checked(&ev)))/>
-                    " Waiting room: shoppers who arrive before the start get a random place, then are let in at a steady rate (on by default from 1,000 units)"
-                </label>
-                <Field id="admit_per_sec" label="Shoppers admitted per second (optional)" errors
-                    hint=Signal::derive(|| "Empty: 2,000 a second, about what one instance's gate sustains.".to_string())>
-                    <input id="field-admit_per_sec" name="admit_per_sec" type="number" min="1" max="1000000" data-testid="admin-field-admit_per_sec"
-                        aria-describedby=described("admit_per_sec") prop:value=admit_rate on:input=set_admit_rate/>
-                </Field>
-                <Field id="accounts_created_before" label="Only accounts created before (optional)" errors
-                    hint=Signal::derive(move || format!("E.g. when you announce the sale: accounts made for it by the thousand cannot buy. {}", utc_hint(|d| d.accounts_created_before.clone()).get()))>
-                    <input id="field-accounts_created_before" name="accounts_created_before" type="datetime-local" step="1" data-testid="admin-field-accounts_created_before"
-                        aria-describedby=described("accounts_created_before") prop:value=accounts_before on:input=set_accounts_before/>
-                </Field>
-                <p class="error" role="alert" data-testid="form-error">{move || form_error.get()}</p>
-                <div class="actions">
-                    <a href="/admin">"Cancel"</a>
-                    <button type="submit" data-testid="admin-activity-submit" disabled=move || busy.get() || !session.hydrated.get()>
-                        "Create sale"
-                    </button>
-                </div>
-            </form>
-        </section>
+        <Field id="title" label="Title" errors>
+            <input id="field-title" name="title" data-testid="admin-field-title" maxlength="120" required
+                aria-describedby=described("title") prop:value=title on:input=set_title/>
+        </Field>
+        <Field id="description" label="Description" errors>
+            <textarea id="field-description" name="description" data-testid="admin-field-description" rows="4" maxlength="5000"
+                aria-describedby=described("description") prop:value=description on:input=set_description></textarea>
+        </Field>
+        <Field id="image_url" label="Image URL (optional)" errors>
+            <input id="field-image_url" name="image_url" data-testid="admin-field-image_url" inputmode="url"
+                aria-describedby=described("image_url") prop:value=image_url on:input=set_image_url/>
+        </Field>
+    }
+}
+
+#[component]
+fn Prices(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView {
+    let (price, set_price) = bind!(draft.price);
+    let (seckill_price, set_seckill_price) = bind!(draft.seckill_price);
+    view! {
+        <div class="row">
+            <Field id="price_cents" label="Regular price" errors>
+                <input id="field-price_cents" name="price" data-testid="admin-field-price" inputmode="decimal" placeholder="499.00" required
+                    aria-describedby=described("price_cents") prop:value=price on:input=set_price/>
+            </Field>
+            <Field id="seckill_price_cents" label="Sale price" errors>
+                <input id="field-seckill_price_cents" name="seckill_price" data-testid="admin-field-seckill_price" inputmode="decimal" placeholder="99.00" required
+                    aria-describedby=described("seckill_price_cents") prop:value=seckill_price on:input=set_seckill_price/>
+            </Field>
+        </div>
+    }
+}
+
+#[component]
+fn Schedule(
+    draft: RwSignal<Draft>,
+    errors: RwSignal<FieldErrors>,
+    zone: RwSignal<String>,
+) -> impl IntoView {
+    let (starts_at, set_starts_at) = bind!(draft.starts_at);
+    let (ends_at, set_ends_at) = bind!(draft.ends_at);
+    view! {
+        <div class="row">
+            <Field id="starts_at" label="Starts" errors hint=utc_hint(draft, zone, |d| &d.starts_at)>
+                <input id="field-starts_at" name="starts_at" type="datetime-local" step="1" data-testid="admin-field-starts_at" required
+                    aria-describedby=described("starts_at") prop:value=starts_at on:input=set_starts_at/>
+            </Field>
+            <Field id="ends_at" label="Ends" errors hint=utc_hint(draft, zone, |d| &d.ends_at)>
+                <input id="field-ends_at" name="ends_at" type="datetime-local" step="1" data-testid="admin-field-ends_at" required
+                    aria-describedby=described("ends_at") prop:value=ends_at on:input=set_ends_at/>
+            </Field>
+        </div>
+    }
+}
+
+#[component]
+fn Units(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView {
+    let (stock, set_stock) = bind!(draft.stock);
+    let (limit, set_limit) = bind!(draft.per_user_limit);
+    let (window_mins, set_window_mins) = bind!(draft.payment_window_mins);
+    let (shards, set_shards) = bind!(draft.stock_shards);
+    view! {
+        <div class="row">
+            <Field id="stock" label="Stock (units)" errors>
+                <input id="field-stock" name="stock" type="number" min="1" max="10000000" data-testid="admin-field-stock" required
+                    aria-describedby=described("stock") prop:value=stock on:input=set_stock/>
+            </Field>
+            <Field id="per_user_limit" label="Units per shopper" errors>
+                <input id="field-per_user_limit" name="per_user_limit" type="number" min="1" max="100" data-testid="admin-field-per_user_limit"
+                    aria-describedby=described("per_user_limit") prop:value=limit on:input=set_limit/>
+            </Field>
+            <Field id="payment_window_secs" label="Payment window (minutes)" errors>
+                <input id="field-payment_window_secs" name="payment_window" type="number" min="1" max="1440" data-testid="admin-field-payment_window"
+                    aria-describedby=described("payment_window_secs") prop:value=window_mins on:input=set_window_mins/>
+            </Field>
+            <Field id="stock_shards" label="Stock shards (optional)" errors
+                hint=Signal::derive(|| "A hot sale's stock split over Redis masters; empty chooses for you.".to_string())>
+                <input id="field-stock_shards" name="stock_shards" type="number" min="1" max="64" data-testid="admin-field-stock_shards"
+                    aria-describedby=described("stock_shards") prop:value=shards on:input=set_shards/>
+            </Field>
+        </div>
+    }
+}
+
+#[component]
+fn BotCheckFields(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView {
+    let (difficulty, set_difficulty) = bind!(draft.pow_difficulty);
+    let checks = [
+        (BotCheck::ProofOfWork, "Proof of work (no puzzle)"),
+        (BotCheck::Image, "Image captcha, or proof of work"),
+        (BotCheck::None, "None"),
+    ];
+    view! {
+        <div class="row">
+            <Field id="bot_check" label="Bot check" errors
+                hint=Signal::derive(|| "Proof of work: the shopper's browser computes it, nobody solves a puzzle. Image: a captcha to read, with the proof of work offered instead to whoever cannot.".to_string())>
+                <select id="field-bot_check" name="bot_check" data-testid="admin-field-bot_check"
+                    aria-describedby=described("bot_check")
+                    on:change=move |ev| draft.update(|d| d.bot_check = event_target_value(&ev).parse().unwrap_or_default())>
+                    {checks
+                        .into_iter()
+                        .map(|(check, label)| view! {
+                            <option value=check.as_str() selected=move || draft.with(|d| d.bot_check == check)>{label}</option>
+                        })
+                        .collect_view()}
+                </select>
+            </Field>
+            <Field id="pow_difficulty" label="Proof-of-work difficulty (hashes)" errors
+                hint=Signal::derive(|| "30,000 (the default) solves in about a third of a second on a mid-range phone.".to_string())>
+                <input id="field-pow_difficulty" name="pow_difficulty" type="number" min="1000" max="10000000" data-testid="admin-field-pow_difficulty"
+                    disabled=move || draft.with(|d| !d.bot_check.takes_proof_of_work())
+                    aria-describedby=described("pow_difficulty") prop:value=difficulty on:input=set_difficulty/>
+            </Field>
+        </div>
+    }
+}
+
+/// Who gets in, and how fast: the waiting room, its admission rate, the accounts' cut-off.
+#[component]
+fn Admission(
+    draft: RwSignal<Draft>,
+    errors: RwSignal<FieldErrors>,
+    zone: RwSignal<String>,
+) -> impl IntoView {
+    let (admit_rate, set_admit_rate) = bind!(draft.admit_per_sec);
+    let (accounts_before, set_accounts_before) = bind!(draft.accounts_created_before);
+    let before_hint = utc_hint(draft, zone, |d| &d.accounts_created_before);
+    view! {
+        <label class="check">
+            <input type="checkbox" name="waiting_room" data-testid="admin-field-waiting_room"
+                prop:checked=move || draft.with(|d| d.waiting_room_on())
+                on:change=move |ev| draft.update(|d| d.waiting_room = Some(event_target_checked(&ev)))/>
+            " Waiting room: shoppers who arrive before the start get a random place, then are let in at a steady rate (on by default from 1,000 units)"
+        </label>
+        <Field id="admit_per_sec" label="Shoppers admitted per second (optional)" errors
+            hint=Signal::derive(|| "Empty: 2,000 a second, about what one instance's gate sustains.".to_string())>
+            <input id="field-admit_per_sec" name="admit_per_sec" type="number" min="1" max="1000000" data-testid="admin-field-admit_per_sec"
+                aria-describedby=described("admit_per_sec") prop:value=admit_rate on:input=set_admit_rate/>
+        </Field>
+        <Field id="accounts_created_before" label="Only accounts created before (optional)" errors
+            hint=Signal::derive(move || format!("E.g. when you announce the sale: accounts made for it by the thousand cannot buy. {}", before_hint.get()))>
+            <input id="field-accounts_created_before" name="accounts_created_before" type="datetime-local" step="1" data-testid="admin-field-accounts_created_before"
+                aria-describedby=described("accounts_created_before") prop:value=accounts_before on:input=set_accounts_before/>
+        </Field>
     }
 }

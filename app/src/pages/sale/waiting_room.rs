@@ -4,7 +4,7 @@
 //! readers, and at the shopper's turn the buy panel opens with the admission ticket. "Sold out"
 //! reaches everyone still waiting from the stock poll and from the line.
 
-use super::BuyPanel;
+use super::buy_panel::BuyPanel;
 use crate::{
     api::{Activity, QueueStatus},
     components::countdown::Phase,
