@@ -55,6 +55,53 @@ use tower_http::{
     trace::TraceLayer,
 };
 
+/// Redis: the command connection, the masters' count, and the replication `WAIT`'s own
+/// connection (`WAIT` blocks the connection it is sent on) when replicas are awaited.
+async fn connect_redis(config: &Config) -> anyhow::Result<(redis_conn::Conn, usize, Replication)> {
+    let mut conn = redis_conn::connect(&config.redis).await?;
+    let masters = redis_conn::masters(&mut conn).await?;
+    let waiting = match config.redis_wait_replicas {
+        0 => None,
+        _ => Some(redis_conn::connect(&config.redis).await?),
+    };
+    let replication = Replication::new(
+        waiting,
+        config.redis_wait_replicas,
+        config.redis_wait_timeout,
+    );
+    Ok((conn, masters, replication))
+}
+
+/// The operator and the merchant the configuration names, created when missing, and the demo
+/// sale when asked.
+async fn create_configured_accounts(db: &sqlx::PgPool, config: &Config) -> anyhow::Result<()> {
+    if let Some((user, password)) = &config.operator {
+        match account::create_account(db, Role::Operator, None, user, password).await? {
+            Some(o) => {
+                tracing::info!(operator.id = o.id, operator.username = %o.username, "operator created")
+            }
+            None => tracing::info!(operator.username = %user, "operator already exists"),
+        }
+    }
+    if let Some((user, password)) = &config.admin {
+        match account::create_account(db, Role::Merchant, None, user, password).await? {
+            Some(m) => {
+                tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created")
+            }
+            None => tracing::info!(merchant.username = %user, "merchant already exists"),
+        }
+        if config.demo {
+            if let Some(id) = activity::create_demo(db, user).await? {
+                tracing::info!(
+                    activity.id = id,
+                    "demo sale created; it starts in 3 minutes"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 pub struct Application {
     listener: TcpListener,
     router: Router,
@@ -66,46 +113,13 @@ impl AppState {
     pub async fn connect(config: Config) -> anyhow::Result<AppState> {
         let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
         db::migrate(&db).await?;
-        let mut conn = redis_conn::connect(&config.redis).await?;
-        let masters = redis_conn::masters(&mut conn).await?;
-        // `WAIT` blocks the connection it is sent on: it gets one of its own.
-        let replication = Replication::new(
-            match config.redis_wait_replicas {
-                0 => None,
-                _ => Some(redis_conn::connect(&config.redis).await?),
-            },
-            config.redis_wait_replicas,
-            config.redis_wait_timeout,
-        );
+        let (conn, masters, replication) = connect_redis(&config).await?;
         let broker = Broker::new(&config.amqp_url);
         if let Err(e) = broker.connection().await {
             tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
         }
 
-        if let Some((user, password)) = &config.operator {
-            match account::create_account(&db, Role::Operator, None, user, password).await? {
-                Some(o) => {
-                    tracing::info!(operator.id = o.id, operator.username = %o.username, "operator created")
-                }
-                None => tracing::info!(operator.username = %user, "operator already exists"),
-            }
-        }
-        if let Some((user, password)) = &config.admin {
-            match account::create_account(&db, Role::Merchant, None, user, password).await? {
-                Some(m) => {
-                    tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created")
-                }
-                None => tracing::info!(merchant.username = %user, "merchant already exists"),
-            }
-            if config.demo {
-                if let Some(id) = activity::create_demo(&db, user).await? {
-                    tracing::info!(
-                        activity.id = id,
-                        "demo sale created; it starts in 3 minutes"
-                    );
-                }
-            }
-        }
+        create_configured_accounts(&db, &config).await?;
 
         let site = site::Site::load(&config);
         let keys = Keys::new(&config.redis_prefix);
@@ -379,51 +393,28 @@ impl Application {
     }
 }
 
+/// Whether a middleware is on: all are, unless a measurement leaves one out (config.rs, LAYERS).
+#[derive(Clone, Copy)]
+struct Layers<'a>(&'a [String]);
+
+impl Layers<'_> {
+    fn on(self, layer: &str) -> bool {
+        !self.0.iter().any(|l| l == layer)
+    }
+}
+
 fn router(state: AppState) -> Router {
-    let on = |layer: &str| !state.config.layers_off.iter().any(|l| l == layer);
+    let layers = Layers(&state.config.layers_off);
     if !state.config.layers_off.is_empty() {
         tracing::warn!(layers = ?state.config.layers_off, "middleware left out for a measurement (SECKILL_BENCH_WITHOUT_LAYERS); never in production");
     }
-    let mut api = Router::new()
-        .merge(http::accounts::router())
-        .merge(http::activities::router())
-        .merge(http::buy::router())
-        .merge(http::orders::router())
-        .merge(http::admin::activities::router())
-        .merge(http::admin::orders::router())
-        .merge(http::admin::audit::router())
-        .merge(http::operator::router())
-        .fallback(|| async { ApiError::NotFound });
-    if on("require_json") {
-        api = api.layer(middleware::from_fn(http::input::require_json));
-    }
-    let api = api
-        .layer(middleware::from_fn(http::input::json_rejections))
-        .layer(middleware::from_fn(http::input::no_store_when_signed_in));
-
     let site = Path::new(&state.config.site_root).to_path_buf();
     let routes = generate_route_list(app::App);
     let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
     let shell = move |options| app::shell(options, assets.clone());
     let storefront = site::storefront(state.db.clone());
-    let pkg_cache = if state.hashed_assets {
-        site::IMMUTABLE
-    } else {
-        "no-cache"
-    };
-    let pkg = ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(pkg_cache),
-        ))
-        .service(
-            ServeDir::new(site.join("pkg"))
-                .precompressed_br()
-                .precompressed_gzip(),
-        );
-
-    let mut app = Router::new()
-        .nest("/api", api)
+    let app = Router::new()
+        .nest("/api", api_router(layers))
         .merge(http::ops::router())
         .leptos_routes_with_context(
             &state,
@@ -434,20 +425,61 @@ fn router(state: AppState) -> Router {
                 move || shell(leptos.clone())
             },
         )
-        .nest_service("/pkg", pkg)
+        .nest_service("/pkg", pkg_service(&site, state.hashed_assets))
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell));
-    // Innermost first. Each is on unless a measurement leaves it out (config.rs, LAYERS).
-    if on("guard_pages") {
+    with_layers(app, &state, layers).with_state(state)
+}
+
+/// `/api`: every JSON route, JSON in and out, nothing cached once signed in.
+fn api_router(layers: Layers) -> Router<AppState> {
+    let mut api = Router::new()
+        .merge(http::accounts::router())
+        .merge(http::activities::router())
+        .merge(http::buy::router())
+        .merge(http::orders::router())
+        .merge(http::admin::activities::router())
+        .merge(http::admin::orders::router())
+        .merge(http::admin::audit::router())
+        .merge(http::operator::router())
+        .fallback(|| async { ApiError::NotFound });
+    if layers.on("require_json") {
+        api = api.layer(middleware::from_fn(http::input::require_json));
+    }
+    api.layer(middleware::from_fn(http::input::json_rejections))
+        .layer(middleware::from_fn(http::input::no_store_when_signed_in))
+}
+
+/// `/pkg`: the wasm, scripts and styles, precompressed; immutable when their names are hashed.
+fn pkg_service(
+    site: &Path,
+    hashed: bool,
+) -> tower_http::set_header::SetResponseHeader<ServeDir, HeaderValue> {
+    let cache = if hashed { site::IMMUTABLE } else { "no-cache" };
+    ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(cache),
+        ))
+        .service(
+            ServeDir::new(site.join("pkg"))
+                .precompressed_br()
+                .precompressed_gzip(),
+        )
+}
+
+/// The middleware around every route, innermost first.
+fn with_layers(mut app: Router<AppState>, state: &AppState, layers: Layers) -> Router<AppState> {
+    if layers.on("guard_pages") {
         app = app.layer(middleware::from_fn_with_state(
             state.sessions.clone(),
             http::admin::guard_pages,
         ));
     }
-    if on("cache_policy") {
+    if layers.on("cache_policy") {
         app = app.layer(middleware::from_fn(site::html_cache_policy));
     }
-    if on("security_headers") {
+    if layers.on("security_headers") {
         app = app.layer(site::security_headers());
         // Served over HTTPS (the cookie is `Secure`): browsers keep to HTTPS from then on.
         if state.config.cookie_secure {
@@ -457,7 +489,7 @@ fn router(state: AppState) -> Router {
             ));
         }
     }
-    if on("compression") {
+    if layers.on("compression") {
         // Not below 1 KiB: the buy path's small JSON answers gain nothing from it (an encoder
         // per answer, and a compressed body of a hundred bytes is hardly smaller).
         app = app.layer(
@@ -469,21 +501,21 @@ fn router(state: AppState) -> Router {
             ),
         );
     }
-    if on("timeout") {
+    if layers.on("timeout") {
         app = app.layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.config.request_timeout,
         ));
     }
-    if on("connection") {
+    if layers.on("connection") {
         app = app.layer(middleware::from_fn(
             http::connection::close_when_body_unread,
         ));
     }
-    if on("trace") {
+    if layers.on("trace") {
         app = app.layer(TraceLayer::new_for_http());
     }
-    app.with_state(state)
+    app
 }
 
 /// Completes on SIGTERM or Ctrl-C.

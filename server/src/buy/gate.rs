@@ -484,26 +484,7 @@ impl Gate {
         let shards = activity.stock_shards;
         let home_index = home_shard(user, shards);
         let home = keys.shard(activity.id, home_index, shards);
-        let (check_flag, spent) = match proof {
-            Proof::None => (0, None),
-            Proof::Captcha(id, answer) => {
-                let expected: Option<String> = redis::cmd("GETDEL")
-                    .arg(keys.captcha(&id))
-                    .query_async(&mut redis.conn())
-                    .await?;
-                (
-                    if expected.is_some_and(|e| e.to_lowercase() == answer) {
-                        1
-                    } else {
-                        2
-                    },
-                    None,
-                )
-            }
-            Proof::Work(spent) => (3, Some(spent)),
-            // Verified before this call; never reaches here unverified.
-            Proof::Unverified(_) | Proof::Refused => (2, None),
-        };
+        let (check_flag, spent) = self.bot_check_flag(proof).await?;
         let token = new_token(activity.id, home_index, shards);
         let now_ms = chrono::Utc::now().timestamp_millis();
         let mut invocation = self.script.prepare_invoke();
@@ -549,6 +530,42 @@ impl Gate {
         if code != "borrow" {
             return Ok((code, detail));
         }
+        self.borrow_for(activity, user, &home, home_index, &detail, idempotency)
+            .await
+    }
+
+    /// The bot check as the gate script takes it: 0 none, 1 a right captcha answer (the
+    /// captcha spent here), 2 a wrong or refused one, 3 a verified proof of work (spent by the
+    /// script, which is given its nonce).
+    async fn bot_check_flag(&self, proof: Proof<'_>) -> redis::RedisResult<(u8, Option<Spent>)> {
+        Ok(match proof {
+            Proof::None => (0, None),
+            Proof::Captcha(id, answer) => {
+                let redis = &self.parts.redis;
+                let expected: Option<String> = redis::cmd("GETDEL")
+                    .arg(redis.keys.captcha(&id))
+                    .query_async(&mut redis.conn())
+                    .await?;
+                let right = expected.is_some_and(|e| e.to_lowercase() == answer);
+                (if right { 1 } else { 2 }, None)
+            }
+            Proof::Work(spent) => (3, Some(spent)),
+            // Verified before this call; never reaches here unverified.
+            Proof::Unverified(_) | Proof::Refused => (2, None),
+        })
+    }
+
+    /// The home shard is out of units: a unit borrowed from the other shards, and the home
+    /// shard's pending borrowing settled either way. `detail`: the gate's "token quantity".
+    async fn borrow_for(
+        &self,
+        activity: &ActivityRow,
+        user: i64,
+        home: &ShardKeys,
+        home_index: i16,
+        detail: &str,
+        idempotency: Option<&str>,
+    ) -> redis::RedisResult<(String, String)> {
         // The token may be an earlier request's, resumed by its Idempotency-Key: its quantity is
         // the one first asked for (and held), whatever this retry asks.
         let (token, quantity) = detail
@@ -564,8 +581,8 @@ impl Gate {
             token,
             idempotency,
         };
-        let lender = self.borrow(&buy, shards, home_index).await?;
-        self.settle(&buy, &home, lender.is_some()).await?;
+        let lender = self.borrow(&buy, activity.stock_shards, home_index).await?;
+        self.settle(&buy, home, lender.is_some()).await?;
         Ok(match lender {
             Some(lender) => {
                 self.confirm(&[lender.stock(), home.stock()]).await?;

@@ -334,105 +334,41 @@ pub fn plain_text(field: &str, text: &str, multiline: bool) -> ApiResult<()> {
     }
 }
 
+/// `value` when `range` holds it, else `400 invalid_input` naming `field`.
+fn within<T: PartialOrd>(
+    field: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+    message: impl FnOnce() -> String,
+) -> ApiResult<T> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(ApiError::invalid(field, message()))
+    }
+}
+
 impl ActivitySpec {
-    /// `masters`: how many Redis masters the deployment has (for the default shard count).
+    /// The rules of docs/api.md, checked in the order of its fields: the first broken one is the
+    /// answer. `masters`: how many Redis masters the deployment has (for the default shard count).
     pub fn parse(n: NewActivity, min_window: i32, masters: usize) -> ApiResult<ActivitySpec> {
-        let title = n.title.trim().to_string();
-        if title.is_empty() || title.chars().count() > 120 {
-            return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
-        }
-        plain_text("title", &title, false)?;
-        plain_text("description", &n.description, true)?;
-        if let Some(url) = &n.image_url {
-            plain_text("image_url", url, false)?;
-        }
-        if n.description.chars().count() > 5000 {
-            return Err(ApiError::invalid(
-                "description",
-                "must be at most 5000 characters",
-            ));
-        }
-        let image_url = match n
-            .image_url
-            .map(|u| u.trim().to_string())
-            .filter(|u| !u.is_empty())
-        {
-            Some(u)
-                if u.len() > 2048
-                    || !(u.starts_with("https://")
-                        || u.starts_with("http://")
-                        || u.starts_with('/')) =>
-            {
-                return Err(ApiError::invalid(
-                    "image_url",
-                    "must be an http(s) URL or a path",
-                ));
-            }
-            other => other,
-        };
-        if !(0..=MAX_PRICE_CENTS).contains(&n.price_cents) {
-            return Err(ApiError::invalid(
-                "price_cents",
-                format!("must be between 0 and {MAX_PRICE_CENTS}"),
-            ));
-        }
-        if !(0..=n.price_cents).contains(&n.seckill_price_cents) {
-            return Err(ApiError::invalid(
-                "seckill_price_cents",
-                "must be between 0 and price_cents",
-            ));
-        }
+        let (title, image_url) = texts(&n)?;
+        within("price_cents", n.price_cents, 0..=MAX_PRICE_CENTS, || {
+            format!("must be between 0 and {MAX_PRICE_CENTS}")
+        })?;
+        within(
+            "seckill_price_cents",
+            n.seckill_price_cents,
+            0..=n.price_cents,
+            || "must be between 0 and price_cents".into(),
+        )?;
         let starts_at = parse_time("starts_at", &n.starts_at)?;
         let ends_at = parse_time("ends_at", &n.ends_at)?;
         if ends_at <= starts_at {
             return Err(ApiError::invalid("ends_at", "must be after starts_at"));
         }
-        if !(1..=10_000_000).contains(&n.stock) {
-            return Err(ApiError::invalid("stock", "must be between 1 and 10000000"));
-        }
-        let per_user_limit = n.per_user_limit.unwrap_or(1);
-        if !(1..=100).contains(&per_user_limit) {
-            return Err(ApiError::invalid(
-                "per_user_limit",
-                "must be between 1 and 100",
-            ));
-        }
-        let payment_window_secs = n.payment_window_secs.unwrap_or(600);
-        if !(min_window..=86_400).contains(&payment_window_secs) {
-            return Err(ApiError::invalid(
-                "payment_window_secs",
-                format!("must be between {min_window} and 86400"),
-            ));
-        }
-        let stock_shards = n
-            .stock_shards
-            .unwrap_or_else(|| default_shards(n.stock, masters));
-        if !(1..=MAX_SHARDS).contains(&stock_shards) || i64::from(stock_shards) > n.stock {
-            return Err(ApiError::invalid(
-                "stock_shards",
-                format!("must be between 1 and {MAX_SHARDS}, and at most the stock"),
-            ));
-        }
-        let admit_per_sec = n.admit_per_sec.unwrap_or(DEFAULT_ADMIT_PER_SEC);
-        if !(1..=1_000_000).contains(&admit_per_sec) {
-            return Err(ApiError::invalid(
-                "admit_per_sec",
-                "must be between 1 and 1000000",
-            ));
-        }
-        let bot_check = match (n.bot_check, n.captcha_required) {
-            (None, None) => BotCheck::ProofOfWork,
-            (None, Some(true)) => BotCheck::Image,
-            (None, Some(false)) => BotCheck::None,
-            (Some(check), None) => check,
-            (Some(check), Some(captcha)) if captcha == (check == BotCheck::Image) => check,
-            (Some(_), Some(_)) => {
-                return Err(ApiError::invalid(
-                    "bot_check",
-                    "contradicts captcha_required (true means image); send one of them",
-                ))
-            }
-        };
+        let units = Units::parse(&n, min_window, masters)?;
+        let bot_check = bot_check(n.bot_check, n.captcha_required)?;
         let accounts_created_before = match n.accounts_created_before.as_deref() {
             Some(t) => Some(parse_time("accounts_created_before", t)?),
             None => None,
@@ -443,17 +379,13 @@ impl ActivitySpec {
                 "must be at most starts_at",
             ));
         }
-        let pow_difficulty = n.pow_difficulty.unwrap_or(DEFAULT_POW_DIFFICULTY);
-        if !POW_DIFFICULTY_RANGE.contains(&pow_difficulty) {
-            return Err(ApiError::invalid(
-                "pow_difficulty",
-                format!(
-                    "must be between {} and {}",
-                    POW_DIFFICULTY_RANGE.start(),
-                    POW_DIFFICULTY_RANGE.end()
-                ),
-            ));
-        }
+        let (low, high) = POW_DIFFICULTY_RANGE.into_inner();
+        let pow_difficulty = within(
+            "pow_difficulty",
+            n.pow_difficulty.unwrap_or(DEFAULT_POW_DIFFICULTY),
+            POW_DIFFICULTY_RANGE,
+            || format!("must be between {low} and {high}"),
+        )?;
         Ok(ActivitySpec {
             accounts_created_before,
             bot_check,
@@ -461,7 +393,7 @@ impl ActivitySpec {
             waiting_room: n
                 .waiting_room
                 .unwrap_or(n.stock >= WAITING_ROOM_STOCK_THRESHOLD),
-            admit_per_sec,
+            admit_per_sec: units.admit_per_sec,
             title,
             description: n.description,
             image_url,
@@ -470,9 +402,108 @@ impl ActivitySpec {
             starts_at,
             ends_at,
             stock: n.stock,
+            per_user_limit: units.per_user_limit,
+            payment_window_secs: units.payment_window_secs,
+            stock_shards: units.stock_shards,
+        })
+    }
+}
+
+/// The title (trimmed) and the image's link (`None`: no image), once every text is plain.
+fn texts(n: &NewActivity) -> ApiResult<(String, Option<String>)> {
+    let title = n.title.trim().to_string();
+    if title.is_empty() || title.chars().count() > 120 {
+        return Err(ApiError::invalid("title", "must be 1 to 120 characters"));
+    }
+    plain_text("title", &title, false)?;
+    plain_text("description", &n.description, true)?;
+    if let Some(url) = &n.image_url {
+        plain_text("image_url", url, false)?;
+    }
+    if n.description.chars().count() > 5000 {
+        return Err(ApiError::invalid(
+            "description",
+            "must be at most 5000 characters",
+        ));
+    }
+    let image_url = n
+        .image_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty());
+    let linkable = |u: &str| {
+        u.len() <= 2048
+            && (u.starts_with("https://") || u.starts_with("http://") || u.starts_with('/'))
+    };
+    match image_url {
+        Some(u) if !linkable(u) => Err(ApiError::invalid(
+            "image_url",
+            "must be an http(s) URL or a path",
+        )),
+        other => Ok((title, other.map(String::from))),
+    }
+}
+
+/// The bot check asked, by its name or by the older `captcha_required` (both: they must agree).
+fn bot_check(named: Option<BotCheck>, captcha_required: Option<bool>) -> ApiResult<BotCheck> {
+    match (named, captcha_required) {
+        (None, None) => Ok(BotCheck::ProofOfWork),
+        (None, Some(true)) => Ok(BotCheck::Image),
+        (None, Some(false)) => Ok(BotCheck::None),
+        (Some(check), None) => Ok(check),
+        (Some(check), Some(captcha)) if captcha == (check == BotCheck::Image) => Ok(check),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "bot_check",
+            "contradicts captcha_required (true means image); send one of them",
+        )),
+    }
+}
+
+/// The counts of a new sale, each within its bounds (defaults filled in).
+struct Units {
+    per_user_limit: i32,
+    payment_window_secs: i32,
+    stock_shards: i16,
+    admit_per_sec: i32,
+}
+
+impl Units {
+    fn parse(n: &NewActivity, min_window: i32, masters: usize) -> ApiResult<Units> {
+        within("stock", n.stock, 1..=10_000_000, || {
+            "must be between 1 and 10000000".into()
+        })?;
+        let per_user_limit = within(
+            "per_user_limit",
+            n.per_user_limit.unwrap_or(1),
+            1..=100,
+            || "must be between 1 and 100".into(),
+        )?;
+        let payment_window_secs = within(
+            "payment_window_secs",
+            n.payment_window_secs.unwrap_or(600),
+            min_window..=86_400,
+            || format!("must be between {min_window} and 86400"),
+        )?;
+        let stock_shards = n
+            .stock_shards
+            .unwrap_or_else(|| default_shards(n.stock, masters));
+        if !(1..=MAX_SHARDS).contains(&stock_shards) || i64::from(stock_shards) > n.stock {
+            return Err(ApiError::invalid(
+                "stock_shards",
+                format!("must be between 1 and {MAX_SHARDS}, and at most the stock"),
+            ));
+        }
+        let admit_per_sec = within(
+            "admit_per_sec",
+            n.admit_per_sec.unwrap_or(DEFAULT_ADMIT_PER_SEC),
+            1..=1_000_000,
+            || "must be between 1 and 1000000".into(),
+        )?;
+        Ok(Units {
             per_user_limit,
             payment_window_secs,
             stock_shards,
+            admit_per_sec,
         })
     }
 }

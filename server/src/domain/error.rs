@@ -1,5 +1,6 @@
 //! Every refusal the product can give, one variant per error code of docs/api.md, with its human
-//! message. The rooms below HTTP (the domain, the buy path, the pipeline) answer with it; `http`
+//! message (the refusals about a request's form alone, such as its media type, are HTTP's:
+//! `http/error.rs`). The rooms below HTTP (the domain, the buy path, the pipeline) answer with it; `http`
 //! gives each code its status and JSON body (`http/error.rs`). Infrastructure failures are either
 //! `Unavailable` (a dependency is down: retry) or `Internal` (an opaque 500, logged once).
 
@@ -9,10 +10,6 @@ use crate::infra::outage::{redis_unavailable, sqlx_unavailable};
 pub enum ApiError {
     #[error("{0}")]
     InvalidInput(String),
-    #[error("requests that change state must send Content-Type: application/json")]
-    UnsupportedMediaType,
-    #[error("the request body is larger than 16 KiB")]
-    PayloadTooLarge,
     #[error("sign in first")]
     Unauthenticated,
     #[error("wrong username or password")]
@@ -25,8 +22,6 @@ pub enum ApiError {
     AccountTooNew { created_before: String },
     #[error("confirm your password to do this")]
     ReauthenticationRequired,
-    #[error("requests that change state must come from this site")]
-    CrossOrigin,
     #[error("not found")]
     NotFound,
     #[error("that username is taken")]
@@ -74,15 +69,12 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         match self {
             ApiError::InvalidInput(_) => "invalid_input",
-            ApiError::UnsupportedMediaType => "unsupported_media_type",
-            ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::Unauthenticated => "unauthenticated",
             ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::Forbidden => "forbidden",
             ApiError::AccountBlocked => "account_blocked",
             ApiError::AccountTooNew { .. } => "account_too_new",
             ApiError::ReauthenticationRequired => "reauthentication_required",
-            ApiError::CrossOrigin => "cross_origin",
             ApiError::NotFound => "not_found",
             ApiError::UsernameTaken => "username_taken",
             ApiError::ShopTaken => "shop_taken",

@@ -1,5 +1,5 @@
-//! The API's error answers (docs/api.md): each code of `domain::ApiError` with its status, in one JSON
-//! shape. Infrastructure failures become an opaque 500 that is logged here, once, and never
+//! The API's error answers (docs/api.md): each code of `domain::ApiError` with its status, and the
+//! refusals only HTTP gives (`HttpRefusal`), in one JSON shape. Infrastructure failures become an opaque 500 that is logged here, once, and never
 //! described to the client.
 
 use crate::domain::ApiError;
@@ -13,14 +13,11 @@ use axum::{
 pub fn status(e: &ApiError) -> StatusCode {
     match e {
         ApiError::InvalidInput(_) => StatusCode::BAD_REQUEST,
-        ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ApiError::Unauthenticated | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
         ApiError::Forbidden
         | ApiError::AccountBlocked
         | ApiError::AccountTooNew { .. }
         | ApiError::ReauthenticationRequired
-        | ApiError::CrossOrigin
         | ApiError::NotStarted { .. }
         | ApiError::Paused
         | ApiError::LimitReached
@@ -42,16 +39,46 @@ pub fn status(e: &ApiError) -> StatusCode {
     }
 }
 
+/// The refusals about the request's form alone (where it comes from, its media type, its
+/// size), given by the middleware and the JSON extractor before any handler runs.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpRefusal {
+    #[error("requests that change state must send Content-Type: application/json")]
+    UnsupportedMediaType,
+    #[error("the request body is larger than 16 KiB")]
+    PayloadTooLarge,
+    #[error("requests that change state must come from this site")]
+    CrossOrigin,
+}
+
+impl IntoResponse for HttpRefusal {
+    fn into_response(self) -> Response {
+        let (status, code) = match self {
+            HttpRefusal::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            HttpRefusal::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            HttpRefusal::CrossOrigin => (StatusCode::FORBIDDEN, "cross_origin"),
+        };
+        (status, Json(body(code, &self))).into_response()
+    }
+}
+
+/// The one JSON shape of every error answer.
+fn body(code: &str, message: &impl std::fmt::Display) -> serde_json::Value {
+    serde_json::to_value(ErrorBody {
+        error: code.to_string(),
+        message: message.to_string(),
+    })
+    .expect("an error body serializes")
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(e) = &self {
             tracing::error!(error = ?e, "request failed");
         }
-        let mut body = serde_json::to_value(ErrorBody {
-            error: self.code().to_string(),
-            message: self.to_string(),
-        })
-        .expect("an error body serializes");
+        let mut body = body(self.code(), &self);
         match &self {
             ApiError::NotStarted { starts_at } => body["starts_at"] = starts_at.clone().into(),
             ApiError::AccountTooNew { created_before } => {

@@ -1,6 +1,7 @@
 //! The edge of every JSON request: content type, size, and decoding into typed input, each
 //! rejected with the API's own error (415, 413, 400 naming the field).
 
+use super::error::HttpRefusal;
 use crate::domain::{ApiError, ApiResult};
 use axum::{
     extract::{FromRequest, Request},
@@ -53,10 +54,10 @@ pub async fn require_json(req: Request, next: Next) -> Response {
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     );
     if mutating && cross_origin(&req) {
-        return ApiError::CrossOrigin.into_response();
+        return HttpRefusal::CrossOrigin.into_response();
     }
     if mutating && !is_json(&req) {
-        return ApiError::UnsupportedMediaType.into_response();
+        return HttpRefusal::UnsupportedMediaType.into_response();
     }
     let announced = req
         .headers()
@@ -64,7 +65,7 @@ pub async fn require_json(req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return ApiError::PayloadTooLarge.into_response();
+        return HttpRefusal::PayloadTooLarge.into_response();
     }
     next.run(req).await
 }
@@ -120,16 +121,18 @@ where
     T: DeserializeOwned,
     S: Send + Sync,
 {
-    type Rejection = ApiError;
+    type Rejection = Response;
 
-    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Response> {
         if !is_json(&req) {
-            return Err(ApiError::UnsupportedMediaType);
+            return Err(HttpRefusal::UnsupportedMediaType.into_response());
         }
         let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
             .await
-            .map_err(|_| ApiError::PayloadTooLarge)?;
-        decode(&bytes).map(AppJson)
+            .map_err(|_| HttpRefusal::PayloadTooLarge.into_response())?;
+        decode(&bytes)
+            .map(AppJson)
+            .map_err(IntoResponse::into_response)
     }
 }
 

@@ -85,6 +85,30 @@ async fn backoff(attempt: &mut u32) {
     tokio::time::sleep(Duration::from_millis(100 << *attempt)).await;
 }
 
+/// The deliveries whose reservations can be read; the others (unreadable or empty: no retry
+/// can help) go to the dead letters at once.
+async fn dead_letter_unreadable(
+    batch: Vec<Delivery>,
+) -> anyhow::Result<Vec<(Delivery, Vec<Reservation>)>> {
+    let mut good = Vec::with_capacity(batch.len());
+    for delivery in batch {
+        match decode(&delivery.data) {
+            Ok(rs) if !rs.is_empty() => good.push((delivery, rs)),
+            decoded => {
+                let error = decoded.err().map(|e| e.to_string()).unwrap_or_default();
+                tracing::error!(%error, "unreadable reservation message dead-lettered");
+                delivery
+                    .nack(BasicNackOptions {
+                        requeue: false,
+                        ..Default::default()
+                    })
+                    .await?;
+            }
+        }
+    }
+    Ok(good)
+}
+
 impl Persister {
     pub async fn run(self) {
         loop {
@@ -146,35 +170,27 @@ impl Persister {
         }
     }
 
+    /// One batch of deliveries: the unreadable ones dead-lettered, the reservations written
+    /// (one by one when the batch as a whole is refused), the refused ones handed back, the
+    /// rest acknowledged at once.
     async fn handle_batch(&self, batch: Vec<Delivery>) -> anyhow::Result<()> {
-        let mut good = Vec::with_capacity(batch.len());
-        let mut reservations = Vec::with_capacity(batch.len());
-        for delivery in batch {
-            match decode(&delivery.data) {
-                Ok(rs) if !rs.is_empty() => {
-                    reservations.extend_from_slice(&rs);
-                    good.push((delivery, rs));
-                }
-                decoded => {
-                    // Unreadable (or empty): no retry can help; it goes to the dead letters at once.
-                    let error = decoded.err().map(|e| e.to_string()).unwrap_or_default();
-                    tracing::error!(%error, "unreadable reservation message dead-lettered");
-                    delivery
-                        .nack(BasicNackOptions {
-                            requeue: false,
-                            ..Default::default()
-                        })
-                        .await?;
-                }
-            }
-        }
+        let good = dead_letter_unreadable(batch).await?;
+        let reservations: Vec<Reservation> =
+            good.iter().flat_map(|(_, rs)| rs.iter().cloned()).collect();
         if reservations.is_empty() {
             return Ok(());
         }
+        let refused = self.persist(&reservations).await;
+        self.answer(good, &refused.into_iter().collect()).await
+    }
+
+    /// Writes the reservations, holding on while PostgreSQL is out of reach; the tokens refused
+    /// (no such sale or user), found one by one when the batch as a whole is refused.
+    async fn persist(&self, reservations: &[Reservation]) -> Vec<uuid::Uuid> {
         let mut attempt = 0;
-        let refused = loop {
-            match self.write(&reservations).await {
-                Ok(missing) => break missing,
+        loop {
+            match self.write(reservations).await {
+                Ok(missing) => return missing,
                 Err(Failure::Outage(e)) => {
                     tracing::warn!(error = %format!("{e:#}"), batch = reservations.len(), "cannot persist now; holding the batch");
                     backoff(&mut attempt).await;
@@ -182,32 +198,42 @@ impl Persister {
                 Err(Failure::Refused(e)) if reservations.len() > 1 => {
                     tracing::warn!(error = %format!("{e:#}"), "batch refused; persisting one by one");
                     let mut refused = Vec::new();
-                    for r in &reservations {
-                        let mut attempt = 0;
-                        loop {
-                            match self.write(std::slice::from_ref(r)).await {
-                                Ok(missing) => {
-                                    refused.extend(missing);
-                                    break;
-                                }
-                                Err(Failure::Refused(e)) => {
-                                    tracing::warn!(error = %format!("{e:#}"), order.token = %r.token, "reservation refused");
-                                    refused.push(r.token);
-                                    break;
-                                }
-                                Err(Failure::Outage(_)) => backoff(&mut attempt).await,
-                            }
-                        }
+                    for r in reservations {
+                        refused.extend(self.persist_alone(r).await);
                     }
-                    break refused;
+                    return refused;
                 }
                 Err(Failure::Refused(e)) => {
                     tracing::warn!(error = %format!("{e:#}"), order.token = %reservations[0].token, "reservation refused");
-                    break vec![reservations[0].token];
+                    return vec![reservations[0].token];
                 }
             }
-        };
-        let refused: std::collections::HashSet<uuid::Uuid> = refused.into_iter().collect();
+        }
+    }
+
+    /// One reservation written alone: its token when refused.
+    async fn persist_alone(&self, r: &Reservation) -> Vec<uuid::Uuid> {
+        let mut attempt = 0;
+        loop {
+            match self.write(std::slice::from_ref(r)).await {
+                Ok(missing) => return missing,
+                Err(Failure::Refused(e)) => {
+                    tracing::warn!(error = %format!("{e:#}"), order.token = %r.token, "reservation refused");
+                    return vec![r.token];
+                }
+                Err(Failure::Outage(_)) => backoff(&mut attempt).await,
+            }
+        }
+    }
+
+    /// Each delivery answered: a refused message of one back to the queue (dead-lettered after
+    /// the delivery limit), the refused part of a batch sent again one per message, and one
+    /// acknowledgement for everything written.
+    async fn answer(
+        &self,
+        good: Vec<(Delivery, Vec<Reservation>)>,
+        refused: &std::collections::HashSet<uuid::Uuid>,
+    ) -> anyhow::Result<()> {
         let mut last_written = None;
         for (delivery, rs) in good {
             let alone = rs.len() == 1;
@@ -218,7 +244,6 @@ impl Persister {
             if bad.is_empty() {
                 last_written = Some(delivery);
             } else if alone {
-                // A message of one: back to the queue; after the delivery limit it is dead-lettered.
                 delivery
                     .nack(BasicNackOptions {
                         requeue: true,
@@ -226,8 +251,8 @@ impl Persister {
                     })
                     .await?;
             } else {
-                // Part of a batch: its refused reservations go back one per message, and the
-                // batch counts as written (its other reservations are orders now).
+                // Part of a batch: the batch counts as written (its other reservations are
+                // orders now).
                 self.split_out(&bad).await?;
                 last_written = Some(delivery);
             }
@@ -347,11 +372,27 @@ impl Persister {
         self.metrics.persisted.inc_by(inserted as u64);
 
         let by_token: HashMap<uuid::Uuid, &Persisted> = rows.iter().map(|p| (p.token, p)).collect();
-        // One pipeline per home shard: on a cluster a pipeline goes to one node.
+        self.mark_in_redis(&rows).await?;
+        let due: Vec<(uuid::Uuid, i32)> = rows
+            .iter()
+            .filter(|p| p.status == "confirmed")
+            .map(|p| (p.token, p.payment_window_secs))
+            .collect();
+        self.deadlines.schedule(&due).await;
+        Ok(tokens
+            .into_iter()
+            .filter(|t| !by_token.contains_key(t))
+            .collect())
+    }
+
+    /// The orders' state on their tokens in Redis (what a status poll reads), and their tokens
+    /// out of the unsettled set: one pipeline per home shard (on a cluster a pipeline goes to
+    /// one node).
+    async fn mark_in_redis(&self, rows: &[Persisted]) -> Result<(), Failure> {
         let marked = self
             .redis
             .by_slot(
-                &rows,
+                rows,
                 |p| self.redis.keys.token(&p.token),
                 |pipe, key, p| {
                     let mut fields =
@@ -370,19 +411,8 @@ impl Persister {
                 },
             )
             .await;
-        marked.map_err(|e| {
-            Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed"))
-        })?;
-        let due: Vec<(uuid::Uuid, i32)> = rows
-            .iter()
-            .filter(|p| p.status == "confirmed")
-            .map(|p| (p.token, p.payment_window_secs))
-            .collect();
-        self.deadlines.schedule(&due).await;
-        Ok(tokens
-            .into_iter()
-            .filter(|t| !by_token.contains_key(t))
-            .collect())
+        marked
+            .map_err(|e| Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed")))
     }
 
     async fn consume_dead_letters(&self) -> anyhow::Result<()> {

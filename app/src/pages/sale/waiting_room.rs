@@ -28,81 +28,30 @@ pub fn WaitingRoom(
     live: Memo<Phase>,
 ) -> impl IntoView {
     let session = Session::get();
-    let id = activity.id;
-    let status = RwSignal::new(None::<QueueStatus>);
-    // Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
-    let ticket = RwSignal::new(None::<String>);
-    let error = RwSignal::new(None::<String>);
-    let url = format!("/api/activities/{id}/queue");
-
+    let line = Line {
+        url: StoredValue::new(format!("/api/activities/{}/queue", activity.id)),
+        status: RwSignal::new(None),
+        ticket: RwSignal::new(None),
+        error: RwSignal::new(None),
+    };
     #[cfg(feature = "hydrate")]
     {
         use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
         let alive = crate::clock::while_mounted();
         let polling = std::sync::Arc::new(AtomicBool::new(false));
-        let url = url.clone();
         Effect::new(move |_| {
             if !matches!(session.user.get(), Some(Some(_))) || polling.swap(true, Relaxed) {
                 return;
             }
-            let (alive, url, polling) = (alive.clone(), url.clone(), polling.clone());
+            let (alive, polling) = (alive.clone(), polling.clone());
             leptos::task::spawn_local(async move {
-                let mut join = true;
-                while alive.load(Relaxed) {
-                    let answer = if join {
-                        crate::client::post::<_, QueueStatus>(
-                            &url,
-                            &crate::api::JoinQueue::default(),
-                        )
-                        .await
-                    } else {
-                        crate::client::get::<QueueStatus>(&url).await
-                    };
-                    let delay = match answer {
-                        Ok(s) => {
-                            join = s.state == "not_joined";
-                            error.set(None);
-                            let delay = s.poll_after_ms;
-                            if s.state == "admitted" {
-                                ticket.set(s.ticket.clone());
-                            }
-                            let done = s.state == "admitted" || s.state == "ended";
-                            status.set(Some(s));
-                            if done {
-                                break;
-                            }
-                            delay
-                        }
-                        Err(f) => {
-                            error.set(Some(f.message()));
-                            2_000
-                        }
-                    };
-                    crate::clock::gloo_timers_sleep(delay.clamp(250, 30_000) as u32).await;
-                }
+                line.follow(&alive).await;
                 polling.store(false, Relaxed);
             });
         });
     }
-
-    let again = {
-        let url = url.clone();
-        move |_| {
-            let url = url.clone();
-            leptos::task::spawn_local(async move {
-                match crate::client::post::<_, QueueStatus>(
-                    &url,
-                    &crate::api::JoinQueue { again: Some(true) },
-                )
-                .await
-                {
-                    Ok(s) => status.set(Some(s)),
-                    Err(f) => error.set(Some(f.message())),
-                }
-            });
-        }
-    };
-    let state = move || {
+    let (status, ticket) = (line.status, line.ticket);
+    let state = Signal::derive(move || {
         if remaining.get() == Some(0) && live.get() == Phase::Live && ticket.get().is_none() {
             return "sold_out".to_string();
         }
@@ -110,10 +59,97 @@ pub fn WaitingRoom(
             s.as_ref()
                 .map_or("joining".to_string(), |s| s.state.clone())
         })
-    };
+    });
+    view! {
+        <section class="waiting-room" aria-label="Waiting room" data-testid="waiting-room" data-state=state>
+            <p hidden=move || session.user.get() != Some(None)><a href="/login">"Sign in"</a> " to join the waiting room."</p>
+            <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>
+                <LineWords state status again=Callback::new(move |()| line.join_again())/>
+            </div>
+            <p class="error" role="alert">{move || line.error.get()}</p>
+            {move || match ticket.get() {
+                Some(t) if live.get() == Phase::Live => view! {
+                    <BuyPanel activity=activity.clone() remaining admission=Signal::stored(Some(t))/>
+                }.into_any(),
+                _ => view! {
+                    <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
+                }.into_any(),
+            }}
+        </section>
+    }
+}
+
+/// The shopper's place in the line, as the server last said it.
+#[derive(Clone, Copy)]
+struct Line {
+    url: StoredValue<String>,
+    status: RwSignal<Option<QueueStatus>>,
+    /// Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
+    ticket: RwSignal<Option<String>>,
+    error: RwSignal<Option<String>>,
+}
+
+impl Line {
+    /// Joins the line, then polls it at the pace the server asks, until the shopper's turn or
+    /// the end of the sale (or the page is left); joins again when the server forgot the place.
+    #[cfg(feature = "hydrate")]
+    async fn follow(self, alive: &std::sync::atomic::AtomicBool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let url = self.url.get_value();
+        let mut join = true;
+        while alive.load(Relaxed) {
+            let answer = if join {
+                crate::client::post::<_, QueueStatus>(&url, &crate::api::JoinQueue::default()).await
+            } else {
+                crate::client::get::<QueueStatus>(&url).await
+            };
+            let delay = match answer {
+                Ok(s) => {
+                    join = s.state == "not_joined";
+                    self.error.set(None);
+                    let delay = s.poll_after_ms;
+                    if s.state == "admitted" {
+                        self.ticket.set(s.ticket.clone());
+                    }
+                    let done = s.state == "admitted" || s.state == "ended";
+                    self.status.set(Some(s));
+                    if done {
+                        break;
+                    }
+                    delay
+                }
+                Err(f) => {
+                    self.error.set(Some(f.message()));
+                    2_000
+                }
+            };
+            crate::clock::gloo_timers_sleep(delay.clamp(250, 30_000) as u32).await;
+        }
+    }
+
+    /// After a turn that came and went: a new place at the back of the line.
+    fn join_again(self) {
+        let url = self.url.get_value();
+        leptos::task::spawn_local(async move {
+            let again = crate::api::JoinQueue { again: Some(true) };
+            match crate::client::post::<_, QueueStatus>(&url, &again).await {
+                Ok(s) => self.status.set(Some(s)),
+                Err(f) => self.error.set(Some(f.message())),
+            }
+        });
+    }
+}
+
+/// What the line's state means, in words.
+#[component]
+fn LineWords(
+    state: Signal<String>,
+    status: RwSignal<Option<QueueStatus>>,
+    again: Callback<()>,
+) -> impl IntoView {
     let field = move |f: fn(&QueueStatus) -> Option<i64>| status.with(|s| s.as_ref().and_then(f));
-    let words = move || {
-        match state().as_str() {
+    move || {
+        match state.get().as_str() {
         "joining" => view! { <p>"Joining the waiting room…"</p> }.into_any(),
         "drawing" => view! {
             <p>
@@ -145,26 +181,10 @@ pub fn WaitingRoom(
         }.into_any(),
         "passed" => view! {
             <p>"Your turn came and went (the admission was used or lapsed)."</p>
-            <button type="button" data-testid="queue-again" on:click=again.clone()>"Join the line again"</button>
+            <button type="button" data-testid="queue-again" on:click=move |_| again.run(())>"Join the line again"</button>
         }.into_any(),
         "ended" => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
         _ => view! { <p>"The waiting room is open."</p> }.into_any(),
     }
-    };
-
-    view! {
-        <section class="waiting-room" aria-label="Waiting room" data-testid="waiting-room" data-state=state>
-            <p hidden=move || session.user.get() != Some(None)><a href="/login">"Sign in"</a> " to join the waiting room."</p>
-            <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>{words}</div>
-            <p class="error" role="alert">{move || error.get()}</p>
-            {move || match ticket.get() {
-                Some(t) if live.get() == Phase::Live => view! {
-                    <BuyPanel activity=activity.clone() remaining admission=Signal::stored(Some(t))/>
-                }.into_any(),
-                _ => view! {
-                    <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
-                }.into_any(),
-            }}
-        </section>
     }
 }
