@@ -121,7 +121,6 @@ impl AppState {
 
         create_configured_accounts(&db, &config).await?;
 
-        let site = site::Site::load(&config);
         let keys = Keys::new(&config.redis_prefix);
         let redis = Redis {
             conn,
@@ -135,6 +134,20 @@ impl AppState {
         ));
         // Before the first request: a session ended before this start stays ended.
         sessions.revocations.load(&db).await?;
+        AppState::assemble(config, db, redis, broker, replication, sessions)
+    }
+
+    /// The parts every handler and worker shares, built on the connections.
+    fn assemble(
+        config: Config,
+        db: sqlx::PgPool,
+        redis: Redis,
+        broker: Broker,
+        replication: Replication,
+        sessions: Arc<SessionKeys>,
+    ) -> anyhow::Result<AppState> {
+        let site = site::Site::load(&config);
+        let keys = redis.keys.clone();
         let blocks = Blocks::default();
         let sold_out = SoldOut::new(keys.restock_channel());
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);

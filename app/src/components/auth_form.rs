@@ -36,19 +36,113 @@ pub fn is_local_path(p: &str) -> bool {
 #[component]
 pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     let session = Session::get();
-    let navigate = use_navigate();
-    let query = leptos_router::hooks::use_query_map();
     let username = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
-    let show_password = RwSignal::new(false);
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let p = mode.prefix();
     // A sign-up carries the same proof of work as a buy, solved while the form is filled in.
     let work = (mode == AuthMode::Register)
         .then(|| Work::provide_at("/api/auth/challenge".to_string(), false));
+    let submit = submitter(mode, username, password, work, busy, error);
+    let (heading, action, other) = match mode {
+        AuthMode::Login => (
+            "Sign in",
+            "Sign in",
+            view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any(),
+        ),
+        AuthMode::Register => (
+            "Create an account",
+            "Create account",
+            view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any(),
+        ),
+    };
+    view! {
+        <section class="card narrow">
+            <h1>{heading}</h1>
+            <form class="stack" on:submit=submit data-testid=format!("{p}-form")>
+                <label for=format!("{p}-username")>"Username"</label>
+                <input
+                    id=format!("{p}-username")
+                    data-testid=format!("{p}-username")
+                    name="username"
+                    autocomplete="username"
+                    required
+                    minlength="3"
+                    maxlength="32"
+                    pattern="[A-Za-z0-9_.\\-]+"
+                    bind:value=username
+                />
+                <PasswordInput mode password/>
+                {work.map(|work| view! { <WorkStatus work/> })}
+                <p class="error" role="alert" data-testid="form-error">{move || error.get()}</p>
+                <button
+                    type="submit"
+                    data-testid=format!("{p}-submit")
+                    disabled=move || {
+                        busy.get() || !session.hydrated.get()
+                            || work.is_some_and(|w| w.solving.get())
+                    }
+                >
+                    {action}
+                </button>
+            </form>
+            {other}
+        </section>
+    }
+}
 
-    let submit = move |ev: SubmitEvent| {
+/// The password, with a button that shows it as typed; a sign-up says its length.
+#[component]
+fn PasswordInput(mode: AuthMode, password: RwSignal<String>) -> impl IntoView {
+    let session = Session::get();
+    let show = RwSignal::new(false);
+    let p = mode.prefix();
+    let register = mode == AuthMode::Register;
+    view! {
+        <label for=format!("{p}-password")>"Password"</label>
+        <div class="password-row">
+            <input
+                id=format!("{p}-password")
+                data-testid=format!("{p}-password")
+                name="password"
+                type=move || if show.get() { "text" } else { "password" }
+                autocomplete=if register { "new-password" } else { "current-password" }
+                aria-describedby=register.then_some("password-hint")
+                required
+                minlength=if register { "8" } else { "1" }
+                maxlength="128"
+                bind:value=password
+            />
+            <button
+                type="button"
+                class="secondary"
+                data-testid="toggle-password"
+                aria-pressed=move || show.get().to_string()
+                disabled=move || !session.hydrated.get()
+                on:click=move |_| show.update(|s| *s = !*s)
+            >
+                {move || if show.get() { "Hide" } else { "Show" }}
+            </button>
+        </div>
+        {register.then(|| view! { <small id="password-hint">"8 to 128 characters."</small> })}
+    }
+}
+
+/// Signs in or up with what was typed, then goes to `?next=` (a local path only) or home; a
+/// refusal is shown, and a sign-up's proof of work made anew for the next try.
+fn submitter(
+    mode: AuthMode,
+    username: RwSignal<String>,
+    password: RwSignal<String>,
+    work: Option<Work>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+) -> impl Fn(SubmitEvent) + Clone + 'static {
+    let session = Session::get();
+    let navigate = use_navigate();
+    let query = leptos_router::hooks::use_query_map();
+    move |ev: SubmitEvent| {
         ev.prevent_default();
         if busy.get_untracked() {
             return;
@@ -84,84 +178,6 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
             }
             busy.set(false);
         });
-    };
-
-    let (heading, action, other) = match mode {
-        AuthMode::Login => (
-            "Sign in",
-            "Sign in",
-            view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any(),
-        ),
-        AuthMode::Register => (
-            "Create an account",
-            "Create account",
-            view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any(),
-        ),
-    };
-    let password_hint = match mode {
-        AuthMode::Login => None,
-        AuthMode::Register => {
-            Some(view! { <small id="password-hint">"8 to 128 characters."</small> })
-        }
-    };
-
-    view! {
-        <section class="card narrow">
-            <h1>{heading}</h1>
-            <form class="stack" on:submit=submit data-testid=format!("{p}-form")>
-                <label for=format!("{p}-username")>"Username"</label>
-                <input
-                    id=format!("{p}-username")
-                    data-testid=format!("{p}-username")
-                    name="username"
-                    autocomplete="username"
-                    required
-                    minlength="3"
-                    maxlength="32"
-                    pattern="[A-Za-z0-9_.\\-]+"
-                    bind:value=username
-                />
-                <label for=format!("{p}-password")>"Password"</label>
-                <div class="password-row">
-                    <input
-                        id=format!("{p}-password")
-                        data-testid=format!("{p}-password")
-                        name="password"
-                        type=move || if show_password.get() { "text" } else { "password" }
-                        autocomplete=if mode == AuthMode::Login { "current-password" } else { "new-password" }
-                        aria-describedby=password_hint.as_ref().map(|_| "password-hint")
-                        required
-                        minlength=if mode == AuthMode::Register { "8" } else { "1" }
-                        maxlength="128"
-                        bind:value=password
-                    />
-                    <button
-                        type="button"
-                        class="secondary"
-                        data-testid="toggle-password"
-                        aria-pressed=move || show_password.get().to_string()
-                        disabled=move || !session.hydrated.get()
-                        on:click=move |_| show_password.update(|s| *s = !*s)
-                    >
-                        {move || if show_password.get() { "Hide" } else { "Show" }}
-                    </button>
-                </div>
-                {password_hint}
-                {work.map(|work| view! { <WorkStatus work/> })}
-                <p class="error" role="alert" data-testid="form-error">{move || error.get()}</p>
-                <button
-                    type="submit"
-                    data-testid=format!("{p}-submit")
-                    disabled=move || {
-                        busy.get() || !session.hydrated.get()
-                            || work.is_some_and(|w| w.solving.get())
-                    }
-                >
-                    {action}
-                </button>
-            </form>
-            {other}
-        </section>
     }
 }
 

@@ -26,88 +26,126 @@ fn label(status: &str) -> &'static str {
 
 #[component]
 pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
-    let status = RwSignal::new(None::<OrderStatus>);
-    let shown = RwSignal::new(initial.clone());
-    // Every status this page has shown, in order (tests and curious shoppers read it).
-    let history = RwSignal::new(vec![initial]);
-    let paying = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let clock = ServerClock::get();
-
-    let record = move |s: OrderStatus| {
-        if history.with_untracked(|h| h.last() != Some(&s.status)) {
-            history.update(|h| h.push(s.status.clone()));
-        }
-        shown.set(s.status.clone());
-        status.set(Some(s));
+    let t = Tracker {
+        token: StoredValue::new(token.clone()),
+        status: RwSignal::new(None),
+        shown: RwSignal::new(initial.clone()),
+        history: RwSignal::new(vec![initial]),
+        paying: RwSignal::new(false),
+        error: RwSignal::new(None),
     };
-
     #[cfg(feature = "hydrate")]
     {
-        let token = token.clone();
         // Polling ends with a final status or when the page is left (its signals are gone then).
         let alive = crate::clock::while_mounted();
         Effect::new(move |_| {
-            let (token, alive) = (token.clone(), alive.clone());
-            leptos::task::spawn_local(async move {
-                let mut delay = 250.0f64;
-                loop {
-                    let got = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await;
-                    if !alive.load(std::sync::atomic::Ordering::Relaxed) {
+            let alive = alive.clone();
+            leptos::task::spawn_local(async move { t.follow(&alive).await });
+        });
+    }
+    let clock = ServerClock::get();
+    let (shown, status, paying) = (t.shown, t.status, t.paying);
+    view! {
+        <div class="order">
+            // Announced when the status changes (not the deadline below, which ticks every second).
+            <p class="status" role="status" aria-live="polite" aria-atomic="true">
+                <span class=move || format!("badge {}", shown.get()) data-testid="order-status" data-history=move || t.history.get().join(",")>
+                    {move || shown.get()}
+                </span>
+                " " {move || label(&shown.get())}
+            </p>
+            {move || status.get().and_then(|s| s.reason).map(|r| view! { <p class="muted">"Reason: " {r}</p> })}
+            {move || status.get().and_then(|s| s.order_id).map(|id| view! { <p class="muted">"Order #" {id}</p> })}
+            <p class="deadline" data-testid="pay-deadline">{move || t.deadline(clock)}</p>
+            {move || (shown.get() == "confirmed").then(|| view! {
+                <button type="button" data-testid="pay-button" disabled=move || paying.get() on:click=move |_| t.pay()>
+                    {move || if paying.get() { "Paying…" } else { "Pay now" }}
+                </button>
+            })}
+            <p class="error" role="alert">{move || t.error.get()}</p>
+            <p class="muted small">"Token " <code>{token}</code></p>
+        </div>
+    }
+}
+
+/// One order's state on the page (signals, so copied into every closure).
+#[derive(Clone, Copy)]
+struct Tracker {
+    token: StoredValue<String>,
+    status: RwSignal<Option<OrderStatus>>,
+    shown: RwSignal<String>,
+    /// Every status this page has shown, in order (tests and curious shoppers read it).
+    history: RwSignal<Vec<String>>,
+    paying: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+}
+
+impl Tracker {
+    fn url(self) -> String {
+        format!("/api/orders/{}", self.token.get_value())
+    }
+
+    fn record(self, s: OrderStatus) {
+        if self.history.with_untracked(|h| h.last() != Some(&s.status)) {
+            self.history.update(|h| h.push(s.status.clone()));
+        }
+        self.shown.set(s.status.clone());
+        self.status.set(Some(s));
+    }
+
+    /// Polls the status, backing off from 250 ms to 5 s (5 s at once when confirmed: only a
+    /// cancellation at the deadline can change it then), until a final status or the page is left.
+    #[cfg(feature = "hydrate")]
+    async fn follow(self, alive: &std::sync::atomic::AtomicBool) {
+        let url = self.url();
+        let mut delay = 250.0f64;
+        loop {
+            let got = client::get::<OrderStatus>(&url).await;
+            if !alive.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            match got {
+                Ok(s) => {
+                    let done = is_final(&s.status);
+                    let confirmed = s.status == "confirmed";
+                    self.record(s);
+                    if done {
                         break;
                     }
-                    match got {
-                        Ok(s) => {
-                            let done = is_final(&s.status);
-                            let confirmed = s.status == "confirmed";
-                            record(s);
-                            if done {
-                                break;
-                            }
-                            // Once confirmed, only a cancellation at the deadline can change it.
-                            if confirmed {
-                                delay = 5_000.0;
-                            }
-                        }
-                        Err(f) => error.set(Some(f.message())),
+                    if confirmed {
+                        delay = 5_000.0;
                     }
-                    crate::clock::gloo_timers_sleep(delay as u32).await;
-                    delay = (delay * 1.5).min(5_000.0);
                 }
-            });
+                Err(f) => self.error.set(Some(f.message())),
+            }
+            crate::clock::gloo_timers_sleep(delay as u32).await;
+            delay = (delay * 1.5).min(5_000.0);
+        }
+    }
+
+    /// Pays, then shows the status the payment left (paid, or what refused it).
+    fn pay(self) {
+        if self.paying.get_untracked() {
+            return;
+        }
+        self.paying.set(true);
+        self.error.set(None);
+        leptos::task::spawn_local(async move {
+            let url = self.url();
+            let paid = client::post::<_, PaymentResult>(&format!("{url}/pay"), &()).await;
+            if let Err(f) = paid {
+                self.error.set(Some(f.message()));
+            }
+            if let Ok(s) = client::get::<OrderStatus>(&url).await {
+                self.record(s);
+            }
+            self.paying.set(false);
         });
     }
 
-    let pay_token = token.clone();
-    let pay = move |_| {
-        if paying.get_untracked() {
-            return;
-        }
-        paying.set(true);
-        error.set(None);
-        let token = pay_token.clone();
-        leptos::task::spawn_local(async move {
-            match client::post::<_, PaymentResult>(&format!("/api/orders/{token}/pay"), &()).await {
-                Ok(_) => {
-                    if let Ok(s) = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await
-                    {
-                        record(s);
-                    }
-                }
-                Err(f) => {
-                    error.set(Some(f.message()));
-                    if let Ok(s) = client::get::<OrderStatus>(&format!("/api/orders/{token}")).await
-                    {
-                        record(s);
-                    }
-                }
-            }
-            paying.set(false);
-        });
-    };
-
-    let deadline = move || {
-        let s = status.get()?;
+    /// "Pay within 9:59" while confirmed, by the server's clock.
+    fn deadline(self, clock: ServerClock) -> Option<String> {
+        let s = self.status.get()?;
         if s.status != "confirmed" {
             return None;
         }
@@ -117,27 +155,5 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
         } else {
             "The payment window has closed".into()
         })
-    };
-
-    view! {
-        <div class="order">
-            // Announced when the status changes (not the deadline below, which ticks every second).
-            <p class="status" role="status" aria-live="polite" aria-atomic="true">
-                <span class=move || format!("badge {}", shown.get()) data-testid="order-status" data-history=move || history.get().join(",")>
-                    {move || shown.get()}
-                </span>
-                " " {move || label(&shown.get())}
-            </p>
-            {move || status.get().and_then(|s| s.reason).map(|r| view! { <p class="muted">"Reason: " {r}</p> })}
-            {move || status.get().and_then(|s| s.order_id).map(|id| view! { <p class="muted">"Order #" {id}</p> })}
-            <p class="deadline" data-testid="pay-deadline">{deadline}</p>
-            {move || (shown.get() == "confirmed").then(|| view! {
-                <button type="button" data-testid="pay-button" disabled=move || paying.get() on:click=pay.clone()>
-                    {move || if paying.get() { "Paying…" } else { "Pay now" }}
-                </button>
-            })}
-            <p class="error" role="alert">{move || error.get()}</p>
-            <p class="muted small">"Token " <code>{token.clone()}</code></p>
-        </div>
     }
 }

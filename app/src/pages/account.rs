@@ -9,32 +9,7 @@ use leptos_router::hooks::use_navigate;
 #[component]
 pub fn AccountPage() -> impl IntoView {
     let session = Session::get();
-    let current = RwSignal::new(String::new());
-    let new = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
     let message = RwSignal::new(None::<(bool, String)>);
-    let change = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        let body = PasswordChange {
-            current_password: current.get_untracked(),
-            new_password: new.get_untracked(),
-        };
-        busy.set(true);
-        leptos::task::spawn_local(async move {
-            match client::post::<_, User>("/api/auth/password", &body).await {
-                Ok(_) => {
-                    current.set(String::new());
-                    new.set(String::new());
-                    message.set(Some((
-                        true,
-                        "Password changed. Every other session of yours has ended.".into(),
-                    )));
-                }
-                Err(f) => message.set(Some((false, f.message()))),
-            }
-            busy.set(false);
-        });
-    };
     let navigate = use_navigate();
     let everywhere = move |_| {
         let navigate = navigate.clone();
@@ -63,18 +38,7 @@ pub fn AccountPage() -> impl IntoView {
                     <h1>"Your account"</h1>
                     <p>"Signed in as " <strong>{user.username}</strong>
                         {user.shop.map(|s| format!(" of {}", s.name))}"."</p>
-                    <form on:submit=change data-testid="account-password-form">
-                        <h2>"Change your password"</h2>
-                        <label for="current-password">"Current password"</label>
-                        <input id="current-password" type="password" required autocomplete="current-password"
-                            data-testid="account-current-password"
-                            prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
-                        <label for="new-password">"New password (8 to 128 characters, not a common one)"</label>
-                        <input id="new-password" type="password" required minlength="8" maxlength="128" autocomplete="new-password"
-                            data-testid="account-new-password"
-                            prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
-                        <button type="submit" data-testid="account-password-submit" disabled=move || busy.get()>"Change password"</button>
-                    </form>
+                    <PasswordChangeForm message/>
                     <p role="status" data-testid="account-message"
                         class=move || if message.get().is_some_and(|(ok, _)| ok) { "ok" } else { "error" }>
                         {move || message.get().map(|(_, m)| m)}
@@ -87,5 +51,49 @@ pub fn AccountPage() -> impl IntoView {
                 </section>
             }.into_any(),
         }}
+    }
+}
+
+/// The current password and a new one; every other session ends when it changes.
+#[component]
+fn PasswordChangeForm(message: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+    let current = RwSignal::new(String::new());
+    let new = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    let change = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        let body = PasswordChange {
+            current_password: current.get_untracked(),
+            new_password: new.get_untracked(),
+        };
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            match client::post::<_, User>("/api/auth/password", &body).await {
+                Ok(_) => {
+                    current.set(String::new());
+                    new.set(String::new());
+                    message.set(Some((
+                        true,
+                        "Password changed. Every other session of yours has ended.".into(),
+                    )));
+                }
+                Err(f) => message.set(Some((false, f.message()))),
+            }
+            busy.set(false);
+        });
+    };
+    view! {
+        <form on:submit=change data-testid="account-password-form">
+            <h2>"Change your password"</h2>
+            <label for="current-password">"Current password"</label>
+            <input id="current-password" type="password" required autocomplete="current-password"
+                data-testid="account-current-password"
+                prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
+            <label for="new-password">"New password (8 to 128 characters, not a common one)"</label>
+            <input id="new-password" type="password" required minlength="8" maxlength="128" autocomplete="new-password"
+                data-testid="account-new-password"
+                prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
+            <button type="submit" data-testid="account-password-submit" disabled=move || busy.get()>"Change password"</button>
+        </form>
     }
 }

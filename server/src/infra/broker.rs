@@ -206,88 +206,81 @@ impl Topology {
 
     /// Declares everything (idempotent): a durable quorum queue that dead-letters at-least-once
     /// after the delivery limit (RabbitMQ 3.10 has no default limit: a poison message would loop),
-    /// and a durable quorum queue for the dead letters.
+    /// a durable quorum queue for the dead letters, and the queue of payment deadlines.
     pub async fn declare(&self, channel: &lapin::Channel) -> lapin::Result<()> {
-        use lapin::{
-            options::*,
-            types::{AMQPValue, FieldTable},
-            ExchangeKind,
-        };
-        channel
-            .exchange_declare(
-                self.dead_letter_exchange.as_str().into(),
-                ExchangeKind::Direct,
-                ExchangeDeclareOptions {
-                    durable: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await?;
-        let common = self.quorum();
-        let mut main = common.clone();
-        main.insert(
+        declare_exchange(channel, &self.dead_letter_exchange).await?;
+        declare_queue(channel, &self.reservations, self.reservations_arguments()).await?;
+        declare_queue(channel, &self.dead_letters, self.quorum()).await?;
+        bind(channel, &self.dead_letters, &self.dead_letter_exchange).await?;
+        declare_exchange(channel, &self.deadline_exchange).await?;
+        declare_queue(channel, &self.timeouts, self.quorum()).await?;
+        bind(channel, &self.timeouts, &self.deadline_exchange).await?;
+        Ok(())
+    }
+
+    /// The reservations queue: quorum, dead-lettered at-least-once after the delivery limit,
+    /// refusing publishes when full (the relay keeps the entries in the journal then).
+    fn reservations_arguments(&self) -> lapin::types::FieldTable {
+        use lapin::types::AMQPValue;
+        let mut args = self.quorum();
+        let text = |s: &str| AMQPValue::LongString(s.into());
+        args.insert(
             "x-delivery-limit".into(),
             AMQPValue::LongUInt(self.delivery_limit),
         );
-        main.insert(
+        args.insert(
             "x-dead-letter-exchange".into(),
-            AMQPValue::LongString(self.dead_letter_exchange.as_str().into()),
+            text(&self.dead_letter_exchange),
         );
-        main.insert(
-            "x-dead-letter-routing-key".into(),
-            AMQPValue::LongString(self.dead_letters.as_str().into()),
-        );
-        main.insert(
-            "x-dead-letter-strategy".into(),
-            AMQPValue::LongString("at-least-once".into()),
-        );
-        main.insert(
-            "x-overflow".into(),
-            AMQPValue::LongString("reject-publish".into()),
-        );
-        let durable = QueueDeclareOptions {
-            durable: true,
-            ..Default::default()
-        };
-        channel
-            .queue_declare(self.reservations.as_str().into(), durable, main)
-            .await?;
-        channel
-            .queue_declare(self.dead_letters.as_str().into(), durable, common)
-            .await?;
-        channel
-            .queue_bind(
-                self.dead_letters.as_str().into(),
-                self.dead_letter_exchange.as_str().into(),
-                self.dead_letters.as_str().into(),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
-        channel
-            .exchange_declare(
-                self.deadline_exchange.as_str().into(),
-                ExchangeKind::Direct,
-                ExchangeDeclareOptions {
-                    durable: true,
-                    ..Default::default()
-                },
-                FieldTable::default(),
-            )
-            .await?;
-        channel
-            .queue_declare(self.timeouts.as_str().into(), durable, self.quorum())
-            .await?;
-        channel
-            .queue_bind(
-                self.timeouts.as_str().into(),
-                self.deadline_exchange.as_str().into(),
-                self.timeouts.as_str().into(),
-                QueueBindOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
-        Ok(())
+        args.insert("x-dead-letter-routing-key".into(), text(&self.dead_letters));
+        args.insert("x-dead-letter-strategy".into(), text("at-least-once"));
+        args.insert("x-overflow".into(), text("reject-publish"));
+        args
     }
+}
+
+async fn declare_exchange(channel: &lapin::Channel, name: &str) -> lapin::Result<()> {
+    use lapin::{options::ExchangeDeclareOptions, types::FieldTable, ExchangeKind};
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    channel
+        .exchange_declare(
+            name.into(),
+            ExchangeKind::Direct,
+            durable,
+            FieldTable::default(),
+        )
+        .await
+}
+
+async fn declare_queue(
+    channel: &lapin::Channel,
+    name: &str,
+    args: lapin::types::FieldTable,
+) -> lapin::Result<()> {
+    use lapin::options::QueueDeclareOptions;
+    let durable = QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    channel
+        .queue_declare(name.into(), durable, args)
+        .await
+        .map(drop)
+}
+
+/// The queue bound to the exchange by its own name.
+async fn bind(channel: &lapin::Channel, queue: &str, exchange: &str) -> lapin::Result<()> {
+    use lapin::{options::QueueBindOptions, types::FieldTable};
+    channel
+        .queue_bind(
+            queue.into(),
+            exchange.into(),
+            queue.into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
 }

@@ -267,6 +267,19 @@ impl Relay {
             *channel = Some(self.channel().await?);
         }
         let channel = channel.as_ref().expect("set above");
+        let batches = self.read_round(journals).await?;
+        if batches.is_empty() {
+            return Ok(None);
+        }
+        self.publish(channel, &batches).await.map(Some)
+    }
+
+    /// One round's entries, per journal that had any: the hot journals each time, the cold ones
+    /// every `COLD_EVERY`, and each second the entries another relay read and never acknowledged.
+    async fn read_round(
+        &self,
+        journals: &mut Journals,
+    ) -> anyhow::Result<Vec<(String, Vec<StreamId>)>> {
         if due(journals.listed_at, LIST_EVERY) {
             self.list(journals).await?;
         }
@@ -294,7 +307,7 @@ impl Relay {
             if entries.is_empty() {
                 entries = self.read(journal, false).await?;
             }
-            anyhow::Ok((journal, entries))
+            anyhow::Ok((journal.clone(), entries))
         });
         let mut batches = Vec::new();
         for read in futures_util::future::join_all(reads).await {
@@ -307,13 +320,19 @@ impl Relay {
             journals.lag_at = Some(Instant::now());
             self.metrics.journal_lag.set(self.lag(&round).await?);
         }
-        if batches.is_empty() {
-            return Ok(None);
-        }
+        Ok(batches)
+    }
 
+    /// Publishes the entries, `PER_MESSAGE` reservations a message, without awaiting the
+    /// confirms; unreadable entries are only acknowledged.
+    async fn publish(
+        &self,
+        channel: &Channel,
+        batches: &[(String, Vec<StreamId>)],
+    ) -> anyhow::Result<Round> {
         let mut pending = Vec::new();
         let mut done: Vec<(String, Vec<String>)> = Vec::new();
-        for (journal, entries) in &batches {
+        for (journal, entries) in batches {
             let mut unreadable = Vec::new();
             let mut readable = Vec::with_capacity(entries.len());
             for entry in entries {
@@ -329,29 +348,37 @@ impl Relay {
             for chunk in readable.chunks(PER_MESSAGE) {
                 let (ids, reservations): (Vec<String>, Vec<Reservation>) =
                     chunk.iter().cloned().unzip();
-                let payload = encode(&reservations)?;
-                let properties = BasicProperties::default()
-                    .with_delivery_mode(2)
-                    .with_content_type("application/json".into())
-                    .with_message_id(reservations[0].token.to_string().into());
-                let confirm = channel
-                    .basic_publish(
-                        "".into(),
-                        self.topology.reservations.as_str().into(),
-                        BasicPublishOptions {
-                            mandatory: true,
-                            ..Default::default()
-                        },
-                        &payload,
-                        properties,
-                    )
-                    .await
-                    .context("publishing")?;
+                let confirm = self.publish_one(channel, &reservations).await?;
                 pending.push((done.len(), ids, confirm));
             }
             done.push((journal.to_string(), unreadable));
         }
-        Ok(Some(Round { pending, done }))
+        Ok(Round { pending, done })
+    }
+
+    /// One persistent message of reservations on the reservations queue, named by its first token.
+    async fn publish_one(
+        &self,
+        channel: &Channel,
+        reservations: &[Reservation],
+    ) -> anyhow::Result<PublisherConfirm> {
+        let properties = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into())
+            .with_message_id(reservations[0].token.to_string().into());
+        channel
+            .basic_publish(
+                "".into(),
+                self.topology.reservations.as_str().into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..Default::default()
+                },
+                &encode(reservations)?,
+                properties,
+            )
+            .await
+            .context("publishing")
     }
 
     /// Awaits a round's confirms, then acknowledges (and deletes) its confirmed journal entries.

@@ -12,72 +12,20 @@ use leptos::{ev::SubmitEvent, prelude::*};
 
 #[component]
 pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl IntoView {
-    let amount = RwSignal::new(String::new());
-    let asking = RwSignal::new(None::<i64>);
-    let busy = RwSignal::new(false);
-    let message = RwSignal::new(None::<(bool, String)>);
-    // The key of the addition being confirmed: kept while it is retried (a retry the server
-    // already took adds nothing), a new one once it went through.
-    let key = StoredValue::new((0i64, String::new()));
+    let add = Addition {
+        id,
+        activity,
+        changes,
+        amount: RwSignal::new(String::new()),
+        asking: RwSignal::new(None),
+        busy: RwSignal::new(false),
+        message: RwSignal::new(None),
+        key: StoredValue::new((0, String::new())),
+    };
+    let (amount, asking, busy) = (add.amount, add.asking, add.busy);
     let total = move || with_sale(activity, |a| a.activity.total_stock).unwrap_or(0);
-
-    let request = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        match parse_int(&amount.get_untracked()).filter(|n| (1..=10_000_000).contains(n)) {
-            Some(n) => {
-                message.set(None);
-                asking.set(Some(n));
-            }
-            None => message.set(Some((
-                false,
-                "Enter a whole number of units from 1 to 10,000,000 (stock is only ever added)."
-                    .into(),
-            ))),
-        }
-    };
-    let confirm = move |_| {
-        let Some(n) = asking.get_untracked() else {
-            return;
-        };
-        busy.set(true);
-        let this_key = match key.get_value() {
-            (same, k) if same == n && !k.is_empty() => k,
-            _ => client::new_key(),
-        };
-        key.set_value((n, this_key.clone()));
-        leptos::task::spawn_local(async move {
-            match client::post_with_key::<_, StockLevel>(
-                &format!("/api/admin/activities/{id}/stock"),
-                &crate::api::AddStock { add: n },
-                &this_key,
-            )
-            .await
-            {
-                Ok(level) => {
-                    key.set_value((0, String::new()));
-                    update_sale(activity, |cur| {
-                        cur.activity.total_stock = level.total_stock;
-                        cur.remaining = level.remaining;
-                    });
-                    amount.set(String::new());
-                    message.set(Some((
-                        true,
-                        format!(
-                            "Added {n} units: stock is now {}, {} remaining.",
-                            level.total_stock, level.remaining
-                        ),
-                    )));
-                    changes.update(|c| *c += 1);
-                }
-                Err(f) => message.set(Some((false, f.message()))),
-            }
-            asking.set(None);
-            busy.set(false);
-        });
-    };
-
     view! {
-        <form class="card add-stock" on:submit=request data-testid="admin-add-stock-form">
+        <form class="card add-stock" on:submit=move |ev| add.request(ev) data-testid="admin-add-stock-form">
             <h2>"Add stock"</h2>
             <p class="muted small">"Stock is only ever added: every addition is recorded with who and when."</p>
             <label for="add-stock">"Units to add"</label>
@@ -89,15 +37,93 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
             {move || asking.get().map(|n| view! {
                 <div class="confirm" role="alertdialog" aria-label="Confirm adding stock" data-testid="admin-add-stock-confirmation">
                     <p>"Add " <strong>{n}</strong> {if n == 1 { " unit?" } else { " units?" }} " The stock goes from " {total()} " to " {total() + n} ". This cannot be undone."</p>
-                    <button type="button" data-testid="admin-add-stock-confirm" disabled=move || busy.get() on:click=confirm>"Yes, add " {n}</button>
+                    <button type="button" data-testid="admin-add-stock-confirm" disabled=move || busy.get() on:click=move |_| add.confirm()>"Yes, add " {n}</button>
                     " "
                     <button type="button" class="secondary" data-testid="admin-add-stock-cancel" on:click=move |_| asking.set(None)>"Cancel"</button>
                 </div>
             })}
-            {move || message.get().map(|(ok, m)| view! {
+            {move || add.message.get().map(|(ok, m)| view! {
                 <p class=if ok { "ok" } else { "error" } role="status" data-testid="admin-add-stock-message">{m}</p>
             })}
         </form>
+    }
+}
+
+/// A stock addition: typed, confirmed, then sent.
+#[derive(Clone, Copy)]
+struct Addition {
+    id: i64,
+    activity: SaleSignal,
+    changes: RwSignal<u32>,
+    amount: RwSignal<String>,
+    /// The amount awaiting the merchant's confirmation.
+    asking: RwSignal<Option<i64>>,
+    busy: RwSignal<bool>,
+    /// (went through, what to say)
+    message: RwSignal<Option<(bool, String)>>,
+    /// The key of the addition being confirmed: kept while it is retried (a retry the server
+    /// already took adds nothing), a new one once it went through.
+    key: StoredValue<(i64, String)>,
+}
+
+impl Addition {
+    /// The amount checked, then asked to be confirmed.
+    fn request(self, ev: SubmitEvent) {
+        ev.prevent_default();
+        match parse_int(&self.amount.get_untracked()).filter(|n| (1..=10_000_000).contains(n)) {
+            Some(n) => {
+                self.message.set(None);
+                self.asking.set(Some(n));
+            }
+            None => self.message.set(Some((
+                false,
+                "Enter a whole number of units from 1 to 10,000,000 (stock is only ever added)."
+                    .into(),
+            ))),
+        }
+    }
+
+    fn confirm(self) {
+        let Some(n) = self.asking.get_untracked() else {
+            return;
+        };
+        self.busy.set(true);
+        let this_key = match self.key.get_value() {
+            (same, k) if same == n && !k.is_empty() => k,
+            _ => client::new_key(),
+        };
+        self.key.set_value((n, this_key.clone()));
+        leptos::task::spawn_local(async move {
+            let added = client::post_with_key::<_, StockLevel>(
+                &format!("/api/admin/activities/{}/stock", self.id),
+                &crate::api::AddStock { add: n },
+                &this_key,
+            )
+            .await;
+            match added {
+                Ok(level) => self.added(n, level),
+                Err(f) => self.message.set(Some((false, f.message()))),
+            }
+            self.asking.set(None);
+            self.busy.set(false);
+        });
+    }
+
+    fn added(self, n: i64, level: StockLevel) {
+        self.key.set_value((0, String::new()));
+        update_sale(self.activity, |cur| {
+            cur.activity.total_stock = level.total_stock;
+            cur.remaining = level.remaining;
+        });
+        self.amount.set(String::new());
+        self.message.set(Some((
+            true,
+            format!(
+                "Added {n} units: stock is now {}, {} remaining.",
+                level.total_stock, level.remaining
+            ),
+        )));
+        self.changes.update(|c| *c += 1);
     }
 }
 

@@ -71,66 +71,19 @@ pub fn Dashboard(id: i64) -> impl IntoView {
 
     #[cfg(feature = "hydrate")]
     {
-        use std::sync::atomic::Ordering::Relaxed;
+        let live = Live {
+            activity,
+            stats,
+            stale,
+            updated,
+            samples,
+        };
         let alive = crate::clock::while_mounted();
         Effect::new(move |_| {
             let alive = alive.clone();
-            leptos::task::spawn_local(async move {
-                let mut tick = 0u64;
-                while alive.load(Relaxed) {
-                    if tick.is_multiple_of(5) {
-                        let got =
-                            client::get::<AdminActivity>(&format!("/api/admin/activities/{id}"))
-                                .await;
-                        if !alive.load(Relaxed) {
-                            break;
-                        }
-                        match got {
-                            Ok(a) => activity.set(Some(Ok(a))),
-                            Err(f) if activity.get_untracked().is_none() || f.status == 404 => {
-                                activity.set(Some(Err(if f.status == 404 {
-                                    "There is no such sale.".into()
-                                } else {
-                                    f.message()
-                                })))
-                            }
-                            Err(_) => {}
-                        }
-                    }
-                    let got =
-                        client::get::<ActivityStats>(&format!("/api/admin/activities/{id}/stats"))
-                            .await;
-                    if !alive.load(Relaxed) {
-                        break;
-                    }
-                    match got {
-                        Ok(s) => {
-                            let now = js_sys::Date::now();
-                            samples.update(|v| {
-                                v.push(Sample {
-                                    at_ms: now,
-                                    remaining: s.remaining,
-                                    sold: s.units_taken(),
-                                });
-                                if v.len() > KEEP_SAMPLES {
-                                    v.remove(0);
-                                }
-                            });
-                            stats.set(Some(s));
-                            stale.set(None);
-                            updated.set(Some(String::from(
-                                js_sys::Date::new_0().to_locale_time_string("default"),
-                            )));
-                        }
-                        Err(f) => stale.set(Some(f.message())),
-                    }
-                    tick += 1;
-                    crate::clock::gloo_timers_sleep(1_000).await;
-                }
-            });
+            leptos::task::spawn_local(async move { live.follow(id, &alive).await });
         });
     }
-
     let loaded = Memo::new(move |_| with_sale(activity, |_| ()).is_some());
     view! {
         <section class="admin dashboard">
@@ -152,6 +105,82 @@ pub fn Dashboard(id: i64) -> impl IntoView {
             <StockAudit id changes/>
             <OrdersTable id changes/>
         </section>
+    }
+}
+
+/// What the dashboard shows of the sale as it goes.
+#[cfg(feature = "hydrate")]
+#[derive(Clone, Copy)]
+struct Live {
+    activity: SaleSignal,
+    stats: RwSignal<Option<ActivityStats>>,
+    stale: RwSignal<Option<String>>,
+    updated: RwSignal<Option<String>>,
+    samples: RwSignal<Vec<Sample>>,
+}
+
+#[cfg(feature = "hydrate")]
+impl Live {
+    /// The figures each second, the sale itself every fifth, until the page is left.
+    async fn follow(self, id: i64, alive: &std::sync::atomic::AtomicBool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut tick = 0u64;
+        while alive.load(Relaxed) {
+            if tick.is_multiple_of(5) {
+                let got =
+                    client::get::<AdminActivity>(&format!("/api/admin/activities/{id}")).await;
+                if !alive.load(Relaxed) {
+                    break;
+                }
+                self.sale(got);
+            }
+            let got =
+                client::get::<ActivityStats>(&format!("/api/admin/activities/{id}/stats")).await;
+            if !alive.load(Relaxed) {
+                break;
+            }
+            match got {
+                Ok(s) => self.figures(s),
+                Err(f) => self.stale.set(Some(f.message())),
+            }
+            tick += 1;
+            crate::clock::gloo_timers_sleep(1_000).await;
+        }
+    }
+
+    /// The sale as read; a failure shown only when nothing was shown yet or the sale is gone.
+    fn sale(self, got: Result<AdminActivity, client::Failure>) {
+        match got {
+            Ok(a) => self.activity.set(Some(Ok(a))),
+            Err(f) if self.activity.get_untracked().is_none() || f.status == 404 => {
+                self.activity.set(Some(Err(if f.status == 404 {
+                    "There is no such sale.".into()
+                } else {
+                    f.message()
+                })))
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// New figures, and a sample of them for the chart (the last `KEEP_SAMPLES`).
+    fn figures(self, s: ActivityStats) {
+        let now = js_sys::Date::now();
+        self.samples.update(|v| {
+            v.push(Sample {
+                at_ms: now,
+                remaining: s.remaining,
+                sold: s.units_taken(),
+            });
+            if v.len() > KEEP_SAMPLES {
+                v.remove(0);
+            }
+        });
+        self.stats.set(Some(s));
+        self.stale.set(None);
+        self.updated.set(Some(String::from(
+            js_sys::Date::new_0().to_locale_time_string("default"),
+        )));
     }
 }
 

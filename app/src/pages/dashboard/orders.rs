@@ -16,41 +16,9 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
     let page = RwSignal::new(None::<Result<AdminOrderPage, String>>);
 
     #[cfg(feature = "hydrate")]
-    {
-        Effect::new(move |_| {
-            changes.track();
-            reload.track();
-            let (status, offset) = (status.get(), offset.get());
-            let mut url =
-                format!("/api/admin/orders?activity_id={id}&limit={PAGE_SIZE}&offset={offset}");
-            if !status.is_empty() {
-                url.push_str(&format!("&status={status}"));
-            }
-            leptos::task::spawn_local(async move {
-                let got = client::get::<AdminOrderPage>(&url).await;
-                page.try_set(Some(got.map_err(|f| f.message())));
-            });
-        });
-        // The first page follows the sale by itself.
-        let alive = crate::clock::while_mounted();
-        Effect::new(move |_| {
-            let alive = alive.clone();
-            leptos::task::spawn_local(async move {
-                loop {
-                    crate::clock::gloo_timers_sleep(5_000).await;
-                    if !alive.load(std::sync::atomic::Ordering::Relaxed) {
-                        break;
-                    }
-                    if offset.get_untracked() == 0 {
-                        reload.update(|r| *r += 1);
-                    }
-                }
-            });
-        });
-    }
+    follow(id, changes, status, offset, reload, page);
     #[cfg(not(feature = "hydrate"))]
     let _ = (changes, reload);
-
     let csv = format!("/api/admin/orders.csv?activity_id={id}");
     let total = move || {
         page.with(|p| {
@@ -74,29 +42,7 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
             {move || match page.get() {
                 None => view! { <p>"Loading orders…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
-                Some(Ok(p)) => view! {
-                    <p class="muted small" data-testid="admin-orders-total">{p.total} {if p.total == 1 { " order" } else { " orders" }}</p>
-                    <div class="table-wrap">
-                        <table class="data" data-testid="admin-orders-table">
-                            <thead><tr>
-                                <th scope="col" class="num">"Order"</th><th scope="col">"Shopper"</th><th scope="col" class="num">"Qty"</th>
-                                <th scope="col">"Status"</th><th scope="col">"Reserved"</th><th scope="col">"Pay by"</th>
-                            </tr></thead>
-                            <tbody>
-                                {p.orders.into_iter().map(|o| view! {
-                                    <tr data-testid="admin-order-row">
-                                        <td class="num">{o.order_id}</td>
-                                        <td>{o.username}</td>
-                                        <td class="num">{o.quantity}</td>
-                                        <td>{o.status}{o.reason.map(|r| format!(" ({r})"))}</td>
-                                        <td>{local_time(&o.reserved_at)}</td>
-                                        <td>{o.pay_by.as_deref().map(local_time)}</td>
-                                    </tr>
-                                }).collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
-                }.into_any(),
+                Some(Ok(p)) => view! { <OrdersPage page=p/> }.into_any(),
             }}
             <nav class="pager" aria-label="Orders pages">
                 <button type="button" class="secondary" data-testid="admin-orders-prev" disabled=move || offset.get() == 0
@@ -106,5 +52,76 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
                     on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Older →"</button>
             </nav>
         </section>
+    }
+}
+
+/// Fetches the page the filter and offset name, again on every change of the sale and every
+/// 5 s while the first page is shown (it follows the sale by itself).
+#[cfg(feature = "hydrate")]
+fn follow(
+    id: i64,
+    changes: RwSignal<u32>,
+    status: RwSignal<String>,
+    offset: RwSignal<i64>,
+    reload: RwSignal<u32>,
+    page: RwSignal<Option<Result<AdminOrderPage, String>>>,
+) {
+    Effect::new(move |_| {
+        changes.track();
+        reload.track();
+        let (status, offset) = (status.get(), offset.get());
+        let mut url =
+            format!("/api/admin/orders?activity_id={id}&limit={PAGE_SIZE}&offset={offset}");
+        if !status.is_empty() {
+            url.push_str(&format!("&status={status}"));
+        }
+        leptos::task::spawn_local(async move {
+            let got = client::get::<AdminOrderPage>(&url).await;
+            page.try_set(Some(got.map_err(|f| f.message())));
+        });
+    });
+    let alive = crate::clock::while_mounted();
+    Effect::new(move |_| {
+        let alive = alive.clone();
+        leptos::task::spawn_local(async move {
+            loop {
+                crate::clock::gloo_timers_sleep(5_000).await;
+                if !alive.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                if offset.get_untracked() == 0 {
+                    reload.update(|r| *r += 1);
+                }
+            }
+        });
+    });
+}
+
+/// One page of orders as a table.
+#[component]
+fn OrdersPage(page: AdminOrderPage) -> impl IntoView {
+    let total = page.total;
+    view! {
+        <p class="muted small" data-testid="admin-orders-total">{total} {if total == 1 { " order" } else { " orders" }}</p>
+        <div class="table-wrap">
+            <table class="data" data-testid="admin-orders-table">
+                <thead><tr>
+                    <th scope="col" class="num">"Order"</th><th scope="col">"Shopper"</th><th scope="col" class="num">"Qty"</th>
+                    <th scope="col">"Status"</th><th scope="col">"Reserved"</th><th scope="col">"Pay by"</th>
+                </tr></thead>
+                <tbody>
+                    {page.orders.into_iter().map(|o| view! {
+                        <tr data-testid="admin-order-row">
+                            <td class="num">{o.order_id}</td>
+                            <td>{o.username}</td>
+                            <td class="num">{o.quantity}</td>
+                            <td>{o.status}{o.reason.map(|r| format!(" ({r})"))}</td>
+                            <td>{local_time(&o.reserved_at)}</td>
+                            <td>{o.pay_by.as_deref().map(local_time)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
     }
 }

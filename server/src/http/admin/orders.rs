@@ -210,7 +210,6 @@ async fn admin_orders_csv(
     merchant: Merchant,
     axum::extract::Query(filter): axum::extract::Query<OrderFilter>,
 ) -> ApiResult<axum::response::Response> {
-    use futures_util::StreamExt as _;
     let activity = optional_number("activity_id", &filter.activity_id, 1..=i64::MAX)?;
     own_activity(&db, merchant, activity).await?;
     let slot = exports.start(merchant.user_id)?;
@@ -227,56 +226,73 @@ async fn admin_orders_csv(
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
     tokio::spawn(async move {
         let _slot = slot;
-        let send = |chunk: Result<String, std::io::Error>| {
-            let tx = tx.clone();
-            async move {
-                matches!(
-                    tokio::time::timeout(WRITE_TIMEOUT, tx.send(chunk)).await,
-                    Ok(Ok(()))
-                )
+        write_export(&db, merchant, activity, tx).await;
+    });
+    let name = activity.map_or("orders.csv".to_string(), |a| {
+        format!("orders-activity-{a}.csv")
+    });
+    Ok(csv_response(&name, rx))
+}
+
+/// The export's pages, 64 KiB at a time, into the channel the response reads; it stops when
+/// the client has left or has not read for [`WRITE_TIMEOUT`].
+async fn write_export(
+    db: &PgPool,
+    merchant: Merchant,
+    activity: Option<i64>,
+    tx: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
+) {
+    let send = |chunk: Result<String, std::io::Error>| {
+        let tx = tx.clone();
+        async move {
+            matches!(
+                tokio::time::timeout(WRITE_TIMEOUT, tx.send(chunk)).await,
+                Ok(Ok(()))
+            )
+        }
+    };
+    let mut chunk = String::from(CSV_HEADER);
+    let mut after = 0i64;
+    loop {
+        let page = order::export_page(db, merchant.shop_id, activity, after, EXPORT_PAGE).await;
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::error!(error = %e, "CSV export failed mid-stream");
+                send(Err(std::io::Error::other("database error"))).await;
+                return;
             }
         };
-        let mut chunk = String::from(CSV_HEADER);
-        let mut after = 0i64;
-        loop {
-            let page =
-                order::export_page(&db, merchant.shop_id, activity, after, EXPORT_PAGE).await;
-            let page = match page {
-                Ok(page) => page,
-                Err(e) => {
-                    tracing::error!(error = %e, "CSV export failed mid-stream");
-                    send(Err(std::io::Error::other("database error"))).await;
-                    return;
-                }
-            };
-            let last_page = (page.len() as i64) < EXPORT_PAGE;
-            for order in &page {
-                chunk.push_str(&csv_line(order));
-                after = order.order_id;
-            }
-            if (last_page || chunk.len() >= 64 * 1024)
-                && !send(Ok(std::mem::take(&mut chunk))).await
-            {
-                tracing::info!(
-                    merchant.id = merchant.user_id,
-                    "CSV export ended: the client left or stopped reading"
-                );
-                return;
-            }
-            if last_page {
-                return;
-            }
+        let last_page = (page.len() as i64) < EXPORT_PAGE;
+        for order in &page {
+            chunk.push_str(&csv_line(order));
+            after = order.order_id;
         }
-    });
+        if (last_page || chunk.len() >= 64 * 1024) && !send(Ok(std::mem::take(&mut chunk))).await {
+            tracing::info!(
+                merchant.id = merchant.user_id,
+                "CSV export ended: the client left or stopped reading"
+            );
+            return;
+        }
+        if last_page {
+            return;
+        }
+    }
+}
+
+/// A CSV attachment streamed from the channel, never stored.
+fn csv_response(
+    name: &str,
+    rx: tokio::sync::mpsc::Receiver<Result<String, std::io::Error>>,
+) -> axum::response::Response {
+    use futures_util::StreamExt as _;
     // Fused: a compressing layer may poll again after the end, which a bare `unfold` panics on.
     let body = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
     })
     .fuse();
-    let name = activity.map_or("orders.csv".to_string(), |a| {
-        format!("orders-activity-{a}.csv")
-    });
-    Ok((
+    (
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
             (
@@ -287,7 +303,7 @@ async fn admin_orders_csv(
         ],
         axum::body::Body::from_stream(body),
     )
-        .into_response())
+        .into_response()
 }
 
 #[cfg(test)]
