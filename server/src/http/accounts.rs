@@ -22,7 +22,8 @@ use crate::{
 };
 use app::api::{Confirmation, Credentials, PasswordChange, Role, User};
 use axum::{
-    extract::{FromRef, State},
+    extract::{FromRef, FromRequestParts, State},
+    http::request::Parts,
     http::{header, StatusCode},
     response::IntoResponse,
     routing::{get, post},
@@ -102,53 +103,90 @@ async fn register(
     Ok((StatusCode::CREATED, jar, Json(user)))
 }
 
-/// Checks a user's password under the sign-in throttle (`domain/account/throttle.rs`: the attempt is taken
-/// before the password is verified): `429` past a limit, `401 invalid_credentials` for a wrong
-/// password or an unknown user alike.
-async fn authenticate(
-    db: &PgPool,
-    redis: &Redis,
-    passwords: &Passwords,
-    throttle: &LoginThrottle,
+/// What checking a password takes (the accounts, the hashing slots, the sign-in throttle) and
+/// the client address the throttle counts by: one extractor for every handler that checks one.
+pub struct PasswordCheck {
+    db: PgPool,
+    redis: Redis,
+    passwords: Passwords,
+    throttle: LoginThrottle,
     ip: std::net::IpAddr,
-    username: &Username,
-    password: Password,
-) -> ApiResult<UserRow> {
-    let mut redis = redis.conn();
-    let attempt = throttle.reserve(&mut redis, username.as_str(), ip).await?;
-    let verified = async {
-        let (found, stored) = match account::find_with_hash(db, username.as_str()).await? {
-            Some((row, hash)) => (Some(row), Some(hash)),
-            None => (None, None),
-        };
-        let ok = passwords.verify(password.into_inner(), stored).await?;
-        ApiResult::Ok(found.filter(|_| ok))
-    }
-    .await;
-    let outcome = match &verified {
-        Ok(Some(_)) => Outcome::Succeeded,
-        Ok(None) => Outcome::Failed,
-        Err(_) => Outcome::Undecided,
-    };
-    throttle.finish(&mut redis, attempt, outcome).await?;
-    verified?.ok_or(ApiError::InvalidCredentials)
 }
 
-// Each part it needs is one extractor; bundling them into a struct would hide what it uses.
-#[allow(clippy::too_many_arguments)]
+impl<S> FromRequestParts<S> for PasswordCheck
+where
+    S: Send + Sync,
+    PgPool: FromRef<S>,
+    Redis: FromRef<S>,
+    Passwords: FromRef<S>,
+    LoginThrottle: FromRef<S>,
+    Arc<Config>: FromRef<S>,
+{
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let ClientIp(ip) = ClientIp::from_request_parts(parts, state).await?;
+        Ok(PasswordCheck {
+            db: PgPool::from_ref(state),
+            redis: Redis::from_ref(state),
+            passwords: Passwords::from_ref(state),
+            throttle: LoginThrottle::from_ref(state),
+            ip,
+        })
+    }
+}
+
+impl PasswordCheck {
+    /// Checks a user's password under the sign-in throttle (`domain/account/throttle.rs`: the
+    /// attempt is taken before the password is verified): `429` past a limit, `401
+    /// invalid_credentials` for a wrong password or an unknown user alike.
+    async fn authenticate(&self, username: &Username, password: Password) -> ApiResult<UserRow> {
+        let mut redis = self.redis.conn();
+        let attempt = self
+            .throttle
+            .reserve(&mut redis, username.as_str(), self.ip)
+            .await?;
+        let verified = async {
+            let (found, stored) = match account::find_with_hash(&self.db, username.as_str()).await?
+            {
+                Some((row, hash)) => (Some(row), Some(hash)),
+                None => (None, None),
+            };
+            let ok = self.passwords.verify(password.into_inner(), stored).await?;
+            ApiResult::Ok(found.filter(|_| ok))
+        }
+        .await;
+        let outcome = match &verified {
+            Ok(Some(_)) => Outcome::Succeeded,
+            Ok(None) => Outcome::Failed,
+            Err(_) => Outcome::Undecided,
+        };
+        self.throttle.finish(&mut redis, attempt, outcome).await?;
+        verified?.ok_or(ApiError::InvalidCredentials)
+    }
+
+    /// The signed-in user's own password checked again: a wrong one is bad input naming `field`
+    /// (the session is theirs; there is no one to hide the account from).
+    async fn recheck(&self, row: &UserRow, field: &str, password: Password) -> ApiResult<UserRow> {
+        let username = Username::parse(&row.username)?;
+        self.authenticate(&username, password)
+            .await
+            .map_err(|e| match e {
+                ApiError::InvalidCredentials => ApiError::invalid(field, "is wrong"),
+                other => other,
+            })
+    }
+}
+
 async fn login(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    State(passwords): State<Passwords>,
-    State(throttle): State<LoginThrottle>,
+    check: PasswordCheck,
     State(sessions): State<Arc<SessionKeys>>,
-    ClientIp(ip): ClientIp,
     jar: CookieJar,
     AppJson(creds): AppJson<Credentials>,
 ) -> ApiResult<(CookieJar, Json<User>)> {
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
-    let row = authenticate(&db, &redis, &passwords, &throttle, ip, &username, password).await?;
+    let row = check.authenticate(&username, password).await?;
     // Said only to the one who knows the password: it reveals nothing to anyone else.
     if row.blocked {
         return Err(ApiError::AccountBlocked);
@@ -170,34 +208,28 @@ fn holder(row: &UserRow, epoch: i64) -> ApiResult<Holder> {
 
 /// The signed-in user's password checked again (under the sign-in throttle), before an action
 /// that asks for a recent check: this session ends and a new one, checked now, takes its place.
-// Each part it needs is one extractor.
-#[allow(clippy::too_many_arguments)]
 async fn confirm(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    State(passwords): State<Passwords>,
-    State(throttle): State<LoginThrottle>,
+    check: PasswordCheck,
     State(sessions): State<Arc<SessionKeys>>,
     SignedIn(claims): SignedIn,
-    ClientIp(ip): ClientIp,
     jar: CookieJar,
     AppJson(body): AppJson<Confirmation>,
 ) -> ApiResult<(CookieJar, Json<User>)> {
     let password = Password::parse(&body.password)?;
-    let row = account::load(&db, claims.user_id)
+    let row = account::load(&check.db, claims.user_id)
         .await?
         .filter(|r| !r.blocked)
         .ok_or(ApiError::Unauthenticated)?;
-    let username = Username::parse(&row.username)?;
-    let row = authenticate(&db, &redis, &passwords, &throttle, ip, &username, password)
-        .await
-        .map_err(|e| match e {
-            ApiError::InvalidCredentials => ApiError::invalid("password", "is wrong"),
-            other => other,
-        })?;
+    let row = check.recheck(&row, "password", password).await?;
     sessions
         .revocations
-        .end_session(&db, &redis, claims.user_id, claims.sid, claims.expires_at)
+        .end_session(
+            &check.db,
+            &check.redis,
+            claims.user_id,
+            claims.sid,
+            claims.expires_at,
+        )
         .await?;
     let jar = jar.add(sessions.issue(holder(&row, claims.epoch)?));
     Ok((jar, Json(row.into_user()?)))
@@ -245,34 +277,24 @@ async fn logout_everywhere(
 
 /// Changes the signed-in user's password (the current one is asked, under the sign-in throttle):
 /// every other session ends; this one goes on with a new cookie.
-// Each part it needs is one extractor.
-#[allow(clippy::too_many_arguments)]
 async fn change_password(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    State(passwords): State<Passwords>,
-    State(throttle): State<LoginThrottle>,
+    check: PasswordCheck,
     State(sessions): State<Arc<SessionKeys>>,
     SignedIn(claims): SignedIn,
-    ClientIp(ip): ClientIp,
     jar: CookieJar,
     AppJson(change): AppJson<PasswordChange>,
 ) -> ApiResult<(CookieJar, Json<User>)> {
+    let (db, redis) = (&check.db, &check.redis);
     let current = Password::parse(&change.current_password)
         .map_err(|_| ApiError::invalid("current_password", "must be 8 to 128 characters"))?;
     let new = Password::parse(&change.new_password)
         .map_err(|_| ApiError::invalid("new_password", "must be 8 to 128 characters"))?;
-    let row = account::load(&db, claims.user_id)
+    let row = account::load(db, claims.user_id)
         .await?
         .ok_or(ApiError::Unauthenticated)?;
-    let username = Username::parse(&row.username)?;
-    authenticate(&db, &redis, &passwords, &throttle, ip, &username, current)
-        .await
-        .map_err(|e| match e {
-            ApiError::InvalidCredentials => ApiError::invalid("current_password", "is wrong"),
-            other => other,
-        })?;
-    let hash = passwords
+    check.recheck(&row, "current_password", current).await?;
+    let hash = check
+        .passwords
         .hash_new(new.into_inner(), row.username.clone())
         .await
         .map_err(|e| match e {
@@ -281,12 +303,12 @@ async fn change_password(
             }
             other => other,
         })?;
-    let epoch = account::set_password(&db, claims.user_id, &hash, true)
+    let epoch = account::set_password(db, claims.user_id, &hash, true)
         .await?
         .ok_or(ApiError::Unauthenticated)?;
     sessions
         .revocations
-        .announce_epoch(&redis, claims.user_id, epoch)
+        .announce_epoch(redis, claims.user_id, epoch)
         .await;
     tracing::info!(
         user.id = claims.user_id,

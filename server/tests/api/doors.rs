@@ -743,25 +743,13 @@ async fn a_sign_up_carries_a_proof_of_work_spent_once() {
 }
 
 /// A client of its own, signed up through the API (its cookie jar holds the session).
-async fn signed_up(app: &TestApp, username: &str) -> Client {
-    let client = Client::builder().cookie_store(true).build().unwrap();
-    let resp = client
-        .post(app.url("/api/auth/register"))
-        .json(&json!({"username": username, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 201);
-    client
-}
-
 #[tokio::test]
 async fn a_sale_kept_to_older_accounts_refuses_the_newer_ones_at_every_door() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     let (old_name, new_name) = (unique_name("old"), unique_name("new"));
-    let old = signed_up(&app, &old_name).await;
-    let new = signed_up(&app, &new_name).await;
+    let (old, _) = register(&app, &old_name, PASSWORD).await;
+    let (new, _) = register(&app, &new_name, PASSWORD).await;
     // The older account dates from before the announcement; its next sign-in carries that.
     sqlx::query("UPDATE users SET created_at = now() - interval '1 day' WHERE username = $1")
         .bind(&old_name)

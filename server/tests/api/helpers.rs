@@ -732,3 +732,28 @@ pub async fn set_stock(app: &TestApp, shard: &ShardKeys, units: i64) {
         .await
         .unwrap();
 }
+
+/// A shopper registered through the API (`201`), signed in: a client that keeps the session
+/// cookie, and the session id it holds.
+pub async fn register(app: &TestApp, username: &str, password: &str) -> (Client, String) {
+    let client = Client::builder().cookie_store(true).build().unwrap();
+    let resp = client
+        .post(app.url("/api/auth/register"))
+        .json(&serde_json::json!({"username": username, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 201);
+    (client, sid_of(&resp))
+}
+
+/// The session id a response's `Set-Cookie` carries.
+pub fn sid_of(resp: &Response) -> String {
+    set_cookie(resp)
+        .expect("a session cookie is set")
+        .split(';')
+        .next()
+        .unwrap()
+        .trim_start_matches("sid=")
+        .to_string()
+}

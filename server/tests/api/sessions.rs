@@ -11,16 +11,6 @@ use std::time::{Duration, Instant};
 const PASSWORD: &str = "long-enough-1";
 
 /// The `sid` value a response set.
-fn sid_of(resp: &reqwest::Response) -> String {
-    set_cookie(resp)
-        .expect("a session cookie is set")
-        .split(';')
-        .next()
-        .unwrap()
-        .trim_start_matches("sid=")
-        .to_string()
-}
-
 async fn me_with(app: &TestApp, sid: &str) -> u16 {
     Client::new()
         .get(app.url("/api/me"))
@@ -44,16 +34,8 @@ async fn ended_within(app: &TestApp, sid: &str, secs: u64, what: &str) -> Durati
 
 /// A new user signed in through the API (its own cookie jar) and the `sid` value it holds.
 async fn signed_up(app: &TestApp, name: &str) -> (Client, String, String) {
-    let client = Client::builder().cookie_store(true).build().unwrap();
     let username = unique_name(name);
-    let resp = client
-        .post(app.url("/api/auth/register"))
-        .json(&json!({"username": username, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 201);
-    let sid = sid_of(&resp);
+    let (client, sid) = register(app, &username, PASSWORD).await;
     (client, username, sid)
 }
 
