@@ -68,7 +68,8 @@ soldout_setup() {
   ACT=$(sed -n 's/^activity \([0-9]*\):.*/\1/p' "$OUT/cluster-soldout-setup.txt")
   local user
   user=$($PSQL -d $DB -tAc "SELECT max(u.id) FROM users u WHERE u.username LIKE 'crowd\_%' AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.activity_id = $ACT)")
-  scripts/sign-buyer.py "$SECRET" "$user" "$ACT" "$OUT/cluster-soldout.lua" >/dev/null
+  SECKILL_SECRET="$SECRET" "${LOAD:-target/release/seckill-load}" sign --user "$user" --activity "$ACT" \
+    --wrk-script "$OUT/cluster-soldout.lua" >/dev/null
 }
 
 rows=""

@@ -82,15 +82,7 @@ buys "$out/ended.txt"
 
 # 10,000 more sessions of the shopper's, each signed out once, beside the buys (16 connections,
 # from the buys' second second on).
-python3 - "$SECRET" "$USER_ID" >"$out/cookies.txt" <<'PY'
-import base64, hashlib, hmac, secrets, sys, time
-key, user = sys.argv[1].encode(), sys.argv[2]
-now = int(time.time())
-for _ in range(10000):
-    payload = f"{secrets.randbits(128):032x}.{user}.shopper.0.0.{now + 3600}.0.{now}"
-    mac = hmac.new(key, b"sid\0" + payload.encode(), hashlib.sha256).digest()
-    print(payload + "." + base64.urlsafe_b64encode(mac).decode().rstrip("="))
-PY
+SECKILL_SECRET="$SECRET" "$LOAD" sign --user "$USER_ID" --count 10000 >"$out/cookies.txt"
 cat >"$out/logout.lua" <<LUA
 local cookies = {}
 for line in io.lines("$out/cookies.txt") do cookies[#cookies + 1] = line end

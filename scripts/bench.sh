@@ -147,7 +147,7 @@ crowd --users 2 --stock 1 --concurrency 2 --lead-secs 1 >"$out/soldout-setup.txt
 ACT=$(sed -n 's/^activity \([0-9]*\):.*/\1/p' "$out/soldout-setup.txt")
 # A shopper of that sale who holds no unit: the answer is sold_out, never limit_reached.
 USER=$($PSQL -d seckill_bench -tAc "SELECT max(u.id) FROM users u WHERE u.username LIKE 'crowd\_%' AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.user_id = u.id AND o.activity_id = $ACT)")
-read -r COOKIE PATHV < <(scripts/sign-buyer.py "$SECRET" "$USER" "$ACT" "$out/soldout.lua")
+read -r COOKIE PATHV < <(SECKILL_SECRET="$SECRET" $LOAD sign --user "$USER" --activity "$ACT" --wrk-script "$out/soldout.lua")
 first=$(curl -s -w " %{http_code}" -X POST -H "Content-Type: application/json" -H "Cookie: sid=$COOKIE" -H "X-Forwarded-For: 10.200.0.1" -d "{\"path\":\"$PATHV\"}" "http://127.0.0.1:$PORT/api/activities/$ACT/buy")
 echo "   first answer: $first"
 case $first in *sold_out*) ;; *) echo "the sold-out buyer is not answered sold_out: $first" >&2; exit 1 ;; esac

@@ -1,5 +1,5 @@
 import { expect, Page } from "@playwright/test";
-import { createHash, createHmac, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 
 /** A username no other test (or earlier run) has used. */
 export function uniqueName(prefix: string): string {
@@ -28,7 +28,7 @@ export function failOnConsoleErrors(page: Page): string[] {
 }
 
 import { APIRequestContext, request as playwrightRequest, Response } from "@playwright/test";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { baseURL } from "../playwright.config";
 
 export const MERCHANT = { username: "e2e_merchant", password: "e2e-merchant-password" };
@@ -147,13 +147,17 @@ export async function captchaIdOf(resp: Promise<Response>): Promise<string> {
 
 /**
  * A session cookie's value for an existing user, signed with the server's secret as sign-in signs
- * it, whose password was checked `authAgeSecs` ago: the time a test cannot wait for.
+ * it, whose password was checked `authAgeSecs` ago: the time a test cannot wait for. The cookie's
+ * format is written once, in the server: the load tool signs it with that code.
  */
 export function agedSession(userId: number, role: string, authAgeSecs: number): string {
-  const secret = process.env.SECKILL_SECRET;
-  if (!secret) throw new Error("SECKILL_SECRET is the server's; the Makefile sets it");
-  const now = Math.floor(Date.now() / 1000);
-  const payload = `${randomBytes(16).toString("hex")}.${userId}.${role}.0.0.${now + 3600}.0.${now - authAgeSecs}`;
-  const mac = createHmac("sha256", secret).update("sid\0").update(payload).digest("base64url");
-  return `${payload}.${mac}`;
+  if (!process.env.SECKILL_SECRET) throw new Error("SECKILL_SECRET is the server's; the Makefile sets it");
+  // Signed by the load tool with the server's own code: the cookie's format is written once.
+  const signed = spawnSync(
+    "../target/debug/seckill-load",
+    ["sign", "--user", String(userId), "--role", role, "--auth-age-secs", String(authAgeSecs)],
+    { env: process.env, encoding: "utf8" },
+  );
+  if (signed.status !== 0) throw new Error(`seckill-load sign: ${signed.stderr}`);
+  return signed.stdout.trim();
 }

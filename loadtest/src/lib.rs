@@ -7,3 +7,4 @@ pub mod ceiling;
 pub mod costs;
 pub mod crowd;
 pub mod pace;
+pub mod sign;

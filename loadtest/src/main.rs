@@ -100,6 +100,28 @@ enum Command {
     /// What the proof-of-work check costs the server: issuing a challenge and verifying a
     /// solution, at the default difficulty.
     PowCost,
+    /// Session cookies signed with the server's secret (SECKILL_SECRET), one per line, each
+    /// valid for an hour: `COOKIE`, or `COOKIE PATH` with the user's buy path of --activity.
+    Sign {
+        #[arg(long)]
+        user: i64,
+        /// shopper, merchant or operator.
+        #[arg(long, default_value = "shopper")]
+        role: String,
+        /// The merchant's shop.
+        #[arg(long, default_value_t = 0)]
+        shop: i64,
+        /// How long ago the password was last checked, in seconds.
+        #[arg(long, default_value_t = 0)]
+        auth_age_secs: i64,
+        #[arg(long, default_value_t = 1)]
+        count: usize,
+        #[arg(long)]
+        activity: Option<i64>,
+        /// Also write a wrk script there that POSTs the buy with the first cookie (needs --activity).
+        #[arg(long)]
+        wrk_script: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -182,6 +204,28 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::TicketCost => loadtest::costs::ticket(&Config::from_env()?),
         Command::SessionCost => loadtest::costs::session(&Config::from_env()?),
         Command::PowCost => loadtest::costs::proof_of_work(&Config::from_env()?),
+        Command::Sign {
+            user,
+            role,
+            shop,
+            auth_age_secs,
+            count,
+            activity,
+            wrk_script,
+        } => {
+            // The server's own secret, never one made up here (no cookie it makes would pass).
+            let secret = std::env::var("SECKILL_SECRET").context("SECKILL_SECRET: the server's")?;
+            let opts = loadtest::sign::SignOptions {
+                user,
+                role: loadtest::sign::role(&role)?,
+                shop,
+                auth_age_secs,
+                count,
+                activity,
+                wrk_script,
+            };
+            loadtest::sign::run(secret.as_bytes(), &opts)
+        }
     }
 }
 
