@@ -198,6 +198,7 @@ bench: setup test-tools
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
 	if ! dpkg -s nginx libnginx-mod-http-brotli-static >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; fi
 	scripts/bench.sh
+	scripts/bench-redis-functions.sh | tee target/bench-redis-functions.txt
 
 # Lighthouse's mobile profile on the storefront list and a sale page (release build), and the proof
 # of work's solve time under 4x CPU throttling; `make bench` runs it too (docs/benchmarks.md).
