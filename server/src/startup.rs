@@ -327,7 +327,7 @@ impl Application {
                 every.tick().await;
                 doors.sweep();
                 gate.sweep();
-                if let Err(e) = crate::http::admin::replay::forget_old(&db).await {
+                if let Err(e) = crate::domain::admin_requests::forget_old(&db).await {
                     tracing::warn!(error = %e, "old admin answers not forgotten; next minute");
                 }
             }

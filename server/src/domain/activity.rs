@@ -722,6 +722,40 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
     Ok(Some(row.id))
 }
 
+/// The sales whose journals the relay reads: those started (or starting within five minutes) in
+/// the last seven days, with their shards, and whether they are on (ended less than five minutes ago).
+pub async fn journal_sales(db: &PgPool) -> sqlx::Result<Vec<(i64, i16, bool)>> {
+    Ok(sqlx::query!(
+        r#"SELECT id, stock_shards, ends_at > now() - interval '5 minutes' AS "on!" FROM activities
+               WHERE ends_at > now() - interval '7 days' AND starts_at < now() + interval '5 minutes'"#
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|s| (s.id, s.stock_shards, s.on))
+    .collect())
+}
+
+/// The sales of the last seven days and their shards.
+pub async fn recent_shards(db: &PgPool) -> sqlx::Result<Vec<(i64, i16)>> {
+    Ok(sqlx::query!(
+        "SELECT id, stock_shards FROM activities WHERE ends_at > now() - interval '7 days'"
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|s| (s.id, s.stock_shards))
+    .collect())
+}
+
+/// A sale's stock and units sold, as the database has them now.
+pub async fn figures(db: &PgPool, id: i64) -> sqlx::Result<(i64, i64)> {
+    let row = sqlx::query!("SELECT total_stock, sold FROM activities WHERE id = $1", id)
+        .fetch_one(db)
+        .await?;
+    Ok((row.total_stock, row.sold))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

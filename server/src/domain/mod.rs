@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod activity;
+pub mod admin_requests;
 pub mod audit;
 pub mod error;
 pub mod order;

@@ -6,7 +6,7 @@
 use super::{rfc3339, ApiResult};
 use app::api::{AdminOrder, OrderStatus};
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 /// One order row, as a shopper may see it.
 pub struct OrderRow {
@@ -200,4 +200,173 @@ pub async fn export_page(
     )
     .fetch_all(db)
     .await
+}
+
+/// A persisted order, as Redis and the status endpoint show it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Persisted {
+    pub token: uuid::Uuid,
+    pub id: i64,
+    pub status: String,
+    pub pay_by: Option<DateTime<Utc>>,
+    pub payment_window_secs: i32,
+}
+
+/// The reservations as `confirmed` orders, with the sales' `sold` raised, in one statement; the
+/// orders new with it come back. Tokens already orders (a message published twice) are left as
+/// they are, and reservations of no such sale or user are left out: the joins are the existence
+/// checks (orders have no foreign keys: migration 0007).
+pub async fn insert_confirmed(
+    tx: &mut PgConnection,
+    tokens: &[uuid::Uuid],
+    activities: &[i64],
+    users: &[i64],
+    quantities: &[i32],
+    reserved_ms: &[i64],
+) -> sqlx::Result<Vec<Persisted>> {
+    sqlx::query_as!(
+        Persisted,
+        r#"WITH input AS (
+                 SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[])
+                     AS t(token, activity_id, user_id, quantity, reserved_ms)
+             ), inserted AS (
+                 INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reserved_at, pay_by)
+                 SELECT i.token, i.activity_id, i.user_id, i.quantity, a.seckill_price_cents, 'confirmed',
+                        to_timestamp(i.reserved_ms / 1000.0), now() + make_interval(secs => a.payment_window_secs)
+                 FROM input i JOIN activities a ON a.id = i.activity_id
+                 WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = i.user_id)
+                 ORDER BY i.token
+                 ON CONFLICT (token) DO NOTHING
+                 RETURNING id, token, activity_id, quantity, status, pay_by
+             ), raised AS (
+                 UPDATE activities a SET sold = a.sold + s.units
+                 FROM (SELECT activity_id, sum(quantity) AS units FROM inserted GROUP BY activity_id) s
+                 WHERE a.id = s.activity_id
+                 RETURNING 1
+             )
+             SELECT i.token AS "token!", i.id AS "id!", i.status AS "status!", i.pay_by,
+                    a.payment_window_secs AS "payment_window_secs!"
+                 FROM inserted i JOIN activities a ON a.id = i.activity_id"#,
+        tokens,
+        activities,
+        users,
+        quantities,
+        reserved_ms
+    )
+    .fetch_all(tx)
+    .await
+}
+
+/// The orders these tokens already are.
+pub async fn persisted(
+    tx: &mut PgConnection,
+    tokens: &[uuid::Uuid],
+) -> sqlx::Result<Vec<Persisted>> {
+    sqlx::query_as!(
+        Persisted,
+        "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
+                         FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
+        tokens
+    )
+    .fetch_all(tx)
+    .await
+}
+
+/// A reservation that could not be persisted, recorded `failed` unless its token is an order
+/// already: the order's status either way; `None` when the sale or the user does not exist.
+pub async fn record_failed(
+    db: &PgPool,
+    token: uuid::Uuid,
+    activity_id: i64,
+    user_id: i64,
+    quantity: i32,
+    reserved_ms: i64,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reason, reserved_at)
+             SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5::bigint / 1000.0)
+             FROM activities a WHERE a.id = $2 AND EXISTS (SELECT 1 FROM users u WHERE u.id = $3)
+             ON CONFLICT (token) DO UPDATE SET token = EXCLUDED.token
+             RETURNING status",
+        token,
+        activity_id,
+        user_id,
+        quantity,
+        reserved_ms
+    )
+    .fetch_optional(db)
+    .await
+}
+
+/// Cancels the order if it is still unpaid past its deadline, its units taken off the sale's
+/// `sold` in the same transaction: whether it was cancelled now.
+pub async fn cancel_if_overdue(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<bool> {
+    let mut tx = db.begin().await?;
+    let cancelled = sqlx::query!(
+        "UPDATE orders SET status = 'cancelled', cancelled_at = now(), reason = 'payment window closed'
+             WHERE token = $1 AND status = 'confirmed' AND pay_by <= now()
+             RETURNING activity_id, quantity",
+        token
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(order) = &cancelled {
+        sqlx::query!(
+            "UPDATE activities SET sold = sold - $2 WHERE id = $1",
+            order.activity_id,
+            i64::from(order.quantity)
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(cancelled.is_some())
+}
+
+/// An order's status, sale, shopper and units.
+pub async fn state_of(
+    db: &PgPool,
+    token: uuid::Uuid,
+) -> sqlx::Result<Option<(String, i64, i64, i32)>> {
+    Ok(sqlx::query!(
+        "SELECT status, activity_id, user_id, quantity FROM orders WHERE token = $1",
+        token
+    )
+    .fetch_optional(db)
+    .await?
+    .map(|o| (o.status, o.activity_id, o.user_id, o.quantity)))
+}
+
+/// Orders past their deadline and still unpaid, and those cancelled in the last two minutes
+/// (whose units may not be back in Redis yet), a thousand of each at most.
+pub async fn overdue(db: &PgPool) -> sqlx::Result<Vec<uuid::Uuid>> {
+    sqlx::query_scalar!(r#"(SELECT token AS "token!" FROM orders WHERE status = 'confirmed' AND pay_by <= now() - interval '1 second' ORDER BY pay_by LIMIT 1000)
+             UNION ALL
+             (SELECT token FROM orders WHERE status = 'cancelled' AND cancelled_at > now() - interval '2 minutes' LIMIT 1000)"#)
+        .fetch_all(db)
+        .await
+}
+
+/// Which of these tokens are orders.
+pub async fn which_are_orders(db: &PgPool, tokens: &[uuid::Uuid]) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar!(
+        r#"SELECT token::text AS "token!" FROM orders WHERE token = ANY($1)"#,
+        tokens
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Per shopper of the sale, the units their confirmed and paid orders hold.
+pub async fn holders(db: &PgPool, activity_id: i64) -> sqlx::Result<Vec<(i64, i64)>> {
+    Ok(sqlx::query!(
+        r#"SELECT user_id, sum(quantity)::bigint AS "units!" FROM orders
+               WHERE activity_id = $1 AND status IN ('confirmed', 'paid') GROUP BY user_id"#,
+        activity_id
+    )
+    .fetch_all(db)
+    .await?
+    .into_iter()
+    .map(|h| (h.user_id, h.units))
+    .collect())
 }

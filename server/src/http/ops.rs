@@ -1,7 +1,7 @@
 //! docs/api.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
 //! Redis and RabbitMQ, all at once, each within a deadline, and names the ones that did not answer.
 
-use crate::infra::{broker::Broker, config::Config, metrics::Metrics, redis::Redis};
+use crate::infra::{broker::Broker, config::Config, db, metrics::Metrics, redis::Redis};
 use app::api::ErrorBody;
 use axum::{
     extract::{FromRef, State},
@@ -50,7 +50,7 @@ async fn readyz(
     State(broker): State<Broker>,
 ) -> impl IntoResponse {
     let postgres = within(async {
-        sqlx::query!("SELECT 1 AS one").fetch_one(&db).await?;
+        db::ping(&db).await?;
         Ok(())
     });
     let redis = within(async {

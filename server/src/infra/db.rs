@@ -19,3 +19,9 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
 pub async fn migrate(db: &PgPool) -> anyhow::Result<()> {
     MIGRATOR.run(db).await.context("running migrations")
 }
+
+/// One round trip to PostgreSQL (what `/readyz` asks).
+pub async fn ping(db: &PgPool) -> sqlx::Result<()> {
+    sqlx::query!("SELECT 1 AS one").fetch_one(db).await?;
+    Ok(())
+}

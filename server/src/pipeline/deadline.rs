@@ -4,6 +4,7 @@
 //! conditional update, and only then do its units go back on sale.
 
 use super::giveback::{give_back, GiveBack};
+use crate::domain::order;
 use crate::{
     buy::soldout::SoldOut,
     infra::{
@@ -143,33 +144,9 @@ impl Deadlines {
 
     /// Cancels the order if it is still unpaid past its deadline, and returns its units once.
     pub async fn expire(&self, token: uuid::Uuid) -> anyhow::Result<Expiry> {
-        let mut tx = self.db.begin().await?;
-        let cancelled = sqlx::query!(
-            "UPDATE orders SET status = 'cancelled', cancelled_at = now(), reason = 'payment window closed'
-             WHERE token = $1 AND status = 'confirmed' AND pay_by <= now()
-             RETURNING activity_id, quantity",
-            token
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some(order) = &cancelled {
-            sqlx::query!(
-                "UPDATE activities SET sold = sold - $2 WHERE id = $1",
-                order.activity_id,
-                i64::from(order.quantity)
-            )
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
+        let cancelled = order::cancel_if_overdue(&self.db, token).await?;
 
-        let current = sqlx::query!(
-            "SELECT status, activity_id, user_id, quantity FROM orders WHERE token = $1",
-            token
-        )
-        .fetch_optional(&self.db)
-        .await?
-        .map(|o| (o.status, o.activity_id, o.user_id, o.quantity));
+        let current = order::state_of(&self.db, token).await?;
         match current {
             // Cancelled now or by an earlier attempt that died before Redis: return the units (once).
             Some((status, activity_id, user_id, quantity)) if status == "cancelled" => {
@@ -182,7 +159,7 @@ impl Deadlines {
                     reason: "payment window closed",
                 };
                 give_back(&self.redis, &self.sold_out, g).await?;
-                if cancelled.is_some() {
+                if cancelled {
                     tracing::info!(order.token = %token, activity.id = activity_id, "unpaid order cancelled; stock returned");
                     return Ok(Expiry::Cancelled);
                 }
@@ -247,13 +224,7 @@ impl Deadlines {
     }
 
     pub async fn sweep(&self) -> anyhow::Result<usize> {
-        let overdue = sqlx::query_scalar!(
-            r#"(SELECT token AS "token!" FROM orders WHERE status = 'confirmed' AND pay_by <= now() - interval '1 second' ORDER BY pay_by LIMIT 1000)
-             UNION ALL
-             (SELECT token FROM orders WHERE status = 'cancelled' AND cancelled_at > now() - interval '2 minutes' LIMIT 1000)"#
-        )
-        .fetch_all(&self.db)
-        .await?;
+        let overdue = order::overdue(&self.db).await?;
         let mut cancelled = 0;
         for token in overdue {
             if self.expire(token).await? == Expiry::Cancelled {

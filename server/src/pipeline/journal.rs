@@ -9,6 +9,7 @@
 //! per byte. The persister splits a batch in which PostgreSQL refuses a reservation, so that only
 //! that reservation goes the way of the dead letters.
 
+use crate::domain::activity;
 use crate::infra::{
     broker::{Broker, Topology},
     metrics::Metrics,
@@ -172,15 +173,9 @@ impl Relay {
     }
 
     async fn list(&self, journals: &mut Journals) -> anyhow::Result<()> {
-        let sales = sqlx::query!(
-            r#"SELECT id, stock_shards, ends_at > now() - interval '5 minutes' AS "on!" FROM activities
-               WHERE ends_at > now() - interval '7 days' AND starts_at < now() + interval '5 minutes'"#
-        )
-        .fetch_all(&self.db)
-        .await
-        .context("listing the journals")?
-        .into_iter()
-        .map(|s| (s.id, s.stock_shards, s.on));
+        let sales = activity::journal_sales(&self.db)
+            .await
+            .context("listing the journals")?;
         let (mut hot, mut cold) = (Vec::new(), vec![self.redis.keys.legacy_journal()]);
         for (id, shards, on) in sales {
             let list = if on { &mut hot } else { &mut cold };

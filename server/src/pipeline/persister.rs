@@ -13,6 +13,7 @@ use super::{
     giveback::{give_back, GiveBack},
     journal::{decode, encode, Reservation},
 };
+use crate::domain::order;
 use crate::{
     buy::soldout::SoldOut,
     domain::rfc3339,
@@ -48,16 +49,6 @@ pub struct Persister {
     pub sold_out: SoldOut,
     pub deadlines: Deadlines,
     pub consumer: String,
-}
-
-/// A persisted order, as Redis and the status endpoint show it.
-#[derive(Debug, sqlx::FromRow)]
-struct Persisted {
-    token: uuid::Uuid,
-    id: i64,
-    status: String,
-    pay_by: Option<chrono::DateTime<chrono::Utc>>,
-    payment_window_secs: i32,
 }
 
 enum Failure {
@@ -314,38 +305,15 @@ impl Persister {
 
         let mut tx = self.db.begin().await.map_err(classify)?;
         // The new orders come back from the insert itself; only tokens already orders (a message
-        // published twice) or refused (no such sale or user) need a second look. The joins are
-        // the existence checks (orders have no foreign keys: migration 0007).
-        let mut rows = sqlx::query_as!(
-            Persisted,
-            r#"WITH input AS (
-                 SELECT * FROM UNNEST($1::uuid[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[])
-                     AS t(token, activity_id, user_id, quantity, reserved_ms)
-             ), inserted AS (
-                 INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reserved_at, pay_by)
-                 SELECT i.token, i.activity_id, i.user_id, i.quantity, a.seckill_price_cents, 'confirmed',
-                        to_timestamp(i.reserved_ms / 1000.0), now() + make_interval(secs => a.payment_window_secs)
-                 FROM input i JOIN activities a ON a.id = i.activity_id
-                 WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = i.user_id)
-                 ORDER BY i.token
-                 ON CONFLICT (token) DO NOTHING
-                 RETURNING id, token, activity_id, quantity, status, pay_by
-             ), raised AS (
-                 UPDATE activities a SET sold = a.sold + s.units
-                 FROM (SELECT activity_id, sum(quantity) AS units FROM inserted GROUP BY activity_id) s
-                 WHERE a.id = s.activity_id
-                 RETURNING 1
-             )
-             SELECT i.token AS "token!", i.id AS "id!", i.status AS "status!", i.pay_by,
-                    a.payment_window_secs AS "payment_window_secs!"
-                 FROM inserted i JOIN activities a ON a.id = i.activity_id"#,
+        // published twice) or refused (no such sale or user) need a second look.
+        let mut rows = order::insert_confirmed(
+            &mut tx,
             &tokens,
             &activities,
             &users,
             &quantities,
-            &reserved
+            &reserved,
         )
-        .fetch_all(&mut *tx)
         .await
         .map_err(classify)?;
         let inserted = rows.len();
@@ -356,22 +324,13 @@ impl Persister {
                 .filter(|t| !new.contains(t))
                 .copied()
                 .collect();
-            rows.extend(
-                sqlx::query_as!(
-                    Persisted,
-                    "SELECT o.token, o.id, o.status, o.pay_by, a.payment_window_secs
-                         FROM orders o JOIN activities a ON a.id = o.activity_id WHERE o.token = ANY($1)",
-                    &others
-                )
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(classify)?,
-            );
+            rows.extend(order::persisted(&mut tx, &others).await.map_err(classify)?);
         }
         tx.commit().await.map_err(classify)?;
         self.metrics.persisted.inc_by(inserted as u64);
 
-        let by_token: HashMap<uuid::Uuid, &Persisted> = rows.iter().map(|p| (p.token, p)).collect();
+        let by_token: HashMap<uuid::Uuid, &order::Persisted> =
+            rows.iter().map(|p| (p.token, p)).collect();
         self.mark_in_redis(&rows).await?;
         let due: Vec<(uuid::Uuid, i32)> = rows
             .iter()
@@ -388,7 +347,7 @@ impl Persister {
     /// The orders' state on their tokens in Redis (what a status poll reads), and their tokens
     /// out of the unsettled set: one pipeline per home shard (on a cluster a pipeline goes to
     /// one node).
-    async fn mark_in_redis(&self, rows: &[Persisted]) -> Result<(), Failure> {
+    async fn mark_in_redis(&self, rows: &[order::Persisted]) -> Result<(), Failure> {
         let marked = self
             .redis
             .by_slot(
@@ -443,19 +402,14 @@ impl Persister {
     /// A reservation that could not be persisted: unless an order exists for its token after all,
     /// record it `failed` and return its stock and the user's count (once, whatever is redelivered).
     pub async fn settle_dead_letter(&self, r: &Reservation) -> anyhow::Result<()> {
-        let recorded = sqlx::query_scalar!(
-            "INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reason, reserved_at)
-             SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5::bigint / 1000.0)
-             FROM activities a WHERE a.id = $2 AND EXISTS (SELECT 1 FROM users u WHERE u.id = $3)
-             ON CONFLICT (token) DO UPDATE SET token = EXCLUDED.token
-             RETURNING status",
+        let recorded = order::record_failed(
+            &self.db,
             r.token,
             r.activity_id,
             r.user_id,
             r.quantity,
-            r.reserved_ms
+            r.reserved_ms,
         )
-        .fetch_optional(&self.db)
         .await;
         // No row: the sale or the user does not exist, nothing to record in the database;
         // Redis still gets its stock.

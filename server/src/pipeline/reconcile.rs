@@ -15,7 +15,10 @@
 
 use crate::infra::scripts;
 use crate::{
-    domain::activity::{self, ActivityRow},
+    domain::{
+        activity::{self, ActivityRow},
+        order,
+    },
     infra::{
         broker::{Broker, Topology},
         keys,
@@ -58,14 +61,7 @@ impl Reconciler {
     /// holding a batch it cannot write yet), journal entries (of every shard of every sale the
     /// relay reads, and the legacy journal) and ready messages on the reservation queue.
     async fn in_flight(&self) -> anyhow::Result<u64> {
-        let sales: Vec<(i64, i16)> = sqlx::query!(
-            "SELECT id, stock_shards FROM activities WHERE ends_at > now() - interval '7 days'"
-        )
-        .fetch_all(&self.db)
-        .await?
-        .into_iter()
-        .map(|s| (s.id, s.stock_shards))
-        .collect();
+        let sales = activity::recent_shards(&self.db).await?;
         let shards: Vec<keys::ShardKeys> = sales
             .iter()
             .flat_map(|&(id, shards)| self.redis.keys.shards(id, shards))
@@ -111,12 +107,7 @@ impl Reconciler {
                 .await?;
             let stale: Vec<uuid::Uuid> = stale.iter().filter_map(|t| t.parse().ok()).collect();
             if !stale.is_empty() {
-                let settled: Vec<String> = sqlx::query_scalar!(
-                    r#"SELECT token::text AS "token!" FROM orders WHERE token = ANY($1)"#,
-                    &stale
-                )
-                .fetch_all(&self.db)
-                .await?;
+                let settled = order::which_are_orders(&self.db, &stale).await?;
                 if !settled.is_empty() {
                     let _: () = redis::cmd("ZREM")
                         .arg(&key)
@@ -160,17 +151,8 @@ impl Reconciler {
     /// cannot count a unit twice.
     async fn rebuild(&self, row: &ActivityRow, stock: &[Option<i64>]) -> anyhow::Result<i64> {
         self.wait_for_idle_queue().await?;
-        let (total, sold): (i64, i64) = figures(&self.db, row.id).await?;
-        let holders: Vec<(i64, i64)> = sqlx::query!(
-            r#"SELECT user_id, sum(quantity)::bigint AS "units!" FROM orders
-               WHERE activity_id = $1 AND status IN ('confirmed', 'paid') GROUP BY user_id"#,
-            row.id
-        )
-        .fetch_all(&self.db)
-        .await?
-        .into_iter()
-        .map(|h| (h.user_id, h.units))
-        .collect();
+        let (total, sold): (i64, i64) = activity::figures(&self.db, row.id).await?;
+        let holders = order::holders(&self.db, row.id).await?;
         let shards = self.redis.keys.shards(row.id, row.stock_shards);
         let everything_lost = stock.iter().all(Option::is_none);
         let parts = if everything_lost {
@@ -319,7 +301,7 @@ impl Reconciler {
             } else if drift < 0 && self.in_flight().await? == 0 {
                 // Look again: the figures must hold still, with nothing in flight, before raising.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                let again: (i64, i64) = figures(&self.db, row.id).await?;
+                let again: (i64, i64) = activity::figures(&self.db, row.id).await?;
                 let now = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
                 if now == stock
                     && again == (row.total_stock, row.sold)
@@ -363,12 +345,4 @@ impl Reconciler {
             }
         }
     }
-}
-
-/// A sale's stock and units sold, as the database has them now.
-async fn figures(db: &sqlx::PgPool, id: i64) -> sqlx::Result<(i64, i64)> {
-    let row = sqlx::query!("SELECT total_stock, sold FROM activities WHERE id = $1", id)
-        .fetch_one(db)
-        .await?;
-    Ok((row.total_stock, row.sold))
 }

@@ -414,7 +414,7 @@ async fn a_retried_add_stock_or_create_with_its_key_changes_nothing_more() {
     .await
     .unwrap();
     assert_eq!(kept("<").await, today);
-    let forgotten = server::http::admin::replay::forget_old(&app.db)
+    let forgotten = server::domain::admin_requests::forget_old(&app.db)
         .await
         .unwrap();
     assert_eq!(forgotten, today as u64);

@@ -3,7 +3,7 @@
 //! retry (after a timeout, a `503`, a dropped connection) gets it back and changes nothing; two
 //! requests with one key at once are one change (the second waits for the first's transaction).
 
-use crate::domain::{ApiError, ApiResult};
+use crate::domain::{admin_requests, ApiError, ApiResult};
 use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
@@ -11,20 +11,6 @@ use axum::{
 };
 use serde_json::Value;
 use sqlx::PgConnection;
-
-// How long a key's first answer is kept: a day (written into the statements below, which are
-// checked at compile time and take one literal).
-
-/// Forgets the first answers older than a day (every instance runs it each minute; the
-/// `created_at` index keeps it a short range delete). How many it forgot.
-pub async fn forget_old(db: &sqlx::PgPool) -> sqlx::Result<u64> {
-    Ok(
-        sqlx::query!("DELETE FROM admin_requests WHERE created_at < now() - interval '1 day'")
-            .execute(db)
-            .await?
-            .rows_affected(),
-    )
-}
 
 /// Takes `key` for this request inside `tx`: `None` when it is new (the caller makes the change
 /// and calls [`record`]), else the first answer to give back.
@@ -34,33 +20,10 @@ pub async fn claim(
     key: &str,
     route: &str,
 ) -> ApiResult<Option<Response>> {
-    sqlx::query!(
-        "DELETE FROM admin_requests WHERE merchant_id = $1 AND key = $2
-         AND created_at < now() - interval '1 day'",
-        merchant,
-        key
-    )
-    .execute(&mut *tx)
-    .await?;
-    let taken = sqlx::query_scalar!(
-        "INSERT INTO admin_requests (merchant_id, key, route) VALUES ($1, $2, $3)
-         ON CONFLICT DO NOTHING RETURNING 1",
-        merchant,
-        key,
-        route
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
-    if taken.is_some() {
+    if admin_requests::take(tx, merchant, key, route).await? {
         return Ok(None);
     }
-    let first = sqlx::query!(
-        "SELECT route, status, body FROM admin_requests WHERE merchant_id = $1 AND key = $2",
-        merchant,
-        key
-    )
-    .fetch_one(&mut *tx)
-    .await?;
+    let first = admin_requests::first(tx, merchant, key).await?;
     let (first_route, status, body) = (first.route, first.status, first.body);
     if first_route != route {
         return Err(ApiError::invalid(
@@ -85,14 +48,6 @@ pub async fn record(
     body: &impl serde::Serialize,
 ) -> ApiResult<()> {
     let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(e.into()))?;
-    sqlx::query!(
-        "UPDATE admin_requests SET status = $3, body = $4 WHERE merchant_id = $1 AND key = $2",
-        merchant,
-        key,
-        status.as_u16() as i16,
-        body
-    )
-    .execute(&mut *tx)
-    .await?;
+    admin_requests::record(tx, merchant, key, status.as_u16() as i16, body).await?;
     Ok(())
 }
