@@ -22,50 +22,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate a flash crowd against a running server and check the invariants afterwards.
-    Crowd {
-        /// Base URL of the server (or load balancer); several, comma-separated, are taken in turn.
-        #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:3000")]
-        base_url: Vec<String>,
-        /// Distinct shoppers.
-        #[arg(long, default_value_t = 2_000)]
-        users: usize,
-        /// Units on sale.
-        #[arg(long, default_value_t = 100)]
-        stock: i64,
-        #[arg(long, default_value_t = 1)]
-        per_user_limit: i32,
-        /// Requests in flight at once.
-        #[arg(long, default_value_t = 256)]
-        concurrency: usize,
-        /// Seconds from creating the sale to its start.
-        #[arg(long, default_value_t = 2)]
-        lead_secs: i64,
-        /// Do not wait for the orders to be persisted (nor check the invariants).
-        #[arg(long)]
-        no_settle: bool,
-        /// Buy on this existing activity (solving its proof of work if it takes one) instead of creating one; --stock and
-        /// --per-user-limit are then the activity's own.
-        #[arg(long)]
-        activity_id: Option<i64>,
-        /// Shoppers started per second (0: as fast as --concurrency allows).
-        #[arg(long, default_value_t = 0)]
-        rate: u32,
-        /// Seconds a shopper keeps retrying after a transport error or a 503 (same Idempotency-Key,
-        /// next instance).
-        #[arg(long, default_value_t = 0)]
-        retry_secs: u64,
-        /// Split the new sale's stock over this many shards (default: the server chooses).
-        #[arg(long)]
-        stock_shards: Option<i16>,
-        /// The new sale's waiting room: on, off, or default (not named: the server decides from
-        /// the stock; for servers that predate waiting rooms).
-        #[arg(long, default_value = "off")]
-        waiting_room: String,
-        /// Give the new sale the proof-of-work check at this difficulty (hashes on average);
-        /// every shopper then solves a challenge before the start, as a browser does.
-        #[arg(long)]
-        proof_of_work: Option<i32>,
-    },
+    Crowd(CrowdArgs),
     /// Send one request over and over on keep-alive connections, at a constant arrival rate
     /// (latency from each request's due instant) or as fast as the connections allow; for
     /// `make bench`.
@@ -102,26 +59,75 @@ enum Command {
     PowCost,
     /// Session cookies signed with the server's secret (SECKILL_SECRET), one per line, each
     /// valid for an hour: `COOKIE`, or `COOKIE PATH` with the user's buy path of --activity.
-    Sign {
-        #[arg(long)]
-        user: i64,
-        /// shopper, merchant or operator.
-        #[arg(long, default_value = "shopper")]
-        role: String,
-        /// The merchant's shop.
-        #[arg(long, default_value_t = 0)]
-        shop: i64,
-        /// How long ago the password was last checked, in seconds.
-        #[arg(long, default_value_t = 0)]
-        auth_age_secs: i64,
-        #[arg(long, default_value_t = 1)]
-        count: usize,
-        #[arg(long)]
-        activity: Option<i64>,
-        /// Also write a wrk script there that POSTs the buy with the first cookie (needs --activity).
-        #[arg(long)]
-        wrk_script: Option<std::path::PathBuf>,
-    },
+    Sign(SignArgs),
+}
+
+#[derive(clap::Args)]
+struct CrowdArgs {
+    /// Base URL of the server (or load balancer); several, comma-separated, are taken in turn.
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:3000")]
+    base_url: Vec<String>,
+    /// Distinct shoppers.
+    #[arg(long, default_value_t = 2_000)]
+    users: usize,
+    /// Units on sale.
+    #[arg(long, default_value_t = 100)]
+    stock: i64,
+    #[arg(long, default_value_t = 1)]
+    per_user_limit: i32,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 256)]
+    concurrency: usize,
+    /// Seconds from creating the sale to its start.
+    #[arg(long, default_value_t = 2)]
+    lead_secs: i64,
+    /// Do not wait for the orders to be persisted (nor check the invariants).
+    #[arg(long)]
+    no_settle: bool,
+    /// Buy on this existing activity (solving its proof of work if it takes one) instead of creating one; --stock and
+    /// --per-user-limit are then the activity's own.
+    #[arg(long)]
+    activity_id: Option<i64>,
+    /// Shoppers started per second (0: as fast as --concurrency allows).
+    #[arg(long, default_value_t = 0)]
+    rate: u32,
+    /// Seconds a shopper keeps retrying after a transport error or a 503 (same Idempotency-Key,
+    /// next instance).
+    #[arg(long, default_value_t = 0)]
+    retry_secs: u64,
+    /// Split the new sale's stock over this many shards (default: the server chooses).
+    #[arg(long)]
+    stock_shards: Option<i16>,
+    /// The new sale's waiting room: on, off, or default (not named: the server decides from
+    /// the stock; for servers that predate waiting rooms).
+    #[arg(long, default_value = "off")]
+    waiting_room: String,
+    /// Give the new sale the proof-of-work check at this difficulty (hashes on average);
+    /// every shopper then solves a challenge before the start, as a browser does.
+    #[arg(long)]
+    proof_of_work: Option<i32>,
+}
+
+#[derive(clap::Args)]
+struct SignArgs {
+    #[arg(long)]
+    user: i64,
+    /// shopper, merchant or operator.
+    #[arg(long, default_value = "shopper")]
+    role: String,
+    /// The merchant's shop.
+    #[arg(long, default_value_t = 0)]
+    shop: i64,
+    /// How long ago the password was last checked, in seconds.
+    #[arg(long, default_value_t = 0)]
+    auth_age_secs: i64,
+    #[arg(long, default_value_t = 1)]
+    count: usize,
+    #[arg(long)]
+    activity: Option<i64>,
+    /// Also write a wrk script there that POSTs the buy with the first cookie (needs --activity).
+    #[arg(long)]
+    wrk_script: Option<std::path::PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -148,51 +154,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             secs,
             connections,
         } => pace(url, body, &headers, rate, secs, connections).await,
-        Command::Crowd {
-            base_url,
-            users,
-            stock,
-            per_user_limit,
-            concurrency,
-            lead_secs,
-            no_settle,
-            activity_id,
-            rate,
-            retry_secs,
-            stock_shards,
-            waiting_room,
-            proof_of_work,
-        } => {
-            let settle = !no_settle;
-            let opts = loadtest::crowd::CrowdOptions {
-                base_urls: base_url,
-                users,
-                stock,
-                per_user_limit,
-                concurrency,
-                lead_secs,
-                show_progress: true,
-                settle,
-                activity_id,
-                rate,
-                retry_for: std::time::Duration::from_secs(retry_secs),
-                stock_shards,
-                waiting_room: match waiting_room.as_str() {
-                    "on" => Some(true),
-                    "off" => Some(false),
-                    "default" => None,
-                    other => anyhow::bail!("--waiting-room {other}: on, off or default"),
-                },
-                proof_of_work,
-            };
-            let report = loadtest::crowd::run(&Config::from_env()?, &opts).await?;
-            report.print();
-            anyhow::ensure!(
-                !settle || report.invariants_hold(),
-                "the invariants did not hold"
-            );
-            Ok(())
-        }
+        Command::Crowd(args) => crowd(args).await,
         Command::Ceiling { addr } => {
             let config = Config::from_env()?;
             let server::infra::redis::Target::Single(url) = &config.redis else {
@@ -204,29 +166,54 @@ async fn run(command: Command) -> anyhow::Result<()> {
         Command::TicketCost => loadtest::costs::ticket(&Config::from_env()?),
         Command::SessionCost => loadtest::costs::session(&Config::from_env()?),
         Command::PowCost => loadtest::costs::proof_of_work(&Config::from_env()?),
-        Command::Sign {
-            user,
-            role,
-            shop,
-            auth_age_secs,
-            count,
-            activity,
-            wrk_script,
-        } => {
+        Command::Sign(args) => {
             // The server's own secret, never one made up here (no cookie it makes would pass).
             let secret = std::env::var("SECKILL_SECRET").context("SECKILL_SECRET: the server's")?;
             let opts = loadtest::sign::SignOptions {
-                user,
-                role: loadtest::sign::role(&role)?,
-                shop,
-                auth_age_secs,
-                count,
-                activity,
-                wrk_script,
+                role: loadtest::sign::role(&args.role)?,
+                user: args.user,
+                shop: args.shop,
+                auth_age_secs: args.auth_age_secs,
+                count: args.count,
+                activity: args.activity,
+                wrk_script: args.wrk_script,
             };
             loadtest::sign::run(secret.as_bytes(), &opts)
         }
     }
+}
+
+/// `crowd`: a flash crowd's report, and a failure when the invariants did not hold.
+async fn crowd(args: CrowdArgs) -> anyhow::Result<()> {
+    let settle = !args.no_settle;
+    let opts = loadtest::crowd::CrowdOptions {
+        base_urls: args.base_url,
+        users: args.users,
+        stock: args.stock,
+        per_user_limit: args.per_user_limit,
+        concurrency: args.concurrency,
+        lead_secs: args.lead_secs,
+        show_progress: true,
+        settle,
+        activity_id: args.activity_id,
+        rate: args.rate,
+        retry_for: std::time::Duration::from_secs(args.retry_secs),
+        stock_shards: args.stock_shards,
+        waiting_room: match args.waiting_room.as_str() {
+            "on" => Some(true),
+            "off" => Some(false),
+            "default" => None,
+            other => anyhow::bail!("--waiting-room {other}: on, off or default"),
+        },
+        proof_of_work: args.proof_of_work,
+    };
+    let report = loadtest::crowd::run(&Config::from_env()?, &opts).await?;
+    report.print();
+    anyhow::ensure!(
+        !settle || report.invariants_hold(),
+        "the invariants did not hold"
+    );
+    Ok(())
 }
 
 /// `pace`: the report of one request sent over and over.
