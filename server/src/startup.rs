@@ -16,7 +16,7 @@ use crate::{
         account::{self, throttle::LoginThrottle},
         activity,
         password::Passwords,
-        payment::SimulatedProvider,
+        payment::{PaymentProvider, SimulatedProvider},
         ApiError,
     },
     http::{self, session::SessionKeys, site},
@@ -111,6 +111,14 @@ pub struct Application {
 impl AppState {
     /// Connects to everything, applies the migrations, creates the configured merchant.
     pub async fn connect(config: Config) -> anyhow::Result<AppState> {
+        AppState::connect_with(config, Arc::new(SimulatedProvider)).await
+    }
+
+    /// As [`AppState::connect`], charging through `payments` (a real provider, or the tests' recorder).
+    pub async fn connect_with(
+        config: Config,
+        payments: Arc<dyn PaymentProvider>,
+    ) -> anyhow::Result<AppState> {
         let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
         db::migrate(&db).await?;
         let (conn, masters, replication) = connect_redis(&config).await?;
@@ -134,7 +142,7 @@ impl AppState {
         ));
         // Before the first request: a session ended before this start stays ended.
         sessions.revocations.load(&db).await?;
-        AppState::assemble(config, db, redis, broker, replication, sessions)
+        AppState::assemble(config, db, redis, broker, replication, sessions, payments)
     }
 
     /// The parts every handler and worker shares, built on the connections.
@@ -145,6 +153,7 @@ impl AppState {
         broker: Broker,
         replication: Replication,
         sessions: Arc<SessionKeys>,
+        payments: Arc<dyn PaymentProvider>,
     ) -> anyhow::Result<AppState> {
         let site = site::Site::load(&config);
         let keys = redis.keys.clone();
@@ -205,7 +214,7 @@ impl AppState {
             topology,
             deadlines,
             reconciler,
-            payments: Arc::new(SimulatedProvider),
+            payments,
             activities,
             attempts,
             metrics,
@@ -306,7 +315,15 @@ fn listen(state: &AppState) -> impl Future<Output = ()> + Send + 'static {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Application> {
-        let state = AppState::connect(config).await?;
+        Application::build_with(config, Arc::new(SimulatedProvider)).await
+    }
+
+    /// As [`Application::build`], charging through `payments`.
+    pub async fn build_with(
+        config: Config,
+        payments: Arc<dyn PaymentProvider>,
+    ) -> anyhow::Result<Application> {
+        let state = AppState::connect_with(config, payments).await?;
         state.reconciler.warm().await?;
         tokio::spawn(listen(&state));
         tokio::spawn(state.attempts.clone().run(state.redis.clone()));

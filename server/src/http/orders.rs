@@ -158,7 +158,12 @@ async fn pay(
         token,
         amount_cents,
     };
-    payments.charge(&charge).await?;
+    // A provider that does not answer (or declines) takes nothing: the order stays confirmed and
+    // the shopper may pay again before the deadline.
+    if let Err(e) = payments.charge(&charge).await {
+        tracing::warn!(order.token = %token, error = %format!("{e:#}"), "charge failed");
+        return Err(ApiError::Unavailable { retry_after: 1 });
+    }
     let paid = order::mark_paid(&db, token).await?;
     if !paid {
         let now = order::status_of(&db, token).await?;

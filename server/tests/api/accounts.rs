@@ -160,7 +160,11 @@ async fn registration_validates_username_and_password_naming_the_field() {
 async fn login_signs_in_with_the_right_password() {
     let app = spawn_app().await;
     let name = unique_name("bob");
-    app.register(&name, PASSWORD).await;
+    assert_eq!(
+        app.register(&name, PASSWORD).await.status(),
+        201,
+        "registered"
+    );
     app.post("/api/auth/logout", &json!({})).await;
     assert_error(app.get("/api/me").await, 401, "unauthenticated").await;
 
@@ -178,7 +182,11 @@ async fn login_signs_in_with_the_right_password() {
 async fn a_wrong_password_and_an_unknown_user_get_the_same_401() {
     let app = spawn_app().await;
     let name = unique_name("carl");
-    app.register(&name, PASSWORD).await;
+    assert_eq!(
+        app.register(&name, PASSWORD).await.status(),
+        201,
+        "registered"
+    );
     let wrong = assert_error(
         app.login(&name, "not-the-password").await,
         401,
@@ -198,7 +206,11 @@ async fn a_wrong_password_and_an_unknown_user_get_the_same_401() {
 async fn repeated_failures_for_a_username_are_throttled_with_retry_after() {
     let app = spawn_app().await;
     let name = unique_name("dora");
-    app.register(&name, PASSWORD).await;
+    assert_eq!(
+        app.register(&name, PASSWORD).await.status(),
+        201,
+        "registered"
+    );
     for _ in 0..5 {
         assert_error(
             app.login(&name, "not-the-password").await,
@@ -218,7 +230,11 @@ async fn repeated_failures_for_a_username_are_throttled_with_retry_after() {
     assert_error(resp, 429, "rate_limited").await;
     // Another user from the same address is not affected by dora's failures.
     let other = unique_name("eve");
-    app.register(&other, PASSWORD).await;
+    assert_eq!(
+        app.register(&other, PASSWORD).await.status(),
+        201,
+        "registered"
+    );
     assert_eq!(app.login(&other, PASSWORD).await.status().as_u16(), 200);
 }
 
@@ -328,7 +344,13 @@ async fn an_expired_cookie_is_rejected() {
 #[tokio::test]
 async fn logout_clears_the_cookie() {
     let app = spawn_app().await;
-    app.register(&unique_name("hal"), PASSWORD).await;
+    assert_eq!(
+        app.register(&unique_name("hal"), PASSWORD).await.status(),
+        201,
+        "registered"
+    );
+    // Signed in by the registration: the session works before the sign-out.
+    assert_eq!(json(app.get("/api/me").await).await.0, 200);
     let resp = app.post("/api/auth/logout", &json!({})).await;
     assert_eq!(resp.status().as_u16(), 204);
     assert!(set_cookie(&resp).unwrap().contains("Max-Age=0"));
@@ -371,7 +393,11 @@ async fn merchants_come_from_the_operator_and_shoppers_are_refused_merchant_rout
     )
     .await;
     // A shopper: 403.
-    app.register(&unique_name("ivy"), PASSWORD).await;
+    assert_eq!(
+        app.register(&unique_name("ivy"), PASSWORD).await.status(),
+        201,
+        "registered"
+    );
     assert_error(app.get("/api/admin/merchants").await, 403, "forbidden").await;
     // The merchant: 200.
     let (status, user) = json(app.login(&merchant, PASSWORD).await).await;

@@ -141,6 +141,49 @@ async fn a_proof_of_work_buys_once_and_only_for_its_shopper_and_sale() {
 }
 
 #[tokio::test]
+async fn one_solution_sent_in_parallel_to_two_instances_buys_once() {
+    let app = spawn_app().await;
+    let second = spawn_instance(&app.config).await;
+    let merchant = merchant(&app).await;
+    let id = sale(
+        &app,
+        &merchant,
+        json!({"bot_check": "proof_of_work", "pow_difficulty": 1_000}),
+    )
+    .await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let path = app.path(&shopper.client, id).await;
+    let pow = solve(challenge(&app, &shopper.client, id).await);
+    // Ten buys with the one solution at once, half through each instance, each its own request
+    // (no Idempotency-Key): the solution is spent once, whichever instance gets there first.
+    let body = json!({"path": path, "pow": pow});
+    let buys = (0..10).map(|i| {
+        let instance = if i % 2 == 0 { &app } else { &second };
+        let body = body.clone();
+        let client = &shopper.client;
+        async move { json(instance.buy(client, id, body).await).await }
+    });
+    let answers = futures_util::future::join_all(buys).await;
+    let granted = tokens_of(&answers);
+    assert_eq!(granted.len(), 1, "{answers:?}");
+    let spent = answers
+        .iter()
+        .filter(|(status, body)| *status == 400 && body["error"] == "captcha_invalid")
+        .count();
+    // The rest were refused as spent, or told to wait by the shopper's bucket (burst 5): at least
+    // four reached the spend check with the solution the first one used.
+    assert!(spent >= 4, "{answers:?}");
+    assert!(
+        answers.iter().all(|(status, body)| *status == 202
+            || *status == 400
+            || body["error"] == "rate_limited"),
+        "{answers:?}"
+    );
+    assert_eq!(app.remaining(id).await, 9, "one unit taken");
+    assert_settled(&app, id, &granted).await;
+}
+
+#[tokio::test]
 async fn an_image_captcha_sale_takes_the_proof_of_work_instead() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;

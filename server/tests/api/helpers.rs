@@ -4,6 +4,7 @@
 use app::api::Role;
 use reqwest::{header, Client, Response};
 use serde_json::Value;
+use server::domain::payment::{Charge, PaymentProvider, ProviderResult};
 use server::{
     http::session::{Claims, SessionKeys},
     infra::{
@@ -17,7 +18,13 @@ use server::{
     Application,
 };
 use sqlx::{Connection, PgConnection, PgPool};
-use std::time::Duration;
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
 
 pub const SECRET: &[u8] = b"test-secret-test-secret-test-secret!";
 pub const METRICS_TOKEN: &str = "test-metrics-token-0123456789";
@@ -32,6 +39,59 @@ pub struct TestApp {
     pub client: Client,
     /// The running instance's state, for driving its workers' functions directly.
     pub state: server::state::AppState,
+    /// What the instance charged and refunded.
+    pub payments: Arc<Payments>,
+}
+
+/// The payment provider of the tests: it records every charge and refund it took, can be told to
+/// fail its charges, and to take a while over each (a provider on the network does).
+#[derive(Default)]
+pub struct Payments {
+    charges: Mutex<Vec<(uuid::Uuid, i64)>>,
+    refunds: Mutex<Vec<(uuid::Uuid, i64)>>,
+    pub failing: AtomicBool,
+    /// Milliseconds each charge takes.
+    pub charge_ms: AtomicU64,
+}
+
+impl Payments {
+    pub fn charges(&self) -> Vec<(uuid::Uuid, i64)> {
+        self.charges.lock().unwrap().clone()
+    }
+
+    pub fn refunds(&self) -> Vec<(uuid::Uuid, i64)> {
+        self.refunds.lock().unwrap().clone()
+    }
+}
+
+impl PaymentProvider for Payments {
+    fn charge<'a>(&'a self, charge: &'a Charge) -> ProviderResult<'a, ()> {
+        Box::pin(async move {
+            let ms = self.charge_ms.load(Ordering::Relaxed);
+            if ms > 0 {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            anyhow::ensure!(
+                !self.failing.load(Ordering::Relaxed),
+                "the provider declined"
+            );
+            self.charges
+                .lock()
+                .unwrap()
+                .push((charge.token, charge.amount_cents));
+            Ok(())
+        })
+    }
+
+    fn refund<'a>(&'a self, charge: &'a Charge) -> ProviderResult<'a, ()> {
+        Box::pin(async move {
+            self.refunds
+                .lock()
+                .unwrap()
+                .push((charge.token, charge.amount_cents));
+            Ok(())
+        })
+    }
 }
 
 fn env_or(name: &str, default: &str) -> String {
@@ -144,7 +204,8 @@ pub async fn spawn_instance(config: &Config) -> TestApp {
 }
 
 async fn start(config: Config) -> TestApp {
-    let app = Application::build(config.clone())
+    let payments = Arc::new(Payments::default());
+    let app = Application::build_with(config.clone(), payments.clone())
         .await
         .expect("the application builds");
     let base = format!("http://{}", app.local_addr());
@@ -157,6 +218,7 @@ async fn start(config: Config) -> TestApp {
         redis: state.redis.clone(),
         client: Client::builder().cookie_store(true).build().unwrap(),
         state,
+        payments,
     }
 }
 

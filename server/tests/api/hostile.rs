@@ -651,7 +651,15 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
             "promoted to merchant",
             Some(genuine.replacen(".shopper.", ".merchant.", 1)),
         ),
-        ("another user's id", Some(format!("1{genuine}"))),
+        (
+            "another user's id",
+            Some(genuine.replacen(
+                &format!(".{}.shopper.", shopper.id),
+                &format!(".{}.shopper.", shopper.id + 1),
+                1,
+            )),
+        ),
+        ("another session id", Some(format!("1{genuine}"))),
         (
             "a flipped signature",
             Some(format!(
@@ -702,6 +710,14 @@ async fn missing_forged_and_expired_cookies_get_401_and_shoppers_get_403_on_ever
             })),
         ),
     ];
+    // Each forgery is one: an edit that did not apply would test the genuine cookie.
+    for (what, cookie) in &cookies {
+        assert_ne!(
+            cookie.as_deref(),
+            Some(genuine.as_str()),
+            "{what} is the genuine cookie"
+        );
+    }
     for (method, path, merchant_only) in signed_in_endpoints(activity, &token) {
         for (what, cookie) in &cookies {
             let mut req = Client::new()

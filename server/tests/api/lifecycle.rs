@@ -109,6 +109,13 @@ async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_sam
     );
     assert_eq!(status_of(&app, &buyers[0], &token).await["status"], "paid");
     assert_eq!(sold(&app, id).await, 1);
+    // Paid once: one charge of the order's amount (one unit at the sale price), nothing refunded.
+    assert_eq!(
+        app.payments.charges(),
+        [(token.parse().unwrap(), 9_900)],
+        "one charge for the order"
+    );
+    assert!(app.payments.refunds().is_empty());
 
     // A reservation not yet persisted cannot be paid.
     let queued = reserve_behind_the_gate(&app, id, buyers[1].id).await;
@@ -126,6 +133,42 @@ async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_sam
         .await
         .unwrap();
     assert_error(resp, 400, "invalid_input").await;
+}
+
+#[tokio::test]
+async fn a_failed_charge_takes_nothing_and_the_order_can_be_paid_again() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let buyers = shoppers(&app, 1).await;
+    let token = sell(&app, &buyers, id).await.remove(0);
+    app.payments
+        .failing
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let (code, body) = pay(&app, &buyers[0], &token).await;
+    assert_eq!(
+        (code, body["error"].as_str()),
+        (503, Some("unavailable")),
+        "{body}"
+    );
+    assert_eq!(
+        status_of(&app, &buyers[0], &token).await["status"],
+        "confirmed"
+    );
+    assert!(app.payments.charges().is_empty() && app.payments.refunds().is_empty());
+    assert_eq!(app.order_units(id, "paid").await, 0);
+    // The provider answers again: the same order is paid, charged once.
+    app.payments
+        .failing
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        pay(&app, &buyers[0], &token).await,
+        (200, json!({"status": "paid"}))
+    );
+    assert_eq!(app.payments.charges().len(), 1);
+    assert_eq!(status_of(&app, &buyers[0], &token).await["status"], "paid");
 }
 
 #[tokio::test]
@@ -248,6 +291,11 @@ async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_nev
     .execute(&app.db)
     .await
     .unwrap();
+    // Each charge takes 40 ms, as a provider on the network does: a deadline that passes while
+    // the money is being taken cancels the order, and the money must go back.
+    app.payments
+        .charge_ms
+        .store(40, std::sync::atomic::Ordering::Relaxed);
     let start = tokio::time::Instant::now();
     let app = &app;
     let races =
@@ -262,12 +310,17 @@ async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_nev
                         start + std::time::Duration::from_millis((offset - 20.0).max(0.0) as u64),
                     )
                     .await;
-                    // The deadline handler, as a redelivered message would run it, until the deadline passed.
+                    // The deadline handler, as a redelivered message would run it, every 2 ms until
+                    // the deadline passed (30 s at the most).
+                    let mut every = tokio::time::interval(std::time::Duration::from_millis(2));
+                    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
                     loop {
+                        every.tick().await;
                         match app.state.deadlines.expire(uuid).await.unwrap() {
-                            Expiry::NotDue => {
-                                tokio::time::sleep(std::time::Duration::from_millis(2)).await
-                            }
+                            Expiry::NotDue => assert!(
+                                tokio::time::Instant::now() < deadline,
+                                "{uuid} never came due"
+                            ),
                             other => break other,
                         }
                     }
@@ -304,6 +357,41 @@ async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_nev
     assert!(
         paid_count > 0 && cancelled > 0,
         "both sides must win some races for this to test anything"
+    );
+    // The money: a paid order was charged once and kept; a cancelled one had every charge
+    // taken for it refunded, at the same amount.
+    let statuses: std::collections::HashMap<String, String> =
+        sqlx::query_as("SELECT token::text, status FROM orders WHERE activity_id = $1")
+            .bind(id)
+            .fetch_all(&app.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+    let (charges, refunds) = (app.payments.charges(), app.payments.refunds());
+    for (token, status) in &statuses {
+        let of = |list: &[(uuid::Uuid, i64)]| {
+            let mut amounts: Vec<i64> = list
+                .iter()
+                .filter(|(t, _)| t.to_string() == *token)
+                .map(|(_, a)| *a)
+                .collect();
+            amounts.sort();
+            amounts
+        };
+        let (charged, refunded) = (of(&charges), of(&refunds));
+        match status.as_str() {
+            "paid" => {
+                assert_eq!(charged.len(), 1, "{token} paid: charged {charged:?}");
+                assert!(refunded.is_empty(), "{token} paid and refunded");
+            }
+            _ => assert_eq!(charged, refunded, "{token} {status}: charged, not refunded"),
+        }
+    }
+    eprintln!("race: {} charges, {} refunds", charges.len(), refunds.len());
+    assert!(
+        !refunds.is_empty(),
+        "some deadlines must pass during a charge for this to test the refund"
     );
     // Units came back for cancelled orders only, once each.
     assert_eq!(app.remaining(id).await, cancelled);

@@ -118,9 +118,11 @@ async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
         .buy_keyed(&buyers[0].client, id, "first", json!({"path": path}))
         .await;
     assert_eq!(status, 202, "{body}");
-    let token: uuid::Uuid = body["token"].as_str().unwrap().parse().unwrap();
+    let first_token: uuid::Uuid = body["token"].as_str().unwrap().parse().unwrap();
     assert!(
-        replica.exists(&app.redis.keys.token(&token).unwrap()).await,
+        replica
+            .exists(&app.redis.keys.token(&first_token).unwrap())
+            .await,
         "a 202 was said before the reservation reached the replica"
     );
 
@@ -176,4 +178,17 @@ async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
         .await;
     assert_eq!(status, 202, "{body}");
     assert_eq!(app.remaining(id).await, 7);
+    // Every 202 of the three is an order in PostgreSQL, one each, and nothing else is.
+    let first = first_token.to_string();
+    let tokens = [first, token, body["token"].as_str().unwrap().to_string()];
+    assert_settled(&app, id, &tokens).await;
+    let owners: Vec<i64> =
+        sqlx::query_scalar("SELECT user_id FROM orders WHERE activity_id = $1 ORDER BY user_id")
+            .bind(id)
+            .fetch_all(&app.db)
+            .await
+            .unwrap();
+    let mut buyer_ids: Vec<i64> = buyers.iter().map(|b| b.id).collect();
+    buyer_ids.sort();
+    assert_eq!(owners, buyer_ids);
 }

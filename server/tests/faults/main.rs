@@ -68,8 +68,31 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
 
     let mut tokens = crowd_buys(&app, &buyers[..100], id).await;
     services("rabbitmq-down");
+    // Down indeed: the instance says it is not ready, naming RabbitMQ.
+    eventually(30, "readiness names RabbitMQ", || async {
+        let (status, body) = json(app.get("/readyz").await).await;
+        (status == 503 && body.to_string().contains("rabbitmq")).then_some(())
+    })
+    .await;
+    let persisted_before: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     // The gate keeps selling while the broker is away: reservations wait in the journal.
     let during = crowd_buys(&app, &buyers[100..200], id).await;
+    assert_eq!(during.len(), 100, "the gate sold while RabbitMQ was down");
+    assert!(
+        app.journal_len(id).await >= 100,
+        "the reservations made during the outage wait in the journal"
+    );
+    let persisted_during: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert!(
+        persisted_during <= 100 && persisted_during >= persisted_before,
+        "no reservation of the outage became an order while RabbitMQ was down"
+    );
     services("rabbitmq-up");
     tokens.extend(during);
     tokens.extend(crowd_buys(&app, &buyers[200..], id).await);
@@ -144,8 +167,19 @@ async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_ba
     })
     .await;
     drop(first);
+    // Dead (dropping waits for it): what it wrote is all it will write. The kill landed while
+    // the backlog drained, some orders written and some not.
+    let written: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
     eprintln!(
-        "persister killed with {at_kill} of {} orders written",
+        "persister killed with {at_kill} of {} orders written ({written} after it died)",
+        tokens.len()
+    );
+    assert!(
+        written >= at_kill && written < tokens.len() as i64,
+        "the kill did not land mid-way: {written} of {} written",
         tokens.len()
     );
 
