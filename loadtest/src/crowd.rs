@@ -57,6 +57,10 @@ pub struct CrowdOptions {
     /// that takes a proof of work, every shopper fetches a challenge and solves it before the
     /// start, as the page does during the countdown, and buys with it.
     pub proof_of_work: Option<i32>,
+    /// Every n-th shopper (0: none) sends two buys at once, each of the whole limit: with the
+    /// per-user limit held, one of them is refused; without it the shopper ends over the limit,
+    /// which the report's invariants catch.
+    pub greedy_every: usize,
 }
 
 #[derive(Debug)]
@@ -453,11 +457,12 @@ async fn settle(
 ) -> anyhow::Result<(Figures, Option<Duration>)> {
     let last_buy = t.last_accept.unwrap_or_else(Instant::now);
     let deadline = Instant::now() + Duration::from_secs(if settle { 120 } else { 0 });
+    let tokens: Vec<uuid::Uuid> = t.tokens.iter().filter_map(|t| t.parse().ok()).collect();
     let mut poll = tokio::time::interval(Duration::from_millis(20));
     loop {
         poll.tick().await;
-        let figures = Figures::read(db, id, quantity).await?;
-        if figures.persisted_units >= t.accepted_units {
+        let figures = Figures::read(db, id, quantity, &tokens).await?;
+        if figures.tokens_missing == 0 {
             return Ok((figures, Some(last_buy.elapsed())));
         }
         if Instant::now() > deadline {
@@ -503,7 +508,7 @@ impl Report {
                 )
             }),
             sold_out_after: t.sold_out_at.map(|at| at - timings.started),
-            tokens_not_persisted: (t.accepted_units - figures.persisted_units).max(0),
+            tokens_not_persisted: figures.tokens_missing,
             tokens: t.tokens,
             outcomes: t.outcomes,
             retried: t.retried,
@@ -571,8 +576,21 @@ impl Target<'_> {
                     if let Some(at) = start_at {
                         tokio::time::sleep_until(at.into()).await;
                     }
+                    let greedy = opts.greedy_every > 0 && i % opts.greedy_every == 0;
                     let outcome = if waiting_room {
                         self.wait_and_shop(i, &cookie, &addr, &tally).await
+                    } else if greedy {
+                        let (first, second) = tokio::join!(
+                            self.shop(i, &cookie, &addr, None, &tally),
+                            self.shop(i, &cookie, &addr, None, &tally)
+                        );
+                        *tally
+                            .lock()
+                            .expect("tally")
+                            .outcomes
+                            .entry(second)
+                            .or_default() += 1;
+                        first
                     } else {
                         self.shop(i, &cookie, &addr, None, &tally).await
                     };
@@ -597,27 +615,37 @@ impl Target<'_> {
 /// The database's side of the report.
 #[derive(sqlx::FromRow)]
 struct Figures {
-    persisted_units: i64,
     total_stock: i64,
     sold: i64,
     users_over_limit: i64,
+    /// Tokens a `202` named that are no order.
+    tokens_missing: i64,
 }
 
 impl Figures {
     /// Asked again for up to a minute while PostgreSQL does not answer (a fault test may have
     /// just restarted it).
-    async fn read(db: &sqlx::PgPool, id: i64, per_user_limit: i32) -> anyhow::Result<Figures> {
+    /// `tokens`: every token a `202` named; those that are no order (of any status) are counted
+    /// one by one, not as a sum of units that other orders could make up for.
+    async fn read(
+        db: &sqlx::PgPool,
+        id: i64,
+        per_user_limit: i32,
+        tokens: &[uuid::Uuid],
+    ) -> anyhow::Result<Figures> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let read = sqlx::query_as(
-                "SELECT (SELECT COALESCE(sum(quantity), 0)::bigint FROM orders WHERE activity_id = $1) AS persisted_units,
-                        total_stock, sold,
+                "SELECT total_stock, sold,
                         (SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')
-                         GROUP BY user_id HAVING sum(quantity) > $2) o) AS users_over_limit
+                         GROUP BY user_id HAVING sum(quantity) > $2) o) AS users_over_limit,
+                        (SELECT count(*) FROM unnest($3::uuid[]) AS t(token)
+                         WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.token = t.token)) AS tokens_missing
                  FROM activities WHERE id = $1",
             )
             .bind(id)
             .bind(i64::from(per_user_limit))
+            .bind(tokens)
             .fetch_one(db)
             .await;
             match read {

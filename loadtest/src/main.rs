@@ -106,6 +106,10 @@ struct CrowdArgs {
     /// every shopper then solves a challenge before the start, as a browser does.
     #[arg(long)]
     proof_of_work: Option<i32>,
+    /// Every n-th shopper sends two buys of the whole limit at once (0: none); the invariants
+    /// then show whether the per-user limit held.
+    #[arg(long, default_value_t = 0)]
+    greedy_every: usize,
 }
 
 #[derive(clap::Args)]
@@ -206,6 +210,7 @@ async fn crowd(args: CrowdArgs) -> anyhow::Result<()> {
             other => anyhow::bail!("--waiting-room {other}: on, off or default"),
         },
         proof_of_work: args.proof_of_work,
+        greedy_every: args.greedy_every,
     };
     let report = loadtest::crowd::run(&Config::from_env()?, &opts).await?;
     report.print();

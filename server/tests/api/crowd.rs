@@ -29,6 +29,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         waiting_room: Some(false),
         // Every shopper solves the sale's proof of work, as a browser does.
         proof_of_work: Some(2_000),
+        greedy_every: 0,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();
@@ -49,5 +50,39 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
     assert!(
         report.persisted_after_last_buy.is_some(),
         "every order persisted"
+    );
+}
+
+#[tokio::test]
+async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
+    let app = spawn_app().await;
+    let opts = CrowdOptions {
+        base_urls: vec![app.base.clone()],
+        users: 200,
+        stock: 150,
+        per_user_limit: 2,
+        concurrency: 64,
+        lead_secs: 1,
+        show_progress: false,
+        settle: true,
+        activity_id: None,
+        rate: 0,
+        retry_for: std::time::Duration::ZERO,
+        stock_shards: None,
+        waiting_room: Some(false),
+        proof_of_work: None,
+        // Every fifth shopper sends two buys of the whole limit at once.
+        greedy_every: 5,
+    };
+    let report = run(&app.config, &opts).await.unwrap();
+    report.print();
+    assert!(report.invariants_hold(), "{report:?}");
+    assert_eq!(report.requests, 240, "{report:?}");
+    assert_eq!(report.accepted, 150);
+    // The second buys reached the limit's check (not only the sold-out answer).
+    assert!(
+        report.outcomes.get("limit_reached").copied().unwrap_or(0) > 0,
+        "{:?}",
+        report.outcomes
     );
 }

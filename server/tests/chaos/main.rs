@@ -472,6 +472,8 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         stock_shards: None,
         waiting_room: Some(false),
         proof_of_work: None,
+        // Every tenth shopper tries to buy twice at once: the limit must hold through the fault.
+        greedy_every: 10,
     };
     let config = app.config.clone();
     let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
