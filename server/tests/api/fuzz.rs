@@ -40,6 +40,13 @@ const FIELDS: &[&str] = &[
     "pow_difficulty",
     "stock_shards",
     "waiting_room",
+    "admit_per_sec",
+    "accounts_created_before",
+    "current_password",
+    "new_password",
+    "again",
+    "admission",
+    "name",
 ];
 
 /// Headers a hostile client sends with its body: a retry key (valid, reused across endpoints,
@@ -136,32 +143,75 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
         .enable_all()
         .build()
         .unwrap();
-    let (app, merchant, shopper, activity) = rt.block_on(async {
+    let (app, merchant, shopper, operator, target, activity) = rt.block_on(async {
         let app = spawn_app_with(|c| c.trusted_proxies = 1).await;
         let merchant = merchant(&app).await;
         let activity = live_activity(&app, &merchant, 10, json!({})).await["id"]
             .as_i64()
             .unwrap();
         let shopper = shoppers(&app, 1).await.pop().unwrap();
-        (app, merchant, shopper.client, activity)
+        let operator = server::domain::account::create_account(
+            &app.db,
+            app::api::Role::Operator,
+            None,
+            &unique_name("op"),
+            "operator-password-9",
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        // The account the operator's routes act on: not one the fuzzer signs in with.
+        let target = insert_shoppers(&app.db, 1).await[0];
+        (
+            app,
+            merchant,
+            shopper.client,
+            client_of_shop(operator.id, app::api::Role::Operator, 0),
+            target,
+            activity,
+        )
     });
     let anonymous = Client::new();
-    let endpoints: [(&str, &Client, String); 6] = [
-        ("register", &anonymous, app.url("/api/auth/register")),
-        ("login", &anonymous, app.url("/api/auth/login")),
-        ("confirm", &shopper, app.url("/api/auth/confirm")),
-        (
-            "buy",
-            &shopper,
-            app.url(&format!("/api/activities/{activity}/buy")),
-        ),
-        ("create", &merchant, app.url("/api/admin/activities")),
-        (
-            "add stock",
-            &merchant,
-            app.url(&format!("/api/admin/activities/{activity}/stock")),
-        ),
-    ];
+    // Every route that reads a body (every POST the routers declare), with the client it is
+    // meant for; only the two sign-outs are left out (they read no body, and would end the
+    // sessions the other cases use).
+    let endpoints: Vec<(String, &Client, String)> = api_routes()
+        .into_iter()
+        .filter(|(m, p)| {
+            *m == reqwest::Method::POST
+                && !matches!(
+                    p.as_str(),
+                    "/api/auth/logout" | "/api/auth/logout-everywhere"
+                )
+        })
+        .map(|(_, path)| {
+            let client = if path.starts_with("/api/operator/") {
+                &operator
+            } else if path.starts_with("/api/admin/") {
+                &merchant
+            } else if path == "/api/auth/register" || path == "/api/auth/login" {
+                &anonymous
+            } else {
+                &shopper
+            };
+            let id = if path.starts_with("/api/operator/users/") {
+                target
+            } else if path.starts_with("/api/operator/shops/") {
+                1
+            } else {
+                activity
+            };
+            let url = path
+                .replace("{id}", &id.to_string())
+                .replace("{token}", &uuid::Uuid::new_v4().to_string());
+            (path, client, app.url(&url))
+        })
+        .collect();
+    assert!(
+        endpoints.len() >= 17,
+        "{:?}",
+        endpoints.iter().map(|e| &e.0).collect::<Vec<_>>()
+    );
     let cases = std::env::var("SECKILL_FUZZ_CASES")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -819,3 +819,75 @@ pub fn sid_of(resp: &Response) -> String {
         .trim_start_matches("sid=")
         .to_string()
 }
+
+/// Every route of the API as the routers declare it — `.route("/path", get(a).post(b))` in
+/// `server/src/http` (every file but `ops.rs`, whose routes are not under `/api`) — read from the
+/// source, so that a sweep covers a new endpoint without anyone adding it to a list. Paths keep
+/// their `{id}`/`{token}` placeholders.
+pub fn api_routes() -> Vec<(reqwest::Method, String)> {
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && path.file_name().is_some_and(|n| n != "ops.rs")
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sources(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http"),
+        &mut files,
+    );
+    let mut routes = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (at, _) in text.match_indices(".route(") {
+            let rest = &text[at + ".route(".len()..];
+            // The call's own text: up to its closing parenthesis.
+            let mut depth = 1;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map(|(i, _)| i)
+                .unwrap();
+            let call = &rest[..end];
+            let path = call.split('"').nth(1).unwrap();
+            for method in ["get", "post", "put", "patch", "delete"] {
+                let named = call.match_indices(&format!("{method}(")).any(|(i, _)| {
+                    i == 0 || !call[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                if named {
+                    let method =
+                        reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                    routes.push((method, format!("/api{path}")));
+                }
+            }
+        }
+    }
+    routes.sort_by(|a, b| (&a.1, a.0.as_str()).cmp(&(&b.1, b.0.as_str())));
+    routes
+}
+
+/// The routes anyone may call without signing in.
+pub const PUBLIC_ROUTES: [(&str, &str); 9] = [
+    ("GET", "/api/time"),
+    ("GET", "/api/activities"),
+    ("GET", "/api/activities/{id}"),
+    ("GET", "/api/activities/{id}/stock"),
+    ("GET", "/api/captcha"),
+    ("GET", "/api/auth/challenge"),
+    ("POST", "/api/auth/register"),
+    ("POST", "/api/auth/login"),
+    ("POST", "/api/auth/logout"),
+];
