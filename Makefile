@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: mutants run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -58,6 +58,7 @@ lint: sqlx-check
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check-docs.py
+	python3 scripts/mutants.py --check
 
 # The statements checked at compile time, against a database migrated from scratch: sqlx's macros
 # write what they learnt of each query into SQLX_OFFLINE_DIR when they run online (what `cargo sqlx
@@ -199,6 +200,11 @@ bench: setup test-tools
 	if ! dpkg -s nginx libnginx-mod-http-brotli-static >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; fi
 	scripts/bench.sh
 	scripts/bench-redis-functions.sh | tee target/bench-redis-functions.txt
+
+# Each deliberate breakage of mutants/mutations.toml applied to a copy of the product, and the tests
+# that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.
+mutants: setup test-tools
+	python3 scripts/mutants.py
 
 # Lighthouse's mobile profile on the storefront list and a sale page (release build), and the proof
 # of work's solve time under 4x CPU throttling; `make bench` runs it too (docs/benchmarks.md).

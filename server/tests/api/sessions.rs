@@ -144,6 +144,11 @@ async fn signing_out_everywhere_ends_every_session_of_the_user_only() {
         200,
         "another user's session goes on"
     );
+    // An instance started afterwards knows the raised epoch from the database, at once.
+    let late = spawn_instance(&app.config).await;
+    assert_eq!(me_with(&late, &first_sid).await, 401);
+    assert_eq!(me_with(&late, &second_sid).await, 401);
+    assert_eq!(me_with(&late, &bystander).await, 200);
     // Signing in again starts a new session that works.
     let (again, resp) = sign_in(&other, &username, PASSWORD).await;
     assert_eq!(resp.status().as_u16(), 200);
