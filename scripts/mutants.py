@@ -77,7 +77,15 @@ def main() -> int:
         print("mutations out of date:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
     env = dict(os.environ)
-    # The statements of a mutated query are described against the live database.
+    # The statements of a mutated query are described against a database migrated from scratch
+    # (the tests create their own databases next to it).
+    psql = ["/usr/lib/postgresql/15/bin/psql", "-h", "127.0.0.1", "-p", "55432", "-U", "seckill",
+            "-v", "ON_ERROR_STOP=1", "-q"]
+    subprocess.check_call(psql + ["-d", "postgres", "-c", "DROP DATABASE IF EXISTS seckill_mutants WITH (FORCE)",
+                                  "-c", "CREATE DATABASE seckill_mutants"])
+    for migration in sorted((tree / "migrations").glob("*.sql")):
+        subprocess.check_call(psql + ["-d", "seckill_mutants", "-f", str(migration)], stdout=subprocess.DEVNULL)
+    env["DATABASE_URL"] = "postgres://seckill@127.0.0.1:55432/seckill_mutants"
     env["SQLX_OFFLINE"] = "false"
     env["CARGO_TARGET_DIR"] = str(root / "target")
     env["LEPTOS_OUTPUT_NAME"] = "seckill"
