@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: mutants run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: mutants cargo-mutants run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -205,6 +205,15 @@ bench: setup test-tools
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.
 mutants: setup test-tools
 	python3 scripts/mutants.py
+
+# cargo-mutants over the buy path's and the pipeline's Rust, each group of functions with the tests
+# that guard it (docs/tests.md "cargo-mutants"). Long: not in `make test`.
+CARGO_MUTANTS_VERSION := 27.1.0
+cargo-mutants: setup
+	if [ "$$(cargo mutants --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_MUTANTS_VERSION)" ]; then
+	  cargo install cargo-mutants --locked --version $(CARGO_MUTANTS_VERSION)
+	fi
+	scripts/cargo-mutants.sh
 
 # Lighthouse's mobile profile on the storefront list and a sale page (release build), and the proof
 # of work's solve time under 4x CPU throttling; `make bench` runs it too (docs/benchmarks.md).

@@ -85,6 +85,27 @@ for name in tracked:
             continue  # "scripts/s", a rate
         problems.append(f"{name}: names {found}, which is not in the repo")
 
+# A test a document names (`path/to/file.rs::function`) is a function of that file, and a mutation
+# the promises table of docs/reliability.md names is one of mutants/mutations.toml: a claim names
+# its proof, and the proof cannot be renamed or removed under it.
+named_test = re.compile(r"`((?:server|app|loadtest)/[\w./-]+\.rs)::(\w+)`")
+for name in markdown:
+    text = (root / name).read_text(encoding="utf-8")
+    for file, function in sorted(set(named_test.findall(text))):
+        path = root / file
+        if not path.is_file() or not re.search(rf"\bfn {function}\b", path.read_text(encoding="utf-8")):
+            problems.append(f"{name}: names the test {file}::{function}, which does not exist")
+mutation_names = set(re.findall(r'(?m)^name = "([^"]+)"', (root / "mutants/mutations.toml").read_text()))
+table = (root / "docs/reliability.md").read_text(encoding="utf-8")
+section = table.split("## Promises and their tests", 1)[-1].split("\n## ", 1)[0]
+for row in section.splitlines():
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    if len(cells) != 3 or cells[0] in ("promise", "---"):
+        continue
+    for mutation in filter(None, (m.strip() for m in cells[2].split(","))):
+        if mutation not in mutation_names:
+            problems.append(f"docs/reliability.md: the mutation '{mutation}' is not in mutants/mutations.toml")
+
 if problems:
     print("docs check failed:\n  " + "\n  ".join(problems), file=sys.stderr)
     sys.exit(1)

@@ -53,6 +53,18 @@ def run(tree: Path, env: dict, tests: str, log: Path) -> tuple:
     return code, ran, time.monotonic() - started
 
 
+def record(report: list) -> None:
+    """Puts the table of a whole run between the mutants markers of docs/tests.md."""
+    docs = root / "docs/tests.md"
+    text = docs.read_text()
+    begin, end = "<!-- mutants:begin -->", "<!-- mutants:end -->"
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    body = f"Last run: {stamp} (`make mutants`, debug build).\n\n" + "\n".join(report)
+    docs.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
+
+
 def main() -> int:
     if "--check" in sys.argv:
         problems = check(root)
@@ -121,6 +133,8 @@ def main() -> int:
     report.append("")
     report.append(f"{caught} of {len(rows)} mutations caught.")
     (work / "report.md").write_text("\n".join(report) + "\n")
+    if only is None:
+        record(report)
     print("\n".join(report))
     subprocess.call(["git", "worktree", "remove", "--force", str(tree)], cwd=root, stderr=subprocess.DEVNULL)
     return 0 if caught == len(rows) else 1
