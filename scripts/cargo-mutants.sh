@@ -2,7 +2,8 @@
 # `make cargo-mutants`: cargo-mutants over the Rust of the buy path and the pipeline, each group of
 # functions with the tests that guard it (docs/tests.md "cargo-mutants"). The mutants are built in a
 # worktree of HEAD (in place, sharing the repo's target directory, so only the server crate is
-# built again for each) against the services of `make services`.
+# built again for each) against the services of `make services`. The worktree's path is the one
+# `make mutants` uses: the workspace crates built at that path by one serve the other.
 #
 #   scripts/cargo-mutants.sh            every group
 #   scripts/cargo-mutants.sh NAME...    only those groups
@@ -13,7 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/target/cargo-mutants
-tree=$out/tree
+tree=$root/target/mutants/tree
 EXCLUDE='with (Api|Redis)?Result::(new|from_iter|from)\(|with Hmac::|with Ok\(Default::default\(\)\)|with Ok\(\(Default::default\(\)'
 
 # name | files (comma-separated) | --re of the functions examined (empty: all) | test targets | test filters

@@ -1,6 +1,6 @@
 //! The rule of the house: a room imports only the rooms below it, so no import circle can form
 //! between folders. Ranks, from the bottom: `infra`, `domain`, `buy`, `pipeline`, `http`; the
-//! root (`state`, `startup`, `crowd`, re-exports) is above them all. Every `crate::…` path in a
+//! root (`startup`, `main`, re-exports) is above them all. Every `crate::…` path in a
 //! folder's files is checked (`use` lines and inline paths alike), and `super::` may not climb
 //! out of a folder. Runs with `cargo test -p server` (so in `make test`).
 

@@ -6,8 +6,9 @@
 //! - `pipeline`: journal relay, persister, payment deadlines, give-back, reconciliation;
 //! - `http`: one module per section of docs/api.md, the extractors, the site around the API.
 //!
-//! At the root, `state.rs` and `startup.rs` wire them into one application. The load tool that
-//! measures it lives apart, in the `loadtest` crate. docs/architecture.md walks one buy through them.
+//! At the root, `startup.rs` wires them into one application around the state of
+//! `http/state.rs`. The load tool that measures it lives apart, in the `loadtest` crate.
+//! docs/architecture.md walks one buy through them.
 
 pub mod buy;
 pub mod domain;
@@ -15,7 +16,9 @@ pub mod http;
 pub mod infra;
 pub mod pipeline;
 pub mod startup;
-pub mod state;
+
+/// The state every handler shares: `http::state`, named at the root as before.
+pub use http::state;
 
 pub use infra::config::Config;
 pub use startup::Application;

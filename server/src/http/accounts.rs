@@ -6,6 +6,7 @@ use super::{
     input::AppJson,
     session::{Holder, Merchant, SessionKeys, SignedIn},
 };
+use crate::http::state::AppState;
 use crate::{
     buy::doors::Doors,
     domain::{
@@ -33,17 +34,7 @@ use axum_extra::extract::cookie::CookieJar;
 use sqlx::PgPool;
 use std::sync::Arc;
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Redis: FromRef<S>,
-    Passwords: FromRef<S>,
-    LoginThrottle: FromRef<S>,
-    Doors: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-    Arc<Config>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/auth/register", post(register))
         .route("/auth/challenge", get(sign_up_challenge))

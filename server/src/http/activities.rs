@@ -2,6 +2,7 @@
 //! with an ETag) and its remaining stock.
 
 use super::{client_ip::ClientIp, input::parse_id};
+use crate::http::state::AppState;
 use crate::{
     buy::{
         activities::ActivityCache,
@@ -11,11 +12,11 @@ use crate::{
         activity::{list, load, remaining},
         rfc3339, ApiError, ApiResult,
     },
-    infra::{config::Config, keys::address_bucket, redis::Redis},
+    infra::{keys::address_bucket, redis::Redis},
 };
 use app::api::{ActivityList, Remaining, ServerTime};
 use axum::{
-    extract::{FromRef, Path, State},
+    extract::{Path, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::get,
@@ -24,17 +25,8 @@ use axum::{
 use chrono::Utc;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
-use std::sync::Arc;
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Redis: FromRef<S>,
-    ActivityCache: FromRef<S>,
-    Doors: FromRef<S>,
-    Arc<Config>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/time", get(server_time))
         .route("/activities", get(list_activities))

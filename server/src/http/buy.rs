@@ -5,8 +5,9 @@
 use super::{
     client_ip::ClientIp,
     input::{parse_id, AppJson},
-    session::{SessionKeys, SignedIn},
+    session::SignedIn,
 };
+use crate::http::state::AppState;
 use crate::{
     buy::{
         captcha,
@@ -15,11 +16,11 @@ use crate::{
         queue::WaitingRoom,
     },
     domain::{ApiError, ApiResult},
-    infra::{config::Config, keys::address_bucket, redis::Redis},
+    infra::{keys::address_bucket, redis::Redis},
 };
 use app::api::{BuyPath, BuyRequest, JoinQueue, QueueStatus, Reservation};
 use axum::{
-    extract::{FromRef, FromRequestParts, Path, State},
+    extract::{FromRequestParts, Path, State},
     http::{header, request::Parts, StatusCode},
     response::IntoResponse,
     routing::{get, post},
@@ -27,16 +28,7 @@ use axum::{
 };
 use std::sync::Arc;
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    Arc<Gate>: FromRef<S>,
-    WaitingRoom: FromRef<S>,
-    Redis: FromRef<S>,
-    Doors: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-    Arc<Config>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/activities/{id}/queue", get(queue_status).post(join_queue))
         .route("/activities/{id}/path", get(buy_path))

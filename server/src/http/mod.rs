@@ -1,7 +1,7 @@
-//! The HTTP layer: one module per section of docs/api.md, each with its `router()` generic over the
-//! application state and asking only for the parts it uses (`FromRef` sub-states), plus what every
-//! request goes through (the error answers, JSON input and its limits, the session cookie, the
-//! client address) and the site around the API (server-rendered pages, assets, headers).
+//! The HTTP layer: one module per section of docs/api.md, each with its `router()` on the
+//! application state (`state.rs`: each handler asks for the parts it uses, as `FromRef`
+//! sub-states), plus what every request goes through (the error answers, JSON input and its
+//! limits, the session cookie, the client address) and the site around the API (server-rendered pages, assets, headers).
 //! `startup.rs` merges the routers. Handlers read the request and call into `buy`, `pipeline`,
 //! `domain` and `infra`; nothing below imports from here.
 
@@ -18,3 +18,4 @@ pub mod ops;
 pub mod orders;
 pub mod session;
 pub mod site;
+pub mod state;

@@ -6,6 +6,7 @@ use super::{
     input::{parse_id, AppJson},
     session::{Operator, SessionKeys},
 };
+use crate::http::state::AppState;
 use crate::{
     domain::{
         account::{self, insert_user, Password, Username},
@@ -22,7 +23,7 @@ use app::api::{
     ShopList, ShopRef, User,
 };
 use axum::{
-    extract::{FromRef, Path, Query, State},
+    extract::{Path, Query, State},
     http::{header, StatusCode},
     response::IntoResponse,
     routing::{get, post},
@@ -31,14 +32,7 @@ use axum::{
 use sqlx::PgPool;
 use std::sync::Arc;
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Redis: FromRef<S>,
-    Passwords: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/operator/shops", get(shops).post(create_shop))
         .route("/operator/shops/{id}/merchants", post(create_merchant))

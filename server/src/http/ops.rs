@@ -1,10 +1,11 @@
 //! docs/api.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
 //! Redis and RabbitMQ, all at once, each within a deadline, and names the ones that did not answer.
 
+use crate::http::state::AppState;
 use crate::infra::{broker::Broker, config::Config, db, metrics::Metrics, redis::Redis};
 use app::api::ErrorBody;
 use axum::{
-    extract::{FromRef, State},
+    extract::State,
     http::{header, HeaderMap, StatusCode},
     response::IntoResponse,
     routing::get,
@@ -15,15 +16,7 @@ use std::{sync::Arc, time::Duration};
 
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Redis: FromRef<S>,
-    Broker: FromRef<S>,
-    Arc<Metrics>: FromRef<S>,
-    Arc<Config>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

@@ -4,7 +4,8 @@
 //! now()`), as is the deadline's cancelling (`pipeline/deadline.rs`), so an order ends paid or
 //! cancelled, never both.
 
-use super::session::{SessionKeys, SignedIn};
+use super::session::SignedIn;
+use crate::http::state::AppState;
 use crate::{
     domain::{
         order::{self, OrderRow},
@@ -15,7 +16,7 @@ use crate::{
 };
 use app::api::{OrderList, OrderStatus, PaymentResult};
 use axum::{
-    extract::{FromRef, Path, State},
+    extract::{Path, State},
     http::header,
     response::IntoResponse,
     routing::{get, post},
@@ -24,14 +25,7 @@ use axum::{
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc};
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Redis: FromRef<S>,
-    Arc<dyn PaymentProvider>: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/orders", get(list_orders))
         .route("/orders/{token}", get(order_status))

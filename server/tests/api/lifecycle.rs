@@ -135,6 +135,32 @@ async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_sam
     assert_error(resp, 400, "invalid_input").await;
 }
 
+/// A deadline handled before the window closes (its message delivered early, the sweeper racing
+/// a payment) cancels nothing: the order stays confirmed, its units stay sold, and it can be paid.
+#[tokio::test]
+async fn a_deadline_handled_before_the_window_closes_cancels_nothing() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 3, json!({"payment_window_secs": 600})).await["id"]
+        .as_i64()
+        .unwrap();
+    let buyer = shoppers(&app, 1).await.remove(0);
+    let token = sell(&app, std::slice::from_ref(&buyer), id).await.remove(0);
+    assert_eq!(status_of(&app, &buyer, &token).await["status"], "confirmed");
+
+    let expiry = app
+        .state
+        .deadlines
+        .expire(token.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(expiry, Expiry::NotDue);
+    assert_eq!(status_of(&app, &buyer, &token).await["status"], "confirmed");
+    assert_eq!((sold(&app, id).await, app.remaining(id).await), (1, 2));
+    let (code, body) = pay(&app, &buyer, &token).await;
+    assert_eq!(code, 200, "{body}");
+}
+
 #[tokio::test]
 async fn a_failed_charge_takes_nothing_and_the_order_can_be_paid_again() {
     let app = spawn_app().await;

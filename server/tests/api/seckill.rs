@@ -991,6 +991,107 @@ async fn a_poison_reservation_in_a_batch_dead_letters_alone() {
     );
 }
 
+/// A reservation the database refused as a duplicate of a persisted one reaches the dead letters
+/// (when the batch insert's conflict clause is not what caught it); settling it there must see
+/// the order and return nothing: no stock back, the token still confirmed.
+#[tokio::test]
+async fn a_dead_lettered_duplicate_of_a_persisted_reservation_returns_nothing() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let ann = shoppers(&app, 1).await.remove(0);
+    let path = app.path(&ann.client, id).await;
+    let (_, first) = json(app.buy(&ann.client, id, json!({"path": path})).await).await;
+    let token = first["token"].as_str().unwrap().to_string();
+    assert_settled(&app, id, std::slice::from_ref(&token)).await;
+    assert_eq!(app.remaining(id).await, 9);
+
+    let duplicate = server::pipeline::journal::Reservation {
+        token: token.parse().unwrap(),
+        activity_id: id,
+        user_id: ann.id,
+        quantity: 1,
+        reserved_ms: chrono::Utc::now().timestamp_millis(),
+    };
+    let state = &app.state;
+    let persister = server::pipeline::persister::Persister {
+        db: state.db.clone(),
+        redis: state.redis.clone(),
+        broker: state.broker.clone(),
+        topology: state.topology.clone(),
+        metrics: state.metrics.clone(),
+        sold_out: state.sold_out.clone(),
+        deadlines: state.deadlines.clone(),
+        consumer: "test".into(),
+    };
+    persister.settle_dead_letter(&duplicate).await.unwrap();
+
+    assert_eq!(app.remaining(id).await, 9, "no unit given back");
+    assert_eq!(
+        token_status(&app, &token).await.as_deref(),
+        Some("confirmed")
+    );
+    assert_eq!(app.order_units(id, "confirmed").await, 1);
+}
+
+/// The database is the last line against an oversell: reservations for more units than the stock
+/// that got past the gate (a gate bug, a Redis that lost its figures) persist up to the stock only.
+#[tokio::test]
+async fn reservations_past_the_stock_that_got_behind_the_gate_persist_up_to_the_stock_only() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 2, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let mut reservations = Vec::new();
+    for shopper in shoppers(&app, 3).await {
+        reservations.push(reserve_behind_the_gate(&app, id, shopper.id).await);
+    }
+    let mut raw = 0;
+    for shard in app.shard_keys(id).await {
+        let units: i64 = redis::cmd("GET")
+            .arg(shard.stock())
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        raw += units;
+    }
+    assert_eq!(raw, -1, "three units taken of two");
+    publish(&app, &reservations.iter().collect::<Vec<_>>()).await;
+
+    let tokens: Vec<String> = reservations.iter().map(|r| r.token.to_string()).collect();
+    let ended = eventually(60, "every reservation ends", || async {
+        let mut ended = Vec::new();
+        for token in &tokens {
+            match token_status(&app, token).await.as_deref() {
+                Some(s @ ("confirmed" | "failed")) => ended.push(s.to_string()),
+                _ => return None,
+            }
+        }
+        Some(ended)
+    })
+    .await;
+    assert_eq!(
+        ended.iter().filter(|s| *s == "confirmed").count(),
+        2,
+        "{ended:?}"
+    );
+    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    let confirmed = app.order_units(id, "confirmed").await;
+    assert_eq!((sold, confirmed), (2, 2), "never more sold than the stock");
+    assert_eq!(
+        app.order_units(id, "failed").await,
+        1,
+        "the third one failed"
+    );
+}
+
 #[tokio::test]
 async fn users_and_sales_that_orders_refer_to_are_never_deleted() {
     // Orders carry no foreign keys (migration 0007): the database refuses deleting their targets.

@@ -2,6 +2,10 @@
 //! tests disturb shared services, so they live in a binary of their own (cargo runs test binaries
 //! one after another) and take turns within it.
 
+// A test tells one story from its set-up to its last assertion; the 80-line bound on functions
+// (clippy.toml) is for the product's code.
+#![allow(clippy::too_many_lines)]
+
 #[path = "../api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;

@@ -3,6 +3,7 @@
 //! A merchant sees and changes only the sales of its shop: another shop's sale is `404`, as if it
 //! did not exist. Every change is written to the audit log with it.
 
+use crate::http::state::AppState;
 use crate::{
     buy::{attempts, queue::WaitingRoom, soldout::SoldOut},
     domain::{
@@ -16,7 +17,7 @@ use crate::{
         admin::replay,
         buy::IdempotencyKey,
         input::{parse_id, AppJson},
-        session::{Merchant, SessionKeys},
+        session::Merchant,
     },
     infra::{config::Config, redis::Redis},
 };
@@ -24,7 +25,7 @@ use app::api::{
     Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAdditions, StockLevel,
 };
 use axum::{
-    extract::{FromRef, Path, State},
+    extract::{Path, State},
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -37,16 +38,7 @@ use std::sync::Arc;
 /// How many activities the console lists (newest start first).
 const LIST_LIMIT: i64 = 500;
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Redis: FromRef<S>,
-    SoldOut: FromRef<S>,
-    WaitingRoom: FromRef<S>,
-    Arc<Config>: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/activities", post(create_activity).get(list))
         .route("/admin/activities/{id}", get(one))

@@ -1,27 +1,16 @@
 //! The merchant's audit log: who of the shop did what to its sales, and what the operator did to
 //! the shop's accounts, newest first (an addition to docs/api.md).
 
+use crate::http::state::AppState;
 use crate::{
     domain::{audit, ApiResult},
-    http::session::{Merchant, SessionKeys},
+    http::session::Merchant,
 };
 use app::api::AuditLog;
-use axum::{
-    extract::{FromRef, State},
-    http::header,
-    response::IntoResponse,
-    routing::get,
-    Json, Router,
-};
+use axum::{extract::State, http::header, response::IntoResponse, routing::get, Json, Router};
 use sqlx::PgPool;
-use std::sync::Arc;
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new().route("/admin/audit", get(shop_audit))
 }
 

@@ -4,22 +4,17 @@
 //! a client that stops reading for [`WRITE_TIMEOUT`] is cut off: no export holds a database
 //! connection while it waits for its client.
 
+use crate::http::state::AppState;
 use crate::{
     domain::{
         activity, audit,
         order::{self, OrderLine},
         rfc3339, ApiError, ApiResult,
     },
-    http::session::{Merchant, SessionKeys},
+    http::session::Merchant,
 };
 use app::api::AdminOrderPage;
-use axum::{
-    extract::{FromRef, State},
-    http::header,
-    response::IntoResponse,
-    routing::get,
-    Json, Router,
-};
+use axum::{extract::State, http::header, response::IntoResponse, routing::get, Json, Router};
 use sqlx::PgPool;
 use std::{
     collections::HashMap,
@@ -113,13 +108,7 @@ fn status_filter(raw: &Option<String>) -> ApiResult<Option<String>> {
     }
 }
 
-pub fn router<S>() -> Router<S>
-where
-    S: Clone + Send + Sync + 'static,
-    PgPool: FromRef<S>,
-    Exports: FromRef<S>,
-    Arc<SessionKeys>: FromRef<S>,
-{
+pub fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/orders", get(admin_orders))
         .route("/admin/orders.csv", get(admin_orders_csv))
