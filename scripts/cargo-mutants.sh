@@ -17,12 +17,12 @@ out=$root/target/cargo-mutants
 tree=$root/target/mutants/tree
 EXCLUDE='with (Api|Redis)?Result::(new|from_iter|from)\(|with Hmac::|with Ok\(Default::default\(\)\)|with Ok\(\(Default::default\(\)'
 
-# name | files (comma-separated) | --re of the functions examined (empty: all) | test targets | test filters
-GROUPS=(
-  "sold-out flag|server/src/buy/soldout.rs||--lib --test api|soldout seckill::adding_stock_to_a_sold_out_activity_makes_it_sellable_on_every_instance seckill::a_fresh_idempotency_key_on_every_request_is_no_way_around_the_sold_out_answer seckill::two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders"
-  "buy link|server/src/buy/gate.rs|BuyPaths|--lib --test api|gate seckill::a_path_of_another_user_or_activity_is_a_bad_path seckill::buying_needs_a_session_and_valid_input"
-  "journal decoding|server/src/pipeline/journal.rs|(replace|in) (field|decode|encode|Reservation::from_entry|due)\b|--lib --test api|journal seckill::a_reservation_delivered_twice_makes_one_order seckill::a_poison_reservation seckill::two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders"
-  "persister's failures|server/src/pipeline/persister.rs|(replace|in) (classify|backoff|dead_letter_unreadable)\b|--lib --test api|persister seckill::a_poison_reservation seckill::a_reservation_delivered_twice_makes_one_order"
+# name; files (comma-separated); --re of the functions examined (empty: all); test targets; test filters
+SETS=(
+  "sold-out flag;server/src/buy/soldout.rs;;--lib --test api;soldout seckill::adding_stock_to_a_sold_out_activity_makes_it_sellable_on_every_instance seckill::a_fresh_idempotency_key_on_every_request_is_no_way_around_the_sold_out_answer seckill::two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders"
+  "buy link;server/src/buy/gate.rs;BuyPaths;--lib --test api;gate seckill::a_path_of_another_user_or_activity_is_a_bad_path seckill::buying_needs_a_session_and_valid_input"
+  "journal decoding;server/src/pipeline/journal.rs;(replace|in) (field|decode|encode|Reservation::from_entry|due)\b;--lib --test api;journal seckill::a_reservation_delivered_twice_makes_one_order seckill::a_poison_reservation seckill::two_thousand_buyers_for_a_hundred_units_get_exactly_a_hundred_orders"
+  "persister's failures;server/src/pipeline/persister.rs;(replace|in) (classify|backoff|dead_letter_unreadable)\b;--lib --test api;persister seckill::a_poison_reservation seckill::a_reservation_delivered_twice_makes_one_order"
 )
 
 if ! command -v cargo-mutants >/dev/null; then
@@ -38,8 +38,8 @@ export CARGO_TARGET_DIR=$root/target LEPTOS_OUTPUT_NAME=seckill SQLX_OFFLINE=tru
 
 summary=("| group | examined | caught | missed | unviable | timeouts |" "|---|---:|---:|---:|---:|---:|")
 status=0
-for group in "${GROUPS[@]}"; do
-  IFS='|' read -r name files re targets filters <<<"$group"
+for group in "${SETS[@]}"; do
+  IFS=';' read -r name files re targets filters <<<"$group"
   if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qxF "$name"; then continue; fi
   dir=$out/${name//[^a-z]/-}
   rm -rf "$dir"

@@ -70,3 +70,30 @@ impl SoldOut {
         self.flags.write().expect("flags lock").clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flag_holds_until_a_broadcast_clears_it_or_a_lost_subscription_forgets_every_flag() {
+        let flags = SoldOut::new("restock".into());
+        flags.set(1);
+        flags.set(2);
+        assert!(flags.is_set(1) && flags.is_set(2) && !flags.is_set(3));
+        flags.on_message("1");
+        flags.on_message("not a sale");
+        assert!(!flags.is_set(1), "the broadcast cleared it");
+        assert!(flags.is_set(2), "only that sale's");
+        // Resubscribed: whatever was announced meanwhile is unknown, so nothing is trusted.
+        flags.reset();
+        assert!(!flags.is_set(2));
+        // A flag lapses by itself: one set long ago is not set.
+        flags
+            .flags
+            .write()
+            .unwrap()
+            .insert(4, Instant::now() - FLAG_LIFETIME);
+        assert!(!flags.is_set(4));
+    }
+}

@@ -469,4 +469,57 @@ mod tests {
         assert!(decode(b"{\"token\": 1}").is_err());
         assert!(decode(b"not json").is_err());
     }
+
+    fn entry(fields: &[(&str, Value)]) -> StreamId {
+        StreamId {
+            id: "1-0".into(),
+            map: fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_journal_entry_reads_as_its_reservation_whatever_form_redis_gives_each_field() {
+        let token = uuid::Uuid::from_u128(9);
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let full = entry(&[
+            ("token", bulk(&token.to_string())),
+            ("activity_id", Value::SimpleString("7".into())),
+            ("user_id", Value::Int(42)),
+            ("quantity", bulk("2")),
+            ("reserved_ms", bulk("1700000000000")),
+        ]);
+        assert_eq!(
+            Reservation::from_entry(&full),
+            Some(Reservation {
+                token,
+                activity_id: 7,
+                user_id: 42,
+                quantity: 2,
+                reserved_ms: 1_700_000_000_000,
+            })
+        );
+        // A field missing, unreadable or of another type: no reservation, not a made-up one.
+        let mut missing = full.clone();
+        missing.map.remove("quantity");
+        assert_eq!(Reservation::from_entry(&missing), None);
+        let mut garbled = full.clone();
+        garbled.map.insert("user_id".into(), bulk("forty-two"));
+        assert_eq!(Reservation::from_entry(&garbled), None);
+        let mut nil = full;
+        nil.map.insert("activity_id".into(), Value::Nil);
+        assert_eq!(Reservation::from_entry(&nil), None);
+    }
+
+    #[test]
+    fn a_periodic_step_is_due_first_and_then_once_its_period_has_passed() {
+        assert!(due(None, Duration::from_secs(3600)), "never done: due");
+        assert!(!due(Some(Instant::now()), Duration::from_secs(3600)));
+        assert!(due(Some(Instant::now()), Duration::ZERO));
+        let long_ago = Instant::now() - Duration::from_secs(10);
+        assert!(due(Some(long_ago), Duration::from_secs(5)));
+    }
 }

@@ -435,3 +435,68 @@ impl Persister {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::error::{DatabaseError, ErrorKind};
+    use std::borrow::Cow;
+
+    /// A PostgreSQL error with its SQLSTATE, as sqlx hands it over.
+    #[derive(Debug)]
+    struct Sqlstate(&'static str);
+
+    impl std::fmt::Display for Sqlstate {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "SQLSTATE {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Sqlstate {}
+
+    impl DatabaseError for Sqlstate {
+        fn message(&self) -> &str {
+            self.0
+        }
+        fn code(&self) -> Option<Cow<'_, str>> {
+            Some(Cow::Borrowed(self.0))
+        }
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+        fn kind(&self) -> ErrorKind {
+            ErrorKind::Other
+        }
+    }
+
+    fn refused(code: &'static str) -> bool {
+        matches!(
+            classify(sqlx::Error::Database(Box::new(Sqlstate(code)))),
+            Failure::Refused(_)
+        )
+    }
+
+    #[test]
+    fn the_data_is_refused_for_good_and_anything_else_is_waited_out() {
+        // Integrity (23: unique, foreign key, CHECK) and data (22: out of range) errors: no retry
+        // can help, the reservation goes to the dead letters.
+        for code in ["23505", "23503", "23514", "22003"] {
+            assert!(refused(code), "{code} is refused");
+        }
+        // The server shutting down (a restart), a serialization failure, too many connections:
+        // the batch is held and tried again, never dead-lettered.
+        for code in ["57P01", "40001", "53300"] {
+            assert!(!refused(code), "{code} is waited out");
+        }
+        assert!(matches!(
+            classify(sqlx::Error::PoolTimedOut),
+            Failure::Outage(_)
+        ));
+    }
+}
