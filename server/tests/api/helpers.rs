@@ -891,3 +891,23 @@ pub const PUBLIC_ROUTES: [(&str, &str); 9] = [
     ("POST", "/api/auth/login"),
     ("POST", "/api/auth/logout"),
 ];
+
+/// Each stock shard's units as Redis holds them (below zero too, unlike `remaining`).
+pub async fn shard_stock(app: &TestApp, id: i64) -> Vec<i64> {
+    let stock = server::domain::activity::shard_stock(&app.redis, id, app.shards_of(id).await)
+        .await
+        .unwrap();
+    stock
+        .into_iter()
+        .map(|n| n.expect("every shard is in Redis"))
+        .collect()
+}
+
+/// The sale's units sold, as PostgreSQL counts them (`activities.sold`).
+pub async fn sold(app: &TestApp, activity: i64) -> i64 {
+    sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
+        .bind(activity)
+        .fetch_one(&app.db)
+        .await
+        .unwrap()
+}

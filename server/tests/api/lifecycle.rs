@@ -50,14 +50,6 @@ async fn status_of(app: &TestApp, s: &Shopper, token: &str) -> Value {
     body
 }
 
-async fn sold(app: &TestApp, activity: i64) -> i64 {
-    sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
-        .bind(activity)
-        .fetch_one(&app.db)
-        .await
-        .unwrap()
-}
-
 /// One round of reconciliation; what it found and did for `activity`.
 async fn reconcile(app: &TestApp, activity: i64) -> server::pipeline::reconcile::Drift {
     let report = app.state.reconciler.reconcile().await.unwrap();

@@ -901,12 +901,7 @@ async fn a_reservation_delivered_twice_makes_one_order() {
         .await
         .unwrap();
     assert_eq!(copies, 1);
-    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
-        .bind(id)
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
-    assert_eq!(sold, 2);
+    assert_eq!(sold(&app, id).await, 2);
 }
 
 #[tokio::test]
@@ -978,12 +973,7 @@ async fn a_poison_reservation_in_a_batch_dead_letters_alone() {
             .unwrap();
     assert_eq!(orders.len(), 2, "{orders:?}");
     assert!(orders.iter().all(|(_, status)| status == "confirmed"));
-    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
-        .bind(id)
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
-    assert_eq!(sold, 2);
+    assert_eq!(sold(&app, id).await, 2);
     let metrics = app.metrics().await;
     assert!(
         metrics.contains("seckill_dead_lettered_reservations_total 1"),
@@ -1049,16 +1039,11 @@ async fn reservations_past_the_stock_that_got_behind_the_gate_persist_up_to_the_
     for shopper in shoppers(&app, 3).await {
         reservations.push(reserve_behind_the_gate(&app, id, shopper.id).await);
     }
-    let mut raw = 0;
-    for shard in app.shard_keys(id).await {
-        let units: i64 = redis::cmd("GET")
-            .arg(shard.stock())
-            .query_async(&mut app.redis.conn())
-            .await
-            .unwrap();
-        raw += units;
-    }
-    assert_eq!(raw, -1, "three units taken of two");
+    assert_eq!(
+        shard_stock(&app, id).await.iter().sum::<i64>(),
+        -1,
+        "three units taken of two"
+    );
     publish(&app, &reservations.iter().collect::<Vec<_>>()).await;
 
     let tokens: Vec<String> = reservations.iter().map(|r| r.token.to_string()).collect();
@@ -1078,13 +1063,12 @@ async fn reservations_past_the_stock_that_got_behind_the_gate_persist_up_to_the_
         2,
         "{ended:?}"
     );
-    let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
-        .bind(id)
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
     let confirmed = app.order_units(id, "confirmed").await;
-    assert_eq!((sold, confirmed), (2, 2), "never more sold than the stock");
+    assert_eq!(
+        (sold(&app, id).await, confirmed),
+        (2, 2),
+        "never more sold than the stock"
+    );
     assert_eq!(
         app.order_units(id, "failed").await,
         1,

@@ -25,17 +25,6 @@ async fn buy_once(app: &TestApp, s: &Shopper, id: i64) -> (u16, Value) {
     json(app.buy(&s.client, id, json!({"path": path})).await).await
 }
 
-/// Each shard's units.
-async fn shard_stock(app: &TestApp, id: i64) -> Vec<i64> {
-    let stock = server::domain::activity::shard_stock(&app.redis, id, app.shards_of(id).await)
-        .await
-        .unwrap();
-    stock
-        .into_iter()
-        .map(|n| n.expect("every shard is in Redis"))
-        .collect()
-}
-
 #[tokio::test]
 async fn two_thousand_buyers_for_a_hundred_units_over_four_shards_get_exactly_a_hundred() {
     let app = spawn_app().await;
