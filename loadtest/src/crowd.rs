@@ -257,14 +257,18 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
 
 /// The crowd's accounts in the database: a merchant of the first shop (the first found, else a
 /// new one), and `users` new shoppers, inserted ten thousand at a time.
-struct Accounts {
-    merchant: i64,
-    shop: i64,
-    shoppers: Vec<i64>,
+pub(crate) struct Accounts {
+    pub(crate) merchant: i64,
+    pub(crate) shop: i64,
+    pub(crate) shoppers: Vec<i64>,
 }
 
 impl Accounts {
-    async fn create(db: &sqlx::PgPool, run: &str, users: usize) -> anyhow::Result<Accounts> {
+    pub(crate) async fn create(
+        db: &sqlx::PgPool,
+        run: &str,
+        users: usize,
+    ) -> anyhow::Result<Accounts> {
         let (merchant, shop): (i64, i64) = match sqlx::query_as(
             "SELECT id, shop_id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1",
         )
@@ -302,14 +306,14 @@ impl Accounts {
 }
 
 /// Session cookies minted with the server's secret, valid for an hour.
-struct Signer {
+pub(crate) struct Signer {
     keys: SessionKeys,
     shop: i64,
     expires_at: i64,
 }
 
 impl Signer {
-    fn new(config: &Config, shop: i64) -> Signer {
+    pub(crate) fn new(config: &Config, shop: i64) -> Signer {
         Signer {
             keys: SessionKeys::new(&config.secret.0, Duration::from_secs(3600), false),
             shop,
@@ -317,7 +321,7 @@ impl Signer {
         }
     }
 
-    fn cookie(&self, user_id: i64, role: Role) -> String {
+    pub(crate) fn cookie(&self, user_id: i64, role: Role) -> String {
         let claims = Claims {
             sid: server::domain::sessions::new_session_id(),
             user_id,
@@ -346,7 +350,7 @@ async fn existing_sale(http: &reqwest::Client, base: &str, id: i64) -> anyhow::R
 }
 
 /// A new sale of the options' stock and limit, starting `lead_secs` from the server's now.
-async fn create_sale(
+pub(crate) async fn create_sale(
     http: &reqwest::Client,
     base: &str,
     opts: &CrowdOptions,
@@ -393,7 +397,7 @@ async fn create_sale(
 }
 
 /// Shopper i's own client address (`X-Forwarded-For`).
-fn addr_of(i: usize) -> String {
+pub(crate) fn addr_of(i: usize) -> String {
     format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)
 }
 

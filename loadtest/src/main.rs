@@ -60,6 +60,24 @@ enum Command {
     /// Session cookies signed with the server's secret (SECKILL_SECRET), one per line, each
     /// valid for an hour: `COOKIE`, or `COOKIE PATH` with the user's buy path of --activity.
     Sign(SignArgs),
+    /// A sale of `users` × `per-user-limit` units and its shoppers, signed ahead, with a wrk
+    /// script that buys as the next shopper on every request (`make bench`'s in-stock figure
+    /// driven like the ceilings). Prints `ACTIVITY STARTS_AT_MS`.
+    WrkSale {
+        #[arg(long, default_value = "http://127.0.0.1:3000")]
+        base_url: String,
+        #[arg(long, default_value_t = 60_000)]
+        users: usize,
+        #[arg(long, default_value_t = 10)]
+        per_user_limit: i32,
+        #[arg(long, default_value_t = 3)]
+        lead_secs: i64,
+        #[arg(long)]
+        stock_shards: Option<i16>,
+        /// Where the wrk script goes.
+        #[arg(long)]
+        script: std::path::PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -166,6 +184,23 @@ async fn run(command: Command) -> anyhow::Result<()> {
             };
             let key = format!("{}ceiling:stock", config.redis_prefix);
             loadtest::ceiling::serve(&addr, url, key, 1_000_000_000).await
+        }
+        Command::WrkSale {
+            base_url,
+            users,
+            per_user_limit,
+            lead_secs,
+            stock_shards,
+            script,
+        } => {
+            let opts = loadtest::wrk::WrkSaleOptions {
+                base_url,
+                users,
+                per_user_limit,
+                lead_secs,
+                stock_shards,
+            };
+            loadtest::wrk::run(&Config::from_env()?, &opts, &script).await
         }
         Command::TicketCost => loadtest::costs::ticket(&Config::from_env()?),
         Command::SessionCost => loadtest::costs::session(&Config::from_env()?),

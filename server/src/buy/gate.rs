@@ -4,7 +4,8 @@
 //! A proof of work is verified in-process (`pow.rs`); a captcha answer is taken from Redis
 //! (`GETDEL`: good once, right or wrong). Then ONE script
 //! call (`gate.lua`) on the buyer's home shard decides: buckets, pause, per-user limit, stock, token status, journal entry,
-//! idempotency record. Only when the home shard of a sharded sale is empty do more calls follow:
+//! idempotency record; the buys that reach one shard together share that call (`batch.rs`), each
+//! decided as if it came alone. Only when the home shard of a sharded sale is empty do more calls follow:
 //! the other shards are asked in turn to lend the units (`lend.lua`), and the home shard settles
 //! (`settle.lua`). The session and the client address are the HTTP layer's to establish
 //! (`http/buy.rs`).
@@ -12,6 +13,7 @@
 use super::{
     activities::ActivityCache,
     attempts::Attempts,
+    batch::{Batcher, GateBuy, GateShard, IDEMPOTENCY_TTL_SECS},
     blocks::Blocks,
     pow::{ProofOfWork, Spent},
     queue::WaitingRoom,
@@ -36,8 +38,6 @@ use sha2::Sha256;
 use sqlx::PgPool;
 use std::{net::IpAddr, sync::Arc, time::Instant};
 use tokio::sync::Semaphore;
-
-const IDEMPOTENCY_TTL_SECS: u64 = 24 * 3600;
 
 /// The opaque buy paths: an HMAC of user and activity, so a path is good for one user and sale.
 #[derive(Clone)]
@@ -151,7 +151,7 @@ fn claimed_proof(check: BotCheck, req: &BuyRequest) -> ApiResult<Proof<'_>> {
 pub struct Gate {
     /// Keyed retries that need a Redis read before their in-process answer, per shopper.
     keyed_lookups: governor::DefaultKeyedRateLimiter<i64>,
-    script: &'static Script,
+    batcher: Batcher,
     lend: &'static Script,
     settle: &'static Script,
     admission: Semaphore,
@@ -169,7 +169,7 @@ impl Gate {
             .allow_burst(std::num::NonZeroU32::new(limits.user_burst.max(1)).expect("positive"));
         Gate {
             keyed_lookups: governor::RateLimiter::keyed(quota),
-            script: scripts::gate(),
+            batcher: Batcher::new(parts.redis.clone(), limits, parts.metrics.clone()),
             lend: scripts::lend(),
             settle: scripts::settle(),
             admission: Semaphore::new(limits.max_in_flight),
@@ -478,52 +478,29 @@ impl Gate {
         idempotency: Option<&str>,
         (who_user, who_ip): (&str, &str),
     ) -> redis::RedisResult<(String, String)> {
-        let redis = &self.parts.redis;
-        let keys = &redis.keys;
-        let limits = &self.limits;
         let shards = activity.stock_shards;
         let home_index = home_shard(user, shards);
-        let home = keys.shard(activity.id, home_index, shards);
-        let (check_flag, spent) = self.bot_check_flag(proof).await?;
+        let home = self.parts.redis.keys.shard(activity.id, home_index, shards);
+        let (bot_check, spent) = self.bot_check_flag(proof).await?;
         let token = new_token(activity.id, home_index, shards);
-        let now_ms = chrono::Utc::now().timestamp_millis();
-        let mut invocation = self.script.prepare_invoke();
-        invocation
-            .key(home.stock())
-            .key(home.meta())
-            .key(home.holders())
-            .key(home.journal())
-            .key(home.token(&token))
-            .key(match idempotency {
-                Some(k) => home.idempotency(user, k),
-                None => keys.unused(&home),
-            })
-            .key(home.rate(who_user))
-            .key(home.rate(who_ip))
-            .key(home.unsettled())
-            .key(match &spent {
-                Some(spent) => home.spent_challenge(&spent.nonce),
-                None => keys.unused(&home),
-            })
-            .arg(user)
-            .arg(quantity)
-            .arg(token.to_string())
-            .arg(now_ms)
-            .arg(check_flag)
-            .arg(u8::from(idempotency.is_some()))
-            .arg(limits.user_burst)
-            .arg(limits.user_per_sec)
-            .arg(limits.ip_burst)
-            .arg(limits.ip_per_sec)
-            .arg(limits.strikes_before_block)
-            .arg(limits.block_ms)
-            .arg(TOKEN_TTL_SECS)
-            .arg(IDEMPOTENCY_TTL_SECS)
-            .arg(activity.id)
-            .arg(activity.per_user_limit)
-            .arg(shards)
-            .arg(spent.as_ref().map_or(0, |s| s.expires_ms));
-        let (code, detail): (String, String) = invocation.invoke_async(&mut redis.conn()).await?;
+        let sale = GateShard {
+            activity: activity.id,
+            shard: home_index,
+            shards,
+            per_user_limit: activity.per_user_limit,
+        };
+        let buy = GateBuy {
+            user,
+            quantity,
+            token,
+            now_ms: chrono::Utc::now().timestamp_millis(),
+            bot_check,
+            idempotency: idempotency.map(str::to_string),
+            challenge: spent.map(|s| (s.nonce, s.expires_ms)),
+            who_user: who_user.to_string(),
+            who_ip: who_ip.to_string(),
+        };
+        let (code, detail) = self.batcher.submit(sale, buy).await?;
         if code == "ok" {
             self.confirm(&[home.stock()]).await?;
         }

@@ -7,6 +7,7 @@
 
 pub mod activities;
 pub mod attempts;
+pub mod batch;
 pub mod blocks;
 pub mod captcha;
 pub mod doors;

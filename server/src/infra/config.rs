@@ -152,6 +152,18 @@ pub struct GateLimits {
     pub block_ms: u64,
     /// Buy requests in the gate at once on this instance; more get `503 overloaded`.
     pub max_in_flight: usize,
+    /// How the buys of one stock shard are gathered into one gate call (`buy/batch.rs`).
+    pub batching: Batching,
+}
+
+/// How the gate's batches are made.
+#[derive(Clone, Copy, Debug)]
+pub struct Batching {
+    /// How long the first buy of a batch waits for others (zero: only while the call before is
+    /// in Redis).
+    pub window: Duration,
+    /// The most buys in one call; 1 turns batching off.
+    pub max: usize,
 }
 
 impl Default for GateLimits {
@@ -170,6 +182,10 @@ impl From<&Settings> for GateLimits {
             strikes_before_block: s.strikes_before_block,
             block_ms: s.block_ms,
             max_in_flight: s.max_in_flight,
+            batching: Batching {
+                window: Duration::from_micros(s.gate_batch_window_us),
+                max: s.gate_batch_max.max(1),
+            },
         }
     }
 }
@@ -324,6 +340,13 @@ pub struct Settings {
     /// Buys in the gate at once on this instance before `503 overloaded`.
     #[arg(long, env = "SECKILL_MAX_IN_FLIGHT", default_value_t = 512)]
     pub max_in_flight: usize,
+    /// How long the first buy of a batch waits for others to reach its stock shard, in
+    /// microseconds (0: buys gather only while the shard's call before is in Redis).
+    #[arg(long, env = "SECKILL_GATE_BATCH_WINDOW_US", default_value_t = 0)]
+    pub gate_batch_window_us: u64,
+    /// The most buys of one stock shard decided in one gate call (1: no batching).
+    #[arg(long, env = "SECKILL_GATE_BATCH_MAX", default_value_t = 32)]
+    pub gate_batch_max: usize,
     /// Merchant of "Default shop" created at start-up if missing (with its password).
     #[arg(long, env = "SECKILL_ADMIN_USER", requires = "admin_password")]
     pub admin_user: Option<String>,

@@ -26,6 +26,7 @@ pub struct Metrics {
     registry: Registry,
     pub buys: Family<Outcome, Counter>,
     pub gate_seconds: Histogram,
+    pub gate_batch_size: Histogram,
     pub journal_lag: Gauge,
     pub relayed: Counter,
     pub borrowed: Counter,
@@ -45,6 +46,12 @@ impl Metrics {
             "gate_seconds",
             "Time of the gate script call",
             gate_seconds.clone(),
+        );
+        let gate_batch_size = Histogram::new(exponential_buckets(1.0, 2.0, 8));
+        registry.register(
+            "gate_batch_size",
+            "Buys decided by one gate script call",
+            gate_batch_size.clone(),
         );
         let journal_lag = Gauge::default();
         registry.register(
@@ -92,6 +99,7 @@ impl Metrics {
             registry,
             buys,
             gate_seconds,
+            gate_batch_size,
             journal_lag,
             relayed,
             borrowed,

@@ -175,41 +175,38 @@ async fn crashed_borrow(
 ) -> Option<uuid::Uuid> {
     let keys = &app.redis.keys;
     let home_index = home_shard(user, SHARDS);
-    let home = keys.shard(id, home_index, SHARDS);
     let token = new_token(id, home_index, SHARDS);
     let now = chrono::Utc::now().timestamp_millis();
-    let (code, detail): (String, String) = server::infra::scripts::gate()
-        .key(home.stock())
-        .key(home.meta())
-        .key(home.holders())
-        .key(home.journal())
-        .key(home.token(&token))
-        .key(home.idempotency(user, key))
-        .key(home.rate("u:crashed"))
-        .key(home.rate("ip:crashed"))
-        .key(home.unsettled())
-        .key(keys.unused(&home))
-        .arg(user)
-        .arg(quantity)
-        .arg(token.to_string())
-        .arg(now)
-        .arg(0)
-        .arg(1)
-        .arg(1000)
-        .arg(1000)
-        .arg(1000)
-        .arg(1000)
-        .arg(1000)
-        .arg(60_000)
-        .arg(TOKEN_TTL_SECS)
-        .arg(86_400)
-        .arg(id)
-        .arg(LIMIT)
-        .arg(SHARDS)
-        .arg(0)
-        .invoke_async(&mut app.redis.conn())
+    let limits = server::infra::config::GateLimits {
+        user_burst: 1000,
+        user_per_sec: 1000.0,
+        ip_burst: 1000,
+        ip_per_sec: 1000.0,
+        strikes_before_block: 1000,
+        block_ms: 60_000,
+        ..Default::default()
+    };
+    let sale = server::buy::batch::GateShard {
+        activity: id,
+        shard: home_index,
+        shards: SHARDS,
+        per_user_limit: LIMIT as i32,
+    };
+    let buy = server::buy::batch::GateBuy {
+        user,
+        quantity,
+        token,
+        now_ms: now,
+        bot_check: 0,
+        idempotency: Some(key.to_string()),
+        challenge: None,
+        who_user: "u:crashed".into(),
+        who_ip: "ip:crashed".into(),
+    };
+    let (code, detail) = server::buy::batch::decide(&app.redis, &limits, &sale, &[buy])
         .await
-        .unwrap();
+        .unwrap()
+        .remove(0);
     if code != "borrow" {
         return None;
     }

@@ -6,6 +6,7 @@
 
 mod accounts;
 mod admin;
+mod batch;
 mod bot_check;
 mod crowd;
 mod doors;

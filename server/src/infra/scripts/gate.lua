@@ -1,116 +1,212 @@
--- The buy decision on the buyer's home shard, atomically, in one round trip. Every key below
--- shares one hash tag, so on a Redis Cluster this runs on one master. Every argument is checked
--- before the first write: a script cannot roll back.
+-- The buy decisions of one stock shard for a batch of buys (one or many), atomically, in one
+-- round trip. Each buy is decided exactly as if it came alone, in the order given: what one buy
+-- writes, the next one reads. Every key below shares one hash tag, so on a Redis Cluster this
+-- runs on one master. Every argument is checked before the first write: a script cannot roll back.
 --
--- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 token status, 6 idempotency record,
---       7 user rate (bucket and strikes), 8 address rate, 9 unsettled tokens,
---       10 the spent mark of a proof of work's challenge
--- ARGV: 1 user id, 2 quantity, 3 token, 4 now (ms), 5 bot check (0 not asked, 1 captcha right,
---       2 wrong, 3 proof of work verified by the caller: good if its challenge is unspent),
---       6 idempotency key given (0/1), 7/8 user bucket capacity / refill per s,
---       9/10 address bucket capacity / refill per s, 11 strikes before a block,
---       12 strike window and block (ms), 13 token status ttl (s), 14 idempotency ttl (s),
---       15 activity id, 16 per-user limit, 17 shards of the sale, 18 the challenge's expiry (ms)
--- Returns {code, detail}: ok + token, borrow + 'token quantity', sold_out, rate_limited + ms, blocked + 'user ms' or
--- 'address ms' (the caller blocks that client everywhere), paused,
--- captcha_invalid, limit_reached, not_warm, bad_args.
+-- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 unsettled tokens; then five per buy, the i-th
+--       from 5 + 5(i - 1): +1 token status, +2 idempotency record, +3 user rate, +4 address rate,
+--       +5 the spent mark of a proof of work's challenge
+-- ARGV: 1/2 user bucket capacity / refill per s, 3/4 address bucket capacity / refill per s,
+--       5 strikes before a block, 6 strike window and block (ms), 7 token status ttl (s),
+--       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale; then seven
+--       per buy, the i-th from 11 + 7(i - 1): +1 user id, +2 quantity, +3 token, +4 now (ms),
+--       +5 bot check (0 not asked, 1 captcha right, 2 wrong, 3 proof of work verified by the
+--       caller: good if its challenge is unspent), +6 idempotency key given (0/1),
+--       +7 the challenge's expiry (ms)
+-- Returns {code, detail} per buy, flat: ok + token, borrow + 'token quantity', sold_out,
+-- rate_limited + ms, blocked + 'user ms' or 'address ms' (the caller blocks that client
+-- everywhere), paused, captcha_invalid, limit_reached, not_warm, bad_args.
 --
 -- `borrow`: this shard is out of units but others may have some. The user's units are held
 -- here (the per-user limit has one home) and the token is `pending` until the caller got the
 -- units from another shard (`lend.lua`) and settled (`settle.lua`). The quantity borrowed is the
 -- one first asked for, whatever a keyed retry asks: it is what the holders count holds.
+--
+-- Lean by design: the shard's stock, pause switch and each holder's count are read once per
+-- batch and written once at its end; the rate buckets are strings ('tokens ts strikes since'),
+-- read by one MGET and written by one SET each; the unsettled tokens take one ZADD per batch.
 
-local qty = tonumber(ARGV[2])
-local now = tonumber(ARGV[4])
+local COMMON, PER_BUY = 11, 7
+local count = (#ARGV - COMMON) / PER_BUY
+if count < 1 or count ~= math.floor(count) or #KEYS ~= 5 + 5 * count then
+  return redis.error_reply('gate: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments')
+end
 local n = {}
-for i = 7, 17 do
-  if i ~= 15 then
-    n[i] = tonumber(ARGV[i])
-    if not n[i] then return {'bad_args', tostring(i)} end
-  end
+for i = 1, COMMON do
+  if i ~= 9 then n[i] = tonumber(ARGV[i]) end
 end
-if not qty or qty < 1 or not now or ARGV[1] == '' or ARGV[3] == '' or ARGV[15] == '' then
-  return {'bad_args', ''}
+local common_bad = nil
+for i = 1, COMMON do
+  if i ~= 9 and not n[i] then common_bad = tostring(i) end
 end
+if ARGV[9] == '' then common_bad = '9' end
 
--- A retry of a request that was already granted gets the same token back and takes nothing;
--- one whose units are still being borrowed resumes the borrowing.
-if ARGV[6] == '1' then
-  local previous = redis.call('GET', KEYS[6])
-  if previous then
-    if string.sub(previous, 1, 8) == 'pending:' then
-      -- 'pending:<token>:<quantity>'
-      local token, held_qty = string.match(previous, '^pending:([^:]+):(%d+)$')
-      if not token then return {'bad_args', 'pending record'} end
-      return {'borrow', token .. ' ' .. held_qty}
-    end
-    return {'ok', previous}
-  end
-end
-
--- Sold out (one shard): said before the buckets, so it costs no token and no strike.
 local left = tonumber(redis.call('GET', KEYS[1]))
-if n[17] == 1 and left and left <= 0 then return {'sold_out', '0'} end
+local left_at_start = left
+local shards = n[11]
+local paused = nil
+local held, held_change, holders = {}, {}, {}
+local records = {}
+local buckets, bucket_order = {}, {}
+local unsettled = {}
+
+-- The rate buckets of the whole batch in one read, unless no buy can get that far (a sold-out
+-- shard of a sale with one shard answers before the buckets).
+if not (shards == 1 and left and left <= 0) and not common_bad then
+  local rate_keys = {}
+  for i = 1, count do
+    local k = 5 + 5 * (i - 1)
+    rate_keys[#rate_keys + 1] = KEYS[k + 3]
+    rate_keys[#rate_keys + 1] = KEYS[k + 4]
+  end
+  local values = redis.call('MGET', unpack(rate_keys))
+  for j, key in ipairs(rate_keys) do
+    if buckets[key] == nil then
+      local b = {}
+      if values[j] then
+        local t, ts, s, since = string.match(values[j], '^(%S+) (%S+) (%S+) (%S+)$')
+        b = {tonumber(t), tonumber(ts), tonumber(s), tonumber(since)}
+      end
+      buckets[key] = b
+    end
+  end
+end
+
+local function record(key)
+  if records[key] == nil then records[key] = redis.call('GET', key) end
+  return records[key]
+end
+
+local function keep_record(key, value)
+  redis.call('SET', key, value, 'EX', n[8])
+  records[key] = value
+end
+
+local function holding(user)
+  if held[user] == nil then
+    held[user] = tonumber(redis.call('HGET', KEYS[3], user) or '0')
+    holders[#holders + 1] = user
+  end
+  return held[user]
+end
+
+local function hold(user, qty)
+  held[user] = held[user] + qty
+  held_change[user] = (held_change[user] or 0) + qty
+end
 
 -- Token buckets; a client that keeps hammering past its bucket collects strikes, and after
--- enough of them within the window the caller blocks it everywhere. One hash per client.
-local function take(key, who, cap, refill)
-  local b = redis.call('HMGET', key, 'tokens', 'ts', 'strikes', 'since')
-  local tokens = tonumber(b[1]) or cap
-  local ts = tonumber(b[2]) or now
-  local strikes = tonumber(b[3]) or 0
-  local since = tonumber(b[4]) or now
+-- enough of them within the window the caller blocks it everywhere.
+local function take(key, who, cap, refill, now)
+  local b = buckets[key]
+  local tokens = b[1] or cap
+  local ts = b[2] or now
+  local strikes = b[3] or 0
+  local since = b[4] or now
   tokens = math.min(cap, tokens + math.max(0, now - ts) * refill / 1000)
-  if now - since > n[12] then strikes, since = 0, now end
+  if now - since > n[6] then strikes, since = 0, now end
   local refused = nil
   if tokens < 1 then
     strikes = strikes + 1
-    if strikes >= n[11] then
+    if strikes >= n[5] then
       strikes, since = 0, now
-      refused = {'blocked', who .. ' ' .. tostring(n[12])}
+      refused = {'blocked', who .. ' ' .. tostring(n[6])}
     else
       refused = {'rate_limited', tostring(math.ceil((1 - tokens) * 1000 / refill))}
     end
   else
     tokens = tokens - 1
   end
-  redis.call('HSET', key, 'tokens', tostring(tokens), 'ts', tostring(now), 'strikes', strikes, 'since', since)
-  redis.call('PEXPIRE', key, math.max(math.ceil(cap * 1000 / refill) + 1000, n[12]))
+  if not b.touched then
+    b.touched = true
+    b.ttl = math.max(math.ceil(cap * 1000 / refill) + 1000, n[6])
+    bucket_order[#bucket_order + 1] = key
+  end
+  -- Kept as the string it is written as, so that the next buy of this batch reads what the next
+  -- batch would.
+  b[1], b[2], b[3], b[4] = tonumber(tostring(tokens)), now, strikes, since
   return refused
 end
-local refused = take(KEYS[7], 'user', n[7], n[8]) or take(KEYS[8], 'address', n[9], n[10])
-if refused then return refused end
 
-if redis.call('HGET', KEYS[2], 'paused') == '1' then return {'paused', ''} end
-if ARGV[5] == '2' then return {'captcha_invalid', ''} end
--- A proof of work is good once: its challenge is marked spent until it expires anyway.
-if ARGV[5] == '3' then
-  local expires = tonumber(ARGV[18])
-  if not expires or expires <= now then return {'captcha_invalid', ''} end
-  if not redis.call('SET', KEYS[10], '1', 'NX', 'PX', expires - now) then
-    return {'captcha_invalid', ''}
+-- One buy: its keys from `k` on, its arguments from `a` on.
+local function decide(k, a)
+  local user, qty, token, now = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
+  local check, keyed = ARGV[a + 5], ARGV[a + 6] == '1'
+  if common_bad then return {'bad_args', common_bad} end
+  if not qty or qty < 1 or not now or user == '' or token == '' then return {'bad_args', ''} end
+
+  -- A retry of a request that was already granted gets the same token back and takes nothing;
+  -- one whose units are still being borrowed resumes the borrowing.
+  if keyed then
+    local previous = record(KEYS[k + 2])
+    if previous then
+      if string.sub(previous, 1, 8) == 'pending:' then
+        -- 'pending:<token>:<quantity>'
+        local first, held_qty = string.match(previous, '^pending:([^:]+):(%d+)$')
+        if not first then return {'bad_args', 'pending record'} end
+        return {'borrow', first .. ' ' .. held_qty}
+      end
+      return {'ok', previous}
+    end
   end
+
+  -- Sold out (one shard): said before the buckets, so it costs no token and no strike.
+  if shards == 1 and left and left <= 0 then return {'sold_out', '0'} end
+
+  local refused = take(KEYS[k + 3], 'user', n[1], n[2], now)
+    or take(KEYS[k + 4], 'address', n[3], n[4], now)
+  if refused then return refused end
+
+  if paused == nil then paused = redis.call('HGET', KEYS[2], 'paused') == '1' end
+  if paused then return {'paused', ''} end
+  if check == '2' then return {'captcha_invalid', ''} end
+  -- A proof of work is good once: its challenge is marked spent until it expires anyway.
+  if check == '3' then
+    local expires = tonumber(ARGV[a + 7])
+    if not expires or expires <= now then return {'captcha_invalid', ''} end
+    if not redis.call('SET', KEYS[k + 5], '1', 'NX', 'PX', expires - now) then
+      return {'captcha_invalid', ''}
+    end
+  end
+
+  if holding(user) + qty > n[10] then return {'limit_reached', ''} end
+  if not left then return {'not_warm', ''} end
+  if left < qty and shards == 1 then return {'sold_out', tostring(left)} end
+
+  hold(user, qty)
+  if left >= qty then
+    left = left - qty
+    redis.call('HSET', KEYS[k + 1], 'status', 'queued', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
+    redis.call('EXPIRE', KEYS[k + 1], n[7])
+    redis.call('XADD', KEYS[4], '*', 'token', token, 'activity_id', ARGV[9], 'user_id', user,
+      'quantity', qty, 'reserved_ms', now)
+    unsettled[#unsettled + 1] = now
+    unsettled[#unsettled + 1] = token
+    if keyed then keep_record(KEYS[k + 2], token) end
+    return {'ok', token}
+  end
+  redis.call('HSET', KEYS[k + 1], 'status', 'pending', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
+  redis.call('EXPIRE', KEYS[k + 1], n[7])
+  if keyed then keep_record(KEYS[k + 2], 'pending:' .. token .. ':' .. qty) end
+  return {'borrow', token .. ' ' .. qty}
 end
 
-local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
-if held + qty > n[16] then return {'limit_reached', ''} end
-
--- Nothing above wrote the stock: the figure read at the top still holds.
-if not left then return {'not_warm', ''} end
-if left < qty and n[17] == 1 then return {'sold_out', tostring(left)} end
-
-redis.call('HINCRBY', KEYS[3], ARGV[1], qty)
-if left >= qty then
-  redis.call('DECRBY', KEYS[1], qty)
-  redis.call('HSET', KEYS[5], 'status', 'queued', 'activity_id', ARGV[15], 'user_id', ARGV[1], 'quantity', qty)
-  redis.call('EXPIRE', KEYS[5], n[13])
-  redis.call('XADD', KEYS[4], '*', 'token', ARGV[3], 'activity_id', ARGV[15], 'user_id', ARGV[1],
-    'quantity', qty, 'reserved_ms', now)
-  redis.call('ZADD', KEYS[9], now, ARGV[3])
-  if ARGV[6] == '1' then redis.call('SET', KEYS[6], ARGV[3], 'EX', n[14]) end
-  return {'ok', ARGV[3]}
+local answers = {}
+for i = 1, count do
+  local answer = decide(5 + 5 * (i - 1), COMMON + PER_BUY * (i - 1))
+  answers[#answers + 1] = answer[1]
+  answers[#answers + 1] = answer[2]
 end
-redis.call('HSET', KEYS[5], 'status', 'pending', 'activity_id', ARGV[15], 'user_id', ARGV[1], 'quantity', qty)
-redis.call('EXPIRE', KEYS[5], n[13])
-if ARGV[6] == '1' then redis.call('SET', KEYS[6], 'pending:' .. ARGV[3] .. ':' .. qty, 'EX', n[14]) end
-return {'borrow', ARGV[3] .. ' ' .. qty}
+
+-- What the batch changed, written once.
+if left ~= left_at_start then redis.call('DECRBY', KEYS[1], left_at_start - left) end
+for _, user in ipairs(holders) do
+  if held_change[user] then redis.call('HINCRBY', KEYS[3], user, held_change[user]) end
+end
+for _, key in ipairs(bucket_order) do
+  local b = buckets[key]
+  redis.call('SET', key, tostring(b[1]) .. ' ' .. tostring(b[2]) .. ' ' .. tostring(b[3]) .. ' ' .. tostring(b[4]),
+    'PX', b.ttl)
+end
+if #unsettled > 0 then redis.call('ZADD', KEYS[5], unpack(unsettled)) end
+return answers

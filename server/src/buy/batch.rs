@@ -1,0 +1,221 @@
+//! The gate in batches. The buys that reach one stock shard of one sale on this instance are
+//! decided together, in one call of `gate.lua`, which decides each as if it came alone, in the
+//! order they arrived: one round trip, one script start and one read of the shard's stock for
+//! many buys instead of one each.
+//!
+//! The batches form like a group commit: the first buy of an idle shard starts a batch, which
+//! waits at most the configured window (none by default) for others to join, or until it is
+//! full; while its call is in Redis, the buys that arrive gather for the next one, which leaves
+//! as soon as the call before is answered. A lone buy never waits longer than the window, and
+//! under a crowd the batches fill by themselves. A batch of at most one buy is the gate as it
+//! was: one call per buy.
+
+use crate::infra::{
+    config::{Batching, GateLimits},
+    keys::{ShardKeys, TOKEN_TTL_SECS},
+    metrics::Metrics,
+    redis::Redis,
+    scripts,
+};
+use redis::{RedisError, RedisResult};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+use tokio::sync::{oneshot, Notify};
+
+/// How long a buy's Idempotency-Key keeps its first answer.
+pub const IDEMPOTENCY_TTL_SECS: u64 = 24 * 3600;
+
+/// One buy as the gate script takes it.
+#[derive(Clone, Debug)]
+pub struct GateBuy {
+    pub user: i64,
+    pub quantity: i64,
+    pub token: uuid::Uuid,
+    /// When the buy arrived (ms): its buckets refill up to then.
+    pub now_ms: i64,
+    /// 0 not asked, 1 a right captcha answer, 2 a wrong or refused one, 3 a verified proof of
+    /// work, spent by the script (once) with `challenge`.
+    pub bot_check: u8,
+    pub idempotency: Option<String>,
+    /// The proof of work's challenge: its nonce and its expiry (ms).
+    pub challenge: Option<(String, i64)>,
+    /// The names of the buyer's rate buckets: the shopper (`u:ID`) and their address.
+    pub who_user: String,
+    pub who_ip: String,
+}
+
+/// The stock shard of a sale a batch is decided on, and the sale's rules the script applies.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GateShard {
+    pub activity: i64,
+    pub shard: i16,
+    pub shards: i16,
+    pub per_user_limit: i32,
+}
+
+/// The gate script's answer to one buy: its code and detail.
+pub type Answer = (String, String);
+
+/// Decides `buys` on one stock shard in one call of the gate script: one answer per buy, in the
+/// order given, each what that buy alone would have been answered at that point.
+pub async fn decide(
+    redis: &Redis,
+    limits: &GateLimits,
+    sale: &GateShard,
+    buys: &[GateBuy],
+) -> RedisResult<Vec<Answer>> {
+    let keys = &redis.keys;
+    let home: ShardKeys = keys.shard(sale.activity, sale.shard, sale.shards);
+    let mut call = scripts::gate().prepare_invoke();
+    call.key(home.stock())
+        .key(home.meta())
+        .key(home.holders())
+        .key(home.journal())
+        .key(home.unsettled());
+    call.arg(limits.user_burst)
+        .arg(limits.user_per_sec)
+        .arg(limits.ip_burst)
+        .arg(limits.ip_per_sec)
+        .arg(limits.strikes_before_block)
+        .arg(limits.block_ms)
+        .arg(TOKEN_TTL_SECS)
+        .arg(IDEMPOTENCY_TTL_SECS)
+        .arg(sale.activity)
+        .arg(sale.per_user_limit)
+        .arg(sale.shards);
+    for buy in buys {
+        call.key(home.token(&buy.token))
+            .key(match &buy.idempotency {
+                Some(k) => home.idempotency(buy.user, k),
+                None => keys.unused(&home),
+            })
+            .key(home.rate(&buy.who_user))
+            .key(home.rate(&buy.who_ip))
+            .key(match &buy.challenge {
+                Some((nonce, _)) => home.spent_challenge(nonce),
+                None => keys.unused(&home),
+            });
+        call.arg(buy.user)
+            .arg(buy.quantity)
+            .arg(buy.token.to_string())
+            .arg(buy.now_ms)
+            .arg(buy.bot_check)
+            .arg(u8::from(buy.idempotency.is_some()))
+            .arg(buy.challenge.as_ref().map_or(0, |(_, expires)| *expires));
+    }
+    let flat: Vec<String> = call.invoke_async(&mut redis.conn()).await?;
+    if flat.len() != 2 * buys.len() {
+        return Err(RedisError::from((
+            redis::ErrorKind::Client,
+            "the gate script answered a batch with the wrong number of answers",
+        )));
+    }
+    let mut answers = Vec::with_capacity(buys.len());
+    let mut flat = flat.into_iter();
+    while let (Some(code), Some(detail)) = (flat.next(), flat.next()) {
+        answers.push((code, detail));
+    }
+    Ok(answers)
+}
+
+type Reply = oneshot::Sender<RedisResult<Answer>>;
+
+#[derive(Default)]
+struct Gathering {
+    running: bool,
+    buys: Vec<(GateBuy, Reply)>,
+    full: Arc<Notify>,
+}
+
+/// The batches of this instance, one gathering per stock shard.
+#[derive(Clone)]
+pub struct Batcher {
+    redis: Redis,
+    limits: GateLimits,
+    batching: Batching,
+    metrics: Arc<Metrics>,
+    shards: Arc<Mutex<HashMap<GateShard, Gathering>>>,
+}
+
+impl Batcher {
+    pub fn new(redis: Redis, limits: GateLimits, metrics: Arc<Metrics>) -> Batcher {
+        Batcher {
+            redis,
+            batching: limits.batching,
+            limits,
+            metrics,
+            shards: Arc::default(),
+        }
+    }
+
+    /// The answer to one buy, decided in the next batch of its shard.
+    pub async fn submit(&self, sale: GateShard, buy: GateBuy) -> RedisResult<Answer> {
+        if self.batching.max <= 1 {
+            return self.call(&sale, &[buy]).await.map(|mut a| a.remove(0));
+        }
+        let (tx, rx) = oneshot::channel();
+        let start = {
+            let mut shards = self.shards.lock().expect("the batch lock");
+            let gathering = shards.entry(sale.clone()).or_default();
+            gathering.buys.push((buy, tx));
+            if gathering.buys.len() >= self.batching.max {
+                gathering.full.notify_one();
+            }
+            !std::mem::replace(&mut gathering.running, true)
+        };
+        if start {
+            tokio::spawn(self.clone().drive(sale));
+        }
+        rx.await.unwrap_or_else(|_| {
+            Err(RedisError::from((
+                redis::ErrorKind::Client,
+                "the gate batch ended without an answer",
+            )))
+        })
+    }
+
+    /// One call after another for this shard while buys keep coming.
+    async fn drive(self, sale: GateShard) {
+        if !self.batching.window.is_zero() {
+            let full = {
+                let shards = self.shards.lock().expect("the batch lock");
+                shards.get(&sale).map(|g| g.full.clone())
+            };
+            if let Some(full) = full {
+                let _ = tokio::time::timeout(self.batching.window, full.notified()).await;
+            }
+        }
+        loop {
+            let batch = {
+                let mut shards = self.shards.lock().expect("the batch lock");
+                let gathering = shards.entry(sale.clone()).or_default();
+                if gathering.buys.is_empty() {
+                    shards.remove(&sale);
+                    return;
+                }
+                let take = gathering.buys.len().min(self.batching.max);
+                gathering.buys.drain(..take).collect::<Vec<_>>()
+            };
+            let (buys, replies): (Vec<GateBuy>, Vec<Reply>) = batch.into_iter().unzip();
+            match self.call(&sale, &buys).await {
+                Ok(answers) => {
+                    for (reply, answer) in replies.into_iter().zip(answers) {
+                        let _ = reply.send(Ok(answer));
+                    }
+                }
+                Err(e) => {
+                    for reply in replies {
+                        let _ = reply.send(Err(e.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn call(&self, sale: &GateShard, buys: &[GateBuy]) -> RedisResult<Vec<Answer>> {
+        self.metrics.gate_batch_size.observe(buys.len() as f64);
+        decide(&self.redis, &self.limits, sale, buys).await
+    }
+}

@@ -1,0 +1,383 @@
+//! The gate in batches (`buy/batch.rs`, `gate.lua`) against the gate one buy at a time: random
+//! runs of buys — one shopper twice in a batch, retries of one Idempotency-Key inside and across
+//! batches, the per-user limit and the stock reached mid-batch, a borrow on a sharded sale, wrong
+//! and reused bot checks, buckets emptied into strikes and blocks, a pause — are decided once buy
+//! by buy and once in batches, each run in a keyspace of its own, and every answer and every key
+//! the gate writes must be the same. On one Redis, and on the Redis Cluster when the suite runs
+//! there.
+
+use crate::helpers::test_config;
+use proptest::{prelude::*, test_runner::TestRunner};
+use server::{
+    buy::batch::{decide, Answer, GateBuy, GateShard},
+    infra::{
+        config::GateLimits,
+        keys::{Keys, ShardKeys},
+        redis::{connect, Redis},
+    },
+};
+
+const SHOPPERS: usize = 4;
+const KEYS_PER_SHOPPER: u8 = 2;
+const NONCES: u8 = 3;
+const ACTIVITY: i64 = 7;
+const SHARD: i16 = 0;
+
+#[derive(Clone, Debug)]
+enum Check {
+    None,
+    CaptchaRight,
+    CaptchaWrong,
+    /// A verified proof of work whose challenge is one of a few (so one is spent twice).
+    Work(u8),
+    /// A proof of work whose challenge has expired.
+    Expired(u8),
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A buy; `then_cut` ends the batch after it.
+    Buy {
+        shopper: usize,
+        quantity: i64,
+        key: Option<u8>,
+        check: Check,
+        after_ms: i64,
+        then_cut: bool,
+    },
+    /// The merchant pauses or resumes the sale (between batches).
+    Pause(bool),
+    /// Units added (between batches).
+    AddStock(i64),
+}
+
+fn check() -> impl Strategy<Value = Check> {
+    prop_oneof![
+        6 => Just(Check::None),
+        1 => Just(Check::CaptchaRight),
+        1 => Just(Check::CaptchaWrong),
+        2 => (0..NONCES).prop_map(Check::Work),
+        1 => (0..NONCES).prop_map(Check::Expired),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let buy = (
+        0..SHOPPERS,
+        1i64..=3,
+        proptest::option::weighted(0.5, 0..KEYS_PER_SHOPPER),
+        check(),
+        prop_oneof![4 => Just(0i64), 1 => 1i64..1500],
+        proptest::bool::weighted(0.2),
+    )
+        .prop_map(
+            |(shopper, quantity, key, check, after_ms, then_cut)| Op::Buy {
+                shopper,
+                quantity,
+                key,
+                check,
+                after_ms,
+                then_cut,
+            },
+        );
+    prop_oneof![
+        12 => buy,
+        1 => any::<bool>().prop_map(Op::Pause),
+        1 => (1i64..4).prop_map(Op::AddStock),
+    ]
+}
+
+/// A sale: its shard count (2: an empty shard answers `borrow`), its stock (`None`: not in
+/// Redis yet) and the run of operations.
+fn scenario() -> impl Strategy<Value = (i16, Option<i64>, Vec<Op>)> {
+    (
+        1i16..=2,
+        proptest::option::weighted(0.9, 0i64..10),
+        proptest::collection::vec(op(), 1..30),
+    )
+}
+
+/// Tight buckets, so runs reach `rate_limited` and `blocked`.
+fn limits() -> GateLimits {
+    GateLimits {
+        user_burst: 3,
+        user_per_sec: 2.0,
+        ip_burst: 5,
+        ip_per_sec: 4.0,
+        strikes_before_block: 3,
+        block_ms: 2_000,
+        ..Default::default()
+    }
+}
+
+fn buy_of(op: &Op, token: uuid::Uuid, now_ms: i64) -> GateBuy {
+    let Op::Buy {
+        shopper,
+        quantity,
+        key,
+        check,
+        ..
+    } = op
+    else {
+        unreachable!("only buys are decided")
+    };
+    let (bot_check, challenge) = match check {
+        Check::None => (0, None),
+        Check::CaptchaRight => (1, None),
+        Check::CaptchaWrong => (2, None),
+        Check::Work(n) => (3, Some((format!("n{n}"), now_ms + 600_000))),
+        Check::Expired(n) => (3, Some((format!("n{n}"), now_ms - 1))),
+    };
+    GateBuy {
+        user: 1000 + *shopper as i64,
+        quantity: *quantity,
+        token,
+        now_ms,
+        bot_check,
+        idempotency: key.map(|k| format!("key-{k}")),
+        challenge,
+        who_user: format!("u:{shopper}"),
+        // Two shoppers to an address: an address bucket shared inside a batch.
+        who_ip: format!("ip:10.0.0.{}", shopper % 2),
+    }
+}
+
+/// Runs the operations in a keyspace of its own, the buys in batches cut where `batched` says
+/// (or one by one), and returns every answer.
+async fn run(
+    redis: &Redis,
+    sale: &GateShard,
+    stock: Option<i64>,
+    ops: &[Op],
+    tokens: &[uuid::Uuid],
+    start_ms: i64,
+    batched: bool,
+) -> Vec<Answer> {
+    let shard = redis.keys.shard(sale.activity, sale.shard, sale.shards);
+    let mut conn = redis.conn();
+    if let Some(units) = stock {
+        let _: () = redis::cmd("SET")
+            .arg(shard.stock())
+            .arg(units)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let mut answers = Vec::new();
+    let mut pending: Vec<GateBuy> = Vec::new();
+    let mut now = start_ms;
+    for (op, token) in ops.iter().zip(tokens) {
+        match op {
+            Op::Buy {
+                after_ms, then_cut, ..
+            } => {
+                now += after_ms;
+                pending.push(buy_of(op, *token, now));
+                if !batched || *then_cut {
+                    answers.extend(decide(redis, &limits(), sale, &pending).await.unwrap());
+                    pending.clear();
+                }
+            }
+            Op::Pause(_) | Op::AddStock(_) if !pending.is_empty() => {
+                answers.extend(decide(redis, &limits(), sale, &pending).await.unwrap());
+                pending.clear();
+                apply(redis, &shard, op).await;
+            }
+            _ => apply(redis, &shard, op).await,
+        }
+    }
+    if !pending.is_empty() {
+        answers.extend(decide(redis, &limits(), sale, &pending).await.unwrap());
+    }
+    answers
+}
+
+async fn apply(redis: &Redis, shard: &ShardKeys, op: &Op) {
+    let mut conn = redis.conn();
+    match op {
+        Op::Pause(on) => {
+            let _: () = redis::cmd("HSET")
+                .arg(shard.meta())
+                .arg("paused")
+                .arg(if *on { "1" } else { "0" })
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        Op::AddStock(units) => {
+            let _: () = redis::cmd("INCRBY")
+                .arg(shard.stock())
+                .arg(units)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+        Op::Buy { .. } => unreachable!("buys are decided"),
+    }
+}
+
+/// Every key a run's gate may have written, named without the run's prefix, with what it holds
+/// (a stream by its entries' fields, whose ids are times) and whether it expires.
+async fn snapshot(redis: &Redis, sale: &GateShard, tokens: &[uuid::Uuid]) -> Vec<String> {
+    let keys = &redis.keys;
+    let shard = keys.shard(sale.activity, sale.shard, sale.shards);
+    let mut names = vec![
+        shard.stock(),
+        shard.meta(),
+        shard.holders(),
+        shard.journal(),
+        shard.unsettled(),
+        keys.unused(&shard),
+    ];
+    names.extend(tokens.iter().map(|t| shard.token(t)));
+    for shopper in 0..SHOPPERS {
+        names.push(shard.rate(&format!("u:{shopper}")));
+        names.extend(
+            (0..KEYS_PER_SHOPPER)
+                .map(|k| shard.idempotency(1000 + shopper as i64, &format!("key-{k}"))),
+        );
+    }
+    names.extend((0..2).map(|a| shard.rate(&format!("ip:10.0.0.{a}"))));
+    names.extend((0..NONCES).map(|n| shard.spent_challenge(&format!("n{n}"))));
+    let base = shard.stock().trim_end_matches("stock").to_string();
+    let mut conn = redis.conn();
+    let mut out = Vec::new();
+    for name in names {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&name)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let value = match kind.as_str() {
+            "none" => "-".to_string(),
+            "string" => {
+                let v: String = redis::cmd("GET")
+                    .arg(&name)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                v
+            }
+            "hash" => {
+                let mut v: Vec<(String, String)> = redis::cmd("HGETALL")
+                    .arg(&name)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                v.sort();
+                format!("{v:?}")
+            }
+            "zset" => {
+                let v: Vec<(String, String)> = redis::cmd("ZRANGE")
+                    .arg(&name)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                format!("{v:?}")
+            }
+            "stream" => {
+                let v: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                    .arg(&name)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                format!(
+                    "{:?}",
+                    v.into_iter().map(|(_, fields)| fields).collect::<Vec<_>>()
+                )
+            }
+            other => format!("type {other}"),
+        };
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&name)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        out.push(format!(
+            "{} = {value} (expires: {})",
+            name.trim_start_matches(&base),
+            ttl > 0
+        ));
+    }
+    out
+}
+
+async fn redis_with_prefix(prefix: &str) -> Redis {
+    let target = test_config().redis;
+    Redis {
+        conn: connect(&target).await.unwrap(),
+        keys: Keys::new(prefix),
+        masters: 1,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_decided_one_at_a_time()
+{
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let one_by_one = redis_with_prefix(&format!("test:{run_id}:one:")).await;
+    let in_batches = redis_with_prefix(&format!("test:{run_id}:batch:")).await;
+    let handle = tokio::runtime::Handle::current();
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 64,
+        ..ProptestConfig::default()
+    });
+    let case = std::sync::atomic::AtomicI64::new(0);
+    let codes = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    runner
+        .run(&scenario(), |(shards, stock, ops)| {
+            let case = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let sale = GateShard {
+                // A sale of its own per case: the keys of one case never meet another's.
+                activity: ACTIVITY * 1000 + case,
+                shard: SHARD,
+                shards,
+                per_user_limit: 3,
+            };
+            let tokens: Vec<uuid::Uuid> = ops.iter().map(|_| uuid::Uuid::new_v4()).collect();
+            let start_ms = chrono::Utc::now().timestamp_millis();
+            let (alone, together, alone_keys, together_keys) = tokio::task::block_in_place(|| {
+                handle.block_on(async {
+                    let alone =
+                        run(&one_by_one, &sale, stock, &ops, &tokens, start_ms, false).await;
+                    let together =
+                        run(&in_batches, &sale, stock, &ops, &tokens, start_ms, true).await;
+                    (
+                        alone,
+                        together,
+                        snapshot(&one_by_one, &sale, &tokens).await,
+                        snapshot(&in_batches, &sale, &tokens).await,
+                    )
+                })
+            });
+            codes
+                .lock()
+                .unwrap()
+                .extend(together.iter().map(|(code, _)| code.clone()));
+            prop_assert_eq!(alone, together, "the answers, for {:?}", ops);
+            prop_assert_eq!(alone_keys, together_keys, "the keys, for {:?}", ops);
+            Ok(())
+        })
+        .unwrap();
+    // The runs reached every answer the gate gives (bad arguments aside).
+    let every = [
+        "blocked",
+        "borrow",
+        "captcha_invalid",
+        "limit_reached",
+        "not_warm",
+        "ok",
+        "paused",
+        "rate_limited",
+        "sold_out",
+    ];
+    assert_eq!(
+        codes.into_inner().unwrap().into_iter().collect::<Vec<_>>(),
+        every
+    );
+}
