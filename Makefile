@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: mutants cargo-mutants run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -200,6 +200,13 @@ bench: setup test-tools
 	if ! dpkg -s nginx libnginx-mod-http-brotli-static >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; fi
 	scripts/bench.sh
 	scripts/bench-redis-functions.sh | tee target/bench-redis-functions.txt
+
+# The in-stock and sold-out buys driven by wrk like the ceilings, the gate's batches on and off, and
+# the CPU and Redis commands per sold unit; `make bench` runs it too (docs/benchmarks.md).
+bench-gate: setup test-tools build-release
+	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
+	cargo build --release -p loadtest
+	scripts/bench-gate.sh | tee target/bench-gate.md
 
 # Each deliberate breakage of mutants/mutations.toml applied to a copy of the product, and the tests
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.

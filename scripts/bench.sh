@@ -374,6 +374,8 @@ cluster4=$(shoppers_of "$out/cluster4.txt"); cluster4_p99=$(p99_of "$out/cluster
 nowait=$(shoppers_of "$out/cluster4-nowait.txt"); nowait_p99=$(p99_of "$out/cluster4-nowait.txt")
 
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
+echo "== the buy against its ceilings, driven alike; CPU and Redis commands per sold unit (scripts/bench-gate.sh)"
+BIN=$BIN LOAD=$LOAD scripts/bench-gate.sh >"$out/gate.md"
 echo "== sign-in beside a sign-up flood (scripts/bench-doors.sh)"
 scripts/bench-doors.sh "$BIN" >"$out/doors.md"
 echo "== the buy path while sessions end (scripts/bench-sessions.sh)"
@@ -459,6 +461,10 @@ ${before_row}| waiting room, 200,000 shoppers for 100,000 units: wait from the s
 \`\`\`
 $(cat "$out/crowd.txt")
 \`\`\`
+
+## The gate in batches, against its ceilings (\`scripts/bench-gate.sh\`, \`make bench-gate\` alone)
+
+$(cat "$out/gate.md")
 
 ## Sign-in beside a sign-up flood (\`scripts/bench-doors.sh\`)
 

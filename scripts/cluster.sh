@@ -9,6 +9,7 @@
 #   SECKILL_CLUSTER_PORT      nginx's port; instances listen on the three after it  3400
 #   SECKILL_CLUSTER_DATABASE  database name (created if missing)                    seckill_cluster
 #   SECKILL_ADMIN_USER / SECKILL_ADMIN_PASSWORD  the merchant created at start-up   demo / .local/demo-password
+#   SECKILL_RESERVATION_QUEUES  reservations queues, their leaders spread over the nodes 3
 #   SECKILL_SECRET, SECKILL_REDIS_PREFIX, SECKILL_TRUST_FORWARDED_FOR, SECKILL_DEMO pass through.
 set -euo pipefail
 
@@ -48,6 +49,7 @@ start_instance() { # number
     AMQP_URL="$(urls amqp://guest:guest@ /%2f "$RABBIT_BASE" 3)" \
     SECKILL_SECRET="$SECRET" \
     SECKILL_TRUST_FORWARDED_FOR="${SECKILL_TRUST_FORWARDED_FOR:-1}" \
+    SECKILL_RESERVATION_QUEUES="${SECKILL_RESERVATION_QUEUES:-3}" \
     SECKILL_ASSET_BASE_URL="http://127.0.0.1:$PORT" \
     LEPTOS_SITE_ROOT="$root/target/site" \
     RUST_LOG="${RUST_LOG:-info}" \

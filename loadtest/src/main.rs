@@ -70,6 +70,9 @@ enum Command {
         users: usize,
         #[arg(long, default_value_t = 10)]
         per_user_limit: i32,
+        /// Units on sale (default: enough for every shopper's limit).
+        #[arg(long)]
+        stock: Option<i64>,
         #[arg(long, default_value_t = 3)]
         lead_secs: i64,
         #[arg(long)]
@@ -189,6 +192,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             base_url,
             users,
             per_user_limit,
+            stock,
             lead_secs,
             stock_shards,
             script,
@@ -197,6 +201,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 base_url,
                 users,
                 per_user_limit,
+                stock,
                 lead_secs,
                 stock_shards,
             };

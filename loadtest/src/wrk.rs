@@ -14,6 +14,8 @@ pub struct WrkSaleOptions {
     pub base_url: String,
     pub users: usize,
     pub per_user_limit: i32,
+    /// Units on sale (`None`: every shopper's whole limit).
+    pub stock: Option<i64>,
     pub lead_secs: i64,
     pub stock_shards: Option<i16>,
 }
@@ -37,7 +39,9 @@ pub async fn run(config: &Config, opts: &WrkSaleOptions, script: &Path) -> anyho
     let crowd = CrowdOptions {
         base_urls: vec![base.to_string()],
         users: opts.users,
-        stock: opts.users as i64 * i64::from(opts.per_user_limit),
+        stock: opts
+            .stock
+            .unwrap_or(opts.users as i64 * i64::from(opts.per_user_limit)),
         per_user_limit: opts.per_user_limit,
         concurrency: 1,
         lead_secs: opts.lead_secs,

@@ -159,7 +159,8 @@ impl AppState {
         let keys = redis.keys.clone();
         let blocks = Blocks::default();
         let sold_out = SoldOut::new(keys.restock_channel());
-        let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms);
+        let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms)
+            .with_reservation_queues(config.reservation_queues);
         let metrics = Metrics::new();
         let activities = ActivityCache::default();
         let attempts = Attempts::default();
@@ -253,8 +254,10 @@ impl AppState {
             deadlines: self.deadlines.clone(),
             consumer: instance.clone(),
         };
-        for _ in 0..self.config.persisters {
-            tokio::spawn(persister.clone().run());
+        // Every reservations queue has a consumer, the first ones as many as there are left.
+        let queues = &self.topology.reservation_queues;
+        for i in 0..self.config.persisters.max(queues.len()) {
+            tokio::spawn(persister.clone().run(queues[i % queues.len()].clone()));
         }
         tokio::spawn(persister.run_dead_letters());
         tokio::spawn(self.deadlines.clone().run_timeouts(instance));

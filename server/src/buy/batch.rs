@@ -6,7 +6,9 @@
 //! The batches form like a group commit: the first buy of an idle shard starts a batch, which
 //! waits at most the configured window (none by default) for others to join, or until it is
 //! full; while its call is in Redis, the buys that arrive gather for the next one, which leaves
-//! as soon as the call before is answered. A lone buy never waits longer than the window, and
+//! as soon as a call is answered; while every driver of the shard is in a call, another one starts,
+//! up to the calls in flight allowed per shard, so that Redis never waits for this instance
+//! between two batches. A lone buy never waits longer than the window, and
 //! under a crowd the batches fill by themselves. A batch of at most one buy is the gate as it
 //! was: one call per buy.
 
@@ -124,7 +126,9 @@ type Reply = oneshot::Sender<RedisResult<Answer>>;
 
 #[derive(Default)]
 struct Gathering {
-    running: bool,
+    /// Drivers of this shard, and how many of them are in a call now.
+    drivers: usize,
+    busy: usize,
     buys: Vec<(GateBuy, Reply)>,
     full: Arc<Notify>,
 }
@@ -163,7 +167,15 @@ impl Batcher {
             if gathering.buys.len() >= self.batching.max {
                 gathering.full.notify_one();
             }
-            !std::mem::replace(&mut gathering.running, true)
+            // A driver more while every one is in a call, up to the calls in flight allowed: the
+            // connection carries them back to back, so Redis never waits for this instance.
+            let start = gathering.drivers == 0
+                || (gathering.busy == gathering.drivers
+                    && gathering.drivers < self.batching.in_flight);
+            if start {
+                gathering.drivers += 1;
+            }
+            start
         };
         if start {
             tokio::spawn(self.clone().drive(sale));
@@ -192,14 +204,22 @@ impl Batcher {
                 let mut shards = self.shards.lock().expect("the batch lock");
                 let gathering = shards.entry(sale.clone()).or_default();
                 if gathering.buys.is_empty() {
-                    shards.remove(&sale);
+                    gathering.drivers -= 1;
+                    if gathering.drivers == 0 {
+                        shards.remove(&sale);
+                    }
                     return;
                 }
+                gathering.busy += 1;
                 let take = gathering.buys.len().min(self.batching.max);
                 gathering.buys.drain(..take).collect::<Vec<_>>()
             };
             let (buys, replies): (Vec<GateBuy>, Vec<Reply>) = batch.into_iter().unzip();
-            match self.call(&sale, &buys).await {
+            let answers = self.call(&sale, &buys).await;
+            if let Some(gathering) = self.shards.lock().expect("the batch lock").get_mut(&sale) {
+                gathering.busy -= 1;
+            }
+            match answers {
                 Ok(answers) => {
                     for (reply, answer) in replies.into_iter().zip(answers) {
                         let _ = reply.send(Ok(answer));

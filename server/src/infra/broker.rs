@@ -116,7 +116,12 @@ impl Broker {
 /// Names of this deployment's exchanges and queues.
 #[derive(Clone, Debug)]
 pub struct Topology {
+    /// The first reservations queue (the only one unless more are configured).
     pub reservations: String,
+    /// Every reservations queue: `reservations`, then `reservations.1`… Each stock shard's
+    /// journal goes to one of them (`reservation_queue_of`), so their leaders, spread over the
+    /// nodes of a cluster, share the reservations as the Redis masters share the stock.
+    pub reservation_queues: Vec<String>,
     pub dead_letters: String,
     pub dead_letter_exchange: String,
     /// Idle queues are deleted after this long (tests use it; production leaves it unset).
@@ -133,6 +138,7 @@ impl Topology {
     pub fn new(prefix: &str, expires_ms: Option<u32>) -> Topology {
         Topology {
             reservations: format!("{prefix}.reservations"),
+            reservation_queues: vec![format!("{prefix}.reservations")],
             dead_letters: format!("{prefix}.reservations.dead"),
             dead_letter_exchange: format!("{prefix}.dlx"),
             expires_ms,
@@ -141,6 +147,25 @@ impl Topology {
             timeouts: format!("{prefix}.timeouts"),
             prefix: prefix.to_string(),
         }
+    }
+
+    /// The same names with `queues` reservations queues (at least one).
+    #[must_use]
+    pub fn with_reservation_queues(mut self, queues: usize) -> Topology {
+        self.reservation_queues = (0..queues.max(1))
+            .map(|k| match k {
+                0 => self.reservations.clone(),
+                k => format!("{}.{k}", self.reservations),
+            })
+            .collect();
+        self
+    }
+
+    /// The reservations queue a journal's entries are published on: fixed per journal (per stock
+    /// shard), and the shards of a sale spread over the queues as their slots are over the masters.
+    pub fn reservation_queue_of(&self, journal: &str) -> &str {
+        let n = self.reservation_queues.len();
+        &self.reservation_queues[usize::from(super::keys::slot(journal)) % n]
     }
 
     /// The delay queue for one payment-window length. All its messages share one TTL, so they
@@ -209,7 +234,9 @@ impl Topology {
     /// a durable quorum queue for the dead letters, and the queue of payment deadlines.
     pub async fn declare(&self, channel: &lapin::Channel) -> lapin::Result<()> {
         declare_exchange(channel, &self.dead_letter_exchange).await?;
-        declare_queue(channel, &self.reservations, self.reservations_arguments()).await?;
+        for (k, queue) in self.reservation_queues.iter().enumerate() {
+            declare_queue(channel, queue, self.reservations_arguments(k > 0)).await?;
+        }
         declare_queue(channel, &self.dead_letters, self.quorum()).await?;
         bind(channel, &self.dead_letters, &self.dead_letter_exchange).await?;
         declare_exchange(channel, &self.deadline_exchange).await?;
@@ -219,8 +246,11 @@ impl Topology {
     }
 
     /// The reservations queue: quorum, dead-lettered at-least-once after the delivery limit,
-    /// refusing publishes when full (the relay keeps the entries in the journal then).
-    fn reservations_arguments(&self) -> lapin::types::FieldTable {
+    /// refusing publishes when full (the relay keeps the entries in the journal then). The
+    /// queues after the first are led by the node with the fewest leaders, not all by the node
+    /// of the instance that declared them first (not the first queue: a queue declared again with
+    /// other arguments is refused, and the first one predates the others).
+    fn reservations_arguments(&self, balanced: bool) -> lapin::types::FieldTable {
         use lapin::types::AMQPValue;
         let mut args = self.quorum();
         let text = |s: &str| AMQPValue::LongString(s.into());
@@ -235,6 +265,9 @@ impl Topology {
         args.insert("x-dead-letter-routing-key".into(), text(&self.dead_letters));
         args.insert("x-dead-letter-strategy".into(), text("at-least-once"));
         args.insert("x-overflow".into(), text("reject-publish"));
+        if balanced {
+            args.insert("x-queue-leader-locator".into(), text("balanced"));
+        }
         args
     }
 }

@@ -56,6 +56,8 @@ pub struct Config {
     /// Persister consumers per worker process, each on its own channel: while one waits for
     /// PostgreSQL to commit, another marks Redis and acknowledges.
     pub persisters: usize,
+    /// Reservations queues the relay spreads the stock shards' journals over (one leader each).
+    pub reservation_queues: usize,
     /// A client must send its request head within this time, or the connection is closed
     /// (slow-header clients cannot hold connections open).
     pub header_read_timeout: Duration,
@@ -164,6 +166,8 @@ pub struct Batching {
     pub window: Duration,
     /// The most buys in one call; 1 turns batching off.
     pub max: usize,
+    /// Calls of one stock shard in flight at once from this instance.
+    pub in_flight: usize,
 }
 
 impl Default for GateLimits {
@@ -185,6 +189,7 @@ impl From<&Settings> for GateLimits {
             batching: Batching {
                 window: Duration::from_micros(s.gate_batch_window_us),
                 max: s.gate_batch_max.max(1),
+                in_flight: s.gate_batch_in_flight.max(1),
             },
         }
     }
@@ -347,6 +352,9 @@ pub struct Settings {
     /// The most buys of one stock shard decided in one gate call (1: no batching).
     #[arg(long, env = "SECKILL_GATE_BATCH_MAX", default_value_t = 32)]
     pub gate_batch_max: usize,
+    /// Gate calls of one stock shard in flight at once from this instance.
+    #[arg(long, env = "SECKILL_GATE_BATCH_IN_FLIGHT", default_value_t = 4)]
+    pub gate_batch_in_flight: usize,
     /// Merchant of "Default shop" created at start-up if missing (with its password).
     #[arg(long, env = "SECKILL_ADMIN_USER", requires = "admin_password")]
     pub admin_user: Option<String>,
@@ -377,6 +385,11 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_PERSISTERS", default_value_t = 2,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     pub persisters: usize,
+    /// Reservations queues (quorum, each led by the node with the fewest leaders) the relay
+    /// spreads the stock shards' journals over; every one has a persister consumer.
+    #[arg(long, env = "SECKILL_RESERVATION_QUEUES", default_value_t = 1,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub reservation_queues: usize,
     /// The shortest payment window a merchant may set, in seconds (docs/api.md; tests go lower).
     #[arg(long, env = "SECKILL_MIN_PAYMENT_WINDOW_SECS", default_value_t = 60)]
     pub min_payment_window_secs: i32,
@@ -529,6 +542,7 @@ impl Config {
             min_payment_window_secs: s.min_payment_window_secs,
             sweep_every: Duration::from_millis(s.sweep_every_ms),
             persisters: s.persisters,
+            reservation_queues: s.reservation_queues,
             header_read_timeout: Duration::from_secs(s.header_read_timeout_secs),
             request_timeout: Duration::from_secs(s.request_timeout_secs),
             #[cfg(feature = "bench")]

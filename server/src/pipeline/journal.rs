@@ -343,7 +343,8 @@ impl Relay {
             for chunk in readable.chunks(PER_MESSAGE) {
                 let (ids, reservations): (Vec<String>, Vec<Reservation>) =
                     chunk.iter().cloned().unzip();
-                let confirm = self.publish_one(channel, &reservations).await?;
+                let queue = self.topology.reservation_queue_of(journal);
+                let confirm = self.publish_one(channel, queue, &reservations).await?;
                 pending.push((done.len(), ids, confirm));
             }
             done.push((journal.to_string(), unreadable));
@@ -351,10 +352,11 @@ impl Relay {
         Ok(Round { pending, done })
     }
 
-    /// One persistent message of reservations on the reservations queue, named by its first token.
+    /// One persistent message of reservations on a reservations queue, named by its first token.
     async fn publish_one(
         &self,
         channel: &Channel,
+        queue: &str,
         reservations: &[Reservation],
     ) -> anyhow::Result<PublisherConfirm> {
         let properties = BasicProperties::default()
@@ -364,7 +366,7 @@ impl Relay {
         channel
             .basic_publish(
                 "".into(),
-                self.topology.reservations.as_str().into(),
+                queue.into(),
                 BasicPublishOptions {
                     mandatory: true,
                     ..Default::default()

@@ -100,10 +100,18 @@ async fn dead_letter_unreadable(
     Ok(good)
 }
 
+/// What the persister marks in Redis after a commit: an order on its token, or the tokens of one
+/// home shard out of its unsettled set.
+enum Mark<'a> {
+    Order(&'a order::Persisted),
+    Settled(&'a String, &'a Vec<String>),
+}
+
 impl Persister {
-    pub async fn run(self) {
+    /// Consumes one reservations queue (`Topology::reservation_queues`) until the process ends.
+    pub async fn run(self, queue: String) {
         loop {
-            if let Err(e) = self.consume().await {
+            if let Err(e) = self.consume(&queue).await {
                 tracing::warn!(error = %format!("{e:#}"), "persister lost its channel; reconnecting");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
@@ -135,8 +143,8 @@ impl Persister {
         Ok((channel, consumer))
     }
 
-    async fn consume(&self) -> anyhow::Result<()> {
-        let (_channel, mut consumer) = self.open(&self.topology.reservations, "persister").await?;
+    async fn consume(&self, queue: &str) -> anyhow::Result<()> {
+        let (_channel, mut consumer) = self.open(queue, "persister").await?;
         loop {
             let first = consumer
                 .next()
@@ -345,27 +353,46 @@ impl Persister {
     }
 
     /// The orders' state on their tokens in Redis (what a status poll reads), and their tokens
-    /// out of the unsettled set: one pipeline per home shard (on a cluster a pipeline goes to
-    /// one node).
+    /// out of the unsettled set, one `ZREM` per home shard: one pipeline per slot (on a cluster a
+    /// pipeline goes to one node; a home shard's keys share its slot).
     async fn mark_in_redis(&self, rows: &[order::Persisted]) -> Result<(), Failure> {
+        let keys = &self.redis.keys;
+        let mut settled: HashMap<String, Vec<String>> = HashMap::new();
+        for p in rows {
+            // An order now: no longer in flight.
+            if let Some(home) = keys.home_of(&p.token) {
+                settled
+                    .entry(home.unsettled())
+                    .or_default()
+                    .push(p.token.to_string());
+            }
+        }
+        let marks = rows.iter().map(Mark::Order);
+        let marks: Vec<Mark<'_>> = marks
+            .chain(settled.iter().map(|(k, t)| Mark::Settled(k, t)))
+            .collect();
         let marked = self
             .redis
             .by_slot(
-                rows,
-                |p| self.redis.keys.token(&p.token),
-                |pipe, key, p| {
-                    let mut fields =
-                        vec![("status", p.status.clone()), ("order_id", p.id.to_string())];
-                    if let Some(pay_by) = p.pay_by {
-                        fields.push(("pay_by", rfc3339(pay_by)));
+                &marks,
+                |mark| match mark {
+                    Mark::Order(p) => keys.token(&p.token),
+                    Mark::Settled(key, _) => Some((*key).clone()),
+                },
+                |pipe, key, mark| match mark {
+                    Mark::Order(p) => {
+                        let mut fields =
+                            vec![("status", p.status.clone()), ("order_id", p.id.to_string())];
+                        if let Some(pay_by) = p.pay_by {
+                            fields.push(("pay_by", rfc3339(pay_by)));
+                        }
+                        pipe.hset_multiple(key, &fields)
+                            .ignore()
+                            .expire(key, TOKEN_TTL_SECS as i64)
+                            .ignore();
                     }
-                    pipe.hset_multiple(key, &fields)
-                        .ignore()
-                        .expire(key, TOKEN_TTL_SECS as i64)
-                        .ignore();
-                    // An order now: no longer in flight (the home shard's keys share the slot).
-                    if let Some(home) = self.redis.keys.home_of(&p.token) {
-                        pipe.zrem(home.unsettled(), p.token.to_string()).ignore();
+                    Mark::Settled(_, tokens) => {
+                        pipe.zrem(key, tokens).ignore();
                     }
                 },
             )

@@ -74,18 +74,22 @@ impl Reconciler {
             .collect();
         let journal = super::journal::entries(&self.redis, &journals).await?;
         let channel = self.broker.channel(&self.topology).await?;
-        let queue = channel
-            .queue_declare(
-                self.topology.reservations.as_str().into(),
-                lapin::options::QueueDeclareOptions {
-                    passive: true,
-                    ..Default::default()
-                },
-                lapin::types::FieldTable::default(),
-            )
-            .await?;
+        let mut queued = 0;
+        for name in &self.topology.reservation_queues {
+            let queue = channel
+                .queue_declare(
+                    name.as_str().into(),
+                    lapin::options::QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    lapin::types::FieldTable::default(),
+                )
+                .await?;
+            queued += u64::from(queue.message_count());
+        }
         let _ = channel.close(200, "done".into()).await;
-        Ok(unsettled + journal + u64::from(queue.message_count()))
+        Ok(unsettled + journal + queued)
     }
 
     /// How many granted tokens are not settled yet. Entries older than a few seconds are first

@@ -164,6 +164,7 @@ pub fn test_config() -> Config {
         min_payment_window_secs: 1,
         sweep_every: Duration::from_secs(1),
         persisters: 2,
+        reservation_queues: 1,
         header_read_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(30),
         layers_off: Vec::new(),

@@ -305,3 +305,33 @@ async fn shards_are_checked_and_adding_stock_spreads_over_them() {
     let (_, stock) = json(app.get(&format!("/api/activities/{id}/stock")).await).await;
     assert_eq!(stock["remaining"], 16, "{stock}");
 }
+
+/// With several reservations queues, the shards of a sale spread over them, and every queue has
+/// a consumer: every accepted unit becomes an order. A queue left without a consumer keeps its
+/// reservations and the sale never settles.
+#[tokio::test]
+async fn the_shards_of_a_sale_spread_over_the_reservations_queues_and_every_unit_becomes_an_order()
+{
+    let app = spawn_app_with(|c| c.reservation_queues = 3).await;
+    let id = sharded_sale(&app, 80, 8, json!({})).await;
+    let topology = server::infra::broker::Topology::new(&app.config.amqp_prefix, None)
+        .with_reservation_queues(3);
+    let queues: HashSet<&str> = app
+        .shard_keys(id)
+        .await
+        .iter()
+        .map(|shard| topology.reservation_queue_of(&shard.journal()))
+        .collect();
+    assert!(queues.len() >= 2, "eight shards on one queue: {queues:?}");
+    let buyers = shoppers(&app, 120).await;
+    let app = &app;
+    let answers: Vec<(u16, Value)> = stream::iter(&buyers)
+        .map(|s| buy_once(app, s, id))
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    let accepted = tokens_of(&answers);
+    assert_eq!(accepted.len(), 80);
+    assert_settled(app, id, &accepted).await;
+    assert_eq!(app.order_units(id, "confirmed").await, 80);
+}
