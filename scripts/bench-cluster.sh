@@ -27,7 +27,7 @@ start_instances() { # count
   local i port ports=()
   for ((i = 1; i <= $1; i++)); do
     port=$((NGINX_PORT + i))
-    env SECKILL_ADDR=127.0.0.1:$port SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_MAX_IN_FLIGHT=8192 RUST_LOG=warn \
+    env SECKILL_ADDR=127.0.0.1:$port SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_MAX_IN_FLIGHT=8192 SECKILL_RESERVATION_QUEUES=3 RUST_LOG=warn \
       "$BIN" serve >"$OUT/cluster-instance-$i.log" 2>&1 &
     instances+=("$!")
     ports+=("$port")
