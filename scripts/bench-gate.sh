@@ -137,20 +137,23 @@ instock_run() { # instock_run NAME
   log "   $1: $(cat "$out/$1.txt" | grep accepted)"
 }
 
+# Three in-stock runs named KIND-1..3 (the first one accounted): their rates into the array KIND,
+# their p99s into KIND_p99.
+instock_runs() { # instock_runs KIND
+  local -n rates=$1 p99s=$1_p99
+  local run
+  rates=(); p99s=()
+  for run in 1 2 3; do
+    ACCOUNT=$([ "$run" = 1 ] && echo 1 || echo 0) instock_run "$1-$run"
+    rates+=("$(accepted_rate "$out/$1-$run.txt")"); p99s+=("$(wrk_p99 "$out/$1-$run.txt")")
+  done
+}
 log "== in-stock buy, batches on (the default)"
-on=(); on_p99=()
-for run in 1 2 3; do
-  ACCOUNT=$([ "$run" = 1 ] && echo 1 || echo 0) instock_run "on-$run"
-  on+=("$(accepted_rate "$out/on-$run.txt")"); on_p99+=("$(wrk_p99 "$out/on-$run.txt")")
-done
+instock_runs on
 stop
 log "== in-stock buy, batches off (SECKILL_GATE_BATCH_MAX=1)"
 serve env SECKILL_GATE_BATCH_MAX=1
-off=(); off_p99=()
-for run in 1 2 3; do
-  ACCOUNT=$([ "$run" = 1 ] && echo 1 || echo 0) instock_run "off-$run"
-  off+=("$(accepted_rate "$out/off-$run.txt")"); off_p99+=("$(wrk_p99 "$out/off-$run.txt")")
-done
+instock_runs off
 stop
 
 h=$(median "${hello[@]}"); e=$(median "${evalsha[@]}")

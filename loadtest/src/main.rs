@@ -63,24 +63,7 @@ enum Command {
     /// A sale of `users` × `per-user-limit` units and its shoppers, signed ahead, with a wrk
     /// script that buys as the next shopper on every request (`make bench`'s in-stock figure
     /// driven like the ceilings). Prints `ACTIVITY STARTS_AT_MS`.
-    WrkSale {
-        #[arg(long, default_value = "http://127.0.0.1:3000")]
-        base_url: String,
-        #[arg(long, default_value_t = 60_000)]
-        users: usize,
-        #[arg(long, default_value_t = 10)]
-        per_user_limit: i32,
-        /// Units on sale (default: enough for every shopper's limit).
-        #[arg(long)]
-        stock: Option<i64>,
-        #[arg(long, default_value_t = 3)]
-        lead_secs: i64,
-        #[arg(long)]
-        stock_shards: Option<i16>,
-        /// Where the wrk script goes.
-        #[arg(long)]
-        script: std::path::PathBuf,
-    },
+    WrkSale(loadtest::wrk::WrkSaleOptions),
 }
 
 #[derive(clap::Args)]
@@ -188,25 +171,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let key = format!("{}ceiling:stock", config.redis_prefix);
             loadtest::ceiling::serve(&addr, url, key, 1_000_000_000).await
         }
-        Command::WrkSale {
-            base_url,
-            users,
-            per_user_limit,
-            stock,
-            lead_secs,
-            stock_shards,
-            script,
-        } => {
-            let opts = loadtest::wrk::WrkSaleOptions {
-                base_url,
-                users,
-                per_user_limit,
-                stock,
-                lead_secs,
-                stock_shards,
-            };
-            loadtest::wrk::run(&Config::from_env()?, &opts, &script).await
-        }
+        Command::WrkSale(opts) => loadtest::wrk::run(&Config::from_env()?, &opts).await,
         Command::TicketCost => loadtest::costs::ticket(&Config::from_env()?),
         Command::SessionCost => loadtest::costs::session(&Config::from_env()?),
         Command::PowCost => loadtest::costs::proof_of_work(&Config::from_env()?),

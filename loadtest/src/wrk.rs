@@ -8,20 +8,32 @@ use crate::crowd::{addr_of, create_sale, Accounts, CrowdOptions, Signer};
 use anyhow::Context;
 use app::api::{Role, ServerTime};
 use server::{buy::gate::BuyPaths, infra::config::Config};
-use std::{fmt::Write as _, path::Path, time::Duration};
+use std::{fmt::Write as _, path::PathBuf, time::Duration};
 
+#[derive(clap::Args)]
 pub struct WrkSaleOptions {
+    #[arg(long, default_value = "http://127.0.0.1:3000")]
     pub base_url: String,
+    #[arg(long, default_value_t = 60_000)]
     pub users: usize,
+    #[arg(long, default_value_t = 10)]
     pub per_user_limit: i32,
-    /// Units on sale (`None`: every shopper's whole limit).
+    /// Units on sale (default: every shopper's whole limit).
+    #[arg(long)]
     pub stock: Option<i64>,
+    /// Seconds from creating the sale to its start.
+    #[arg(long, default_value_t = 3)]
     pub lead_secs: i64,
+    #[arg(long)]
     pub stock_shards: Option<i16>,
+    /// Where the wrk script goes.
+    #[arg(long)]
+    pub script: PathBuf,
 }
 
 /// Makes the sale, writes the script, and prints `ACTIVITY STARTS_AT_MS`.
-pub async fn run(config: &Config, opts: &WrkSaleOptions, script: &Path) -> anyhow::Result<()> {
+pub async fn run(config: &Config, opts: &WrkSaleOptions) -> anyhow::Result<()> {
+    let script = opts.script.as_path();
     let db = server::infra::db::connect(&config.database_url, 4).await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let accounts = Accounts::create(&db, &run, opts.users).await?;
