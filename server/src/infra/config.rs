@@ -349,11 +349,14 @@ pub struct Settings {
     /// microseconds (0: buys gather only while the shard's call before is in Redis).
     #[arg(long, env = "SECKILL_GATE_BATCH_WINDOW_US", default_value_t = 0)]
     pub gate_batch_window_us: u64,
-    /// The most buys of one stock shard decided in one gate call (1: no batching).
-    #[arg(long, env = "SECKILL_GATE_BATCH_MAX", default_value_t = 32)]
+    /// The most buys of one stock shard decided in one gate call (1: no batching; at most 256,
+    /// which keeps a batch's keys within what one Lua `unpack` takes).
+    #[arg(long, env = "SECKILL_GATE_BATCH_MAX", default_value_t = 32,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=256))]
     pub gate_batch_max: usize,
     /// Gate calls of one stock shard in flight at once from this instance.
-    #[arg(long, env = "SECKILL_GATE_BATCH_IN_FLIGHT", default_value_t = 4)]
+    #[arg(long, env = "SECKILL_GATE_BATCH_IN_FLIGHT", default_value_t = 4,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub gate_batch_in_flight: usize,
     /// Merchant of "Default shop" created at start-up if missing (with its password).
     #[arg(long, env = "SECKILL_ADMIN_USER", requires = "admin_password")]
@@ -683,6 +686,9 @@ mod tests {
         );
         assert!(parse(&["--session-reload-secs", "31"]).is_err());
         assert!(parse(&["--persisters", "0"]).is_err());
+        assert!(parse(&["--gate-batch-max", "0"]).is_err());
+        assert!(parse(&["--gate-batch-max", "257"]).is_err());
+        assert!(parse(&["--gate-batch-in-flight", "0"]).is_err());
         assert!(
             parse(&["--admin-user", "ann"]).is_err(),
             "a merchant needs a password"
