@@ -268,9 +268,11 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
                         shown
                     );
                 } else {
-                    // Generated input that is valid is allowed to act; it must still be a documented success.
+                    // Generated input that is valid is allowed to act; it must still be a documented
+                    // success (`204`: a password reset, a sign-out; serde also reads a struct from a
+                    // JSON array of its fields, so `["eight chars"]` is a valid reset).
                     prop_assert!(
-                        matches!(status, 200..=202),
+                        matches!(status, 200..=202 | 204),
                         "{name} answered {status} to {shown}"
                     );
                 }
