@@ -13,7 +13,7 @@
 //! was: one call per buy.
 
 use crate::infra::{
-    config::{Batching, GateLimits},
+    config::GateLimits,
     keys::{ShardKeys, TOKEN_TTL_SECS},
     metrics::Metrics,
     redis::Redis,
@@ -138,7 +138,6 @@ struct Gathering {
 pub struct Batcher {
     redis: Redis,
     limits: GateLimits,
-    batching: Batching,
     metrics: Arc<Metrics>,
     shards: Arc<Mutex<HashMap<GateShard, Gathering>>>,
 }
@@ -147,7 +146,6 @@ impl Batcher {
     pub fn new(redis: Redis, limits: GateLimits, metrics: Arc<Metrics>) -> Batcher {
         Batcher {
             redis,
-            batching: limits.batching,
             limits,
             metrics,
             shards: Arc::default(),
@@ -156,7 +154,7 @@ impl Batcher {
 
     /// The answer to one buy, decided in the next batch of its shard.
     pub async fn submit(&self, sale: GateShard, buy: GateBuy) -> RedisResult<Answer> {
-        if self.batching.max <= 1 {
+        if self.limits.batching.max <= 1 {
             return self.call(&sale, &[buy]).await.map(|mut a| a.remove(0));
         }
         let (tx, rx) = oneshot::channel();
@@ -164,14 +162,14 @@ impl Batcher {
             let mut shards = self.shards.lock().expect("the batch lock");
             let gathering = shards.entry(sale.clone()).or_default();
             gathering.buys.push((buy, tx));
-            if gathering.buys.len() >= self.batching.max {
+            if gathering.buys.len() >= self.limits.batching.max {
                 gathering.full.notify_one();
             }
             // A driver more while every one is in a call, up to the calls in flight allowed: the
             // connection carries them back to back, so Redis never waits for this instance.
             let start = gathering.drivers == 0
                 || (gathering.busy == gathering.drivers
-                    && gathering.drivers < self.batching.in_flight);
+                    && gathering.drivers < self.limits.batching.in_flight);
             if start {
                 gathering.drivers += 1;
             }
@@ -190,13 +188,13 @@ impl Batcher {
 
     /// One call after another for this shard while buys keep coming.
     async fn drive(self, sale: GateShard) {
-        if !self.batching.window.is_zero() {
+        if !self.limits.batching.window.is_zero() {
             let full = {
                 let shards = self.shards.lock().expect("the batch lock");
                 shards.get(&sale).map(|g| g.full.clone())
             };
             if let Some(full) = full {
-                let _ = tokio::time::timeout(self.batching.window, full.notified()).await;
+                let _ = tokio::time::timeout(self.limits.batching.window, full.notified()).await;
             }
         }
         loop {
@@ -211,7 +209,7 @@ impl Batcher {
                     return;
                 }
                 gathering.busy += 1;
-                let take = gathering.buys.len().min(self.batching.max);
+                let take = gathering.buys.len().min(self.limits.batching.max);
                 gathering.buys.drain(..take).collect::<Vec<_>>()
             };
             let (buys, replies): (Vec<GateBuy>, Vec<Reply>) = batch.into_iter().unzip();
