@@ -71,6 +71,13 @@ impl ActivityCache {
         Ok(row)
     }
 
+    /// The row of `id` if this instance read it within [`CACHE_TTL`]; never a database read.
+    pub fn cached(&self, id: i64) -> Option<Arc<ActivityRow>> {
+        let entries = self.entries.read().expect("cache lock");
+        let (at, row) = entries.get(&id)?;
+        (at.elapsed() < CACHE_TTL).then(|| row.clone())
+    }
+
     /// Unknown ids remembered now (at most [`MAX_UNKNOWN`]).
     pub fn unknown_len(&self) -> usize {
         self.unknown.read().expect("cache lock").len()

@@ -218,6 +218,27 @@ impl Gate {
         });
     }
 
+    /// Whether a buy of sale `id` can be answered `409 sold_out` before anything of the request
+    /// is read (session, address, body): this instance knows the sale sold out, holds its row,
+    /// the sale is within its window and has no waiting room (an admitted shopper's refusal
+    /// frees a place, which needs the session). A keyed request is never asked: a retry may be owed its first answer.
+    pub fn sold_out_early(&self, id: i64) -> bool {
+        let state = &self.parts;
+        if !state.sold_out.is_set(id) {
+            return false;
+        }
+        let Some(activity) = state.activities.cached(id) else {
+            return false;
+        };
+        !activity.waiting_room && check_window(activity.starts_at, activity.ends_at).is_ok()
+    }
+
+    /// Counts an early sold-out answer of sale `id` as [`Gate::decide`]'s would be.
+    pub fn count_sold_out(&self, id: i64) {
+        self.parts.attempts.record(id);
+        self.count(&Err(ApiError::SoldOut));
+    }
+
     /// Decides one buy of `user` (whose account was created at `joined`): the reservation
     /// token, or why not.
     pub async fn decide(

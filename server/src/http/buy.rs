@@ -4,7 +4,8 @@
 
 use super::{
     client_ip::ClientIp,
-    input::{parse_id, AppJson},
+    error::HttpRefusal,
+    input::{parse_id, AppJson, MAX_BODY_BYTES},
     session::SignedIn,
 };
 use crate::http::state::AppState;
@@ -20,11 +21,11 @@ use crate::{
 };
 use app::api::{BuyPath, BuyRequest, JoinQueue, QueueStatus, Reservation};
 use axum::{
-    extract::{FromRequestParts, Path, State},
+    extract::{FromRef, FromRequestParts, Path, Request, State},
     http::{header, request::Parts, StatusCode},
-    response::IntoResponse,
+    response::{IntoResponse, Response},
     routing::{get, post},
-    Json, Router,
+    Json, RequestExt, Router,
 };
 use std::sync::Arc;
 
@@ -133,14 +134,45 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
     }
 }
 
+/// The buy. On a sold-out sale (the crowd's usual answer) a request without an
+/// `Idempotency-Key` is answered `409 sold_out` before anything else of it is worked on — its
+/// session, its path, its body's JSON (the body is still read to its end, so that the connection
+/// stays open); keyed requests go the whole way, as a retry may be owed its first answer. The
+/// rest is read in the order of the extractors it would take.
 async fn buy(
-    State(gate): State<Arc<Gate>>,
-    SignedIn(user): SignedIn,
-    ClientIp(ip): ClientIp,
-    Path(id): Path<String>,
-    idempotency: Result<IdempotencyKey, ApiError>,
-    AppJson(req): AppJson<BuyRequest>,
-) -> ApiResult<(StatusCode, Json<Reservation>)> {
+    State(app): State<AppState>,
+    mut request: Request,
+) -> Result<(StatusCode, Json<Reservation>), Response> {
+    let gate = Arc::<Gate>::from_ref(&app);
+    if let Some(id) = sold_out_early(&gate, &request) {
+        return Err(
+            match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
+                Ok(_) => {
+                    gate.count_sold_out(id);
+                    ApiError::SoldOut.into_response()
+                }
+                Err(_) => HttpRefusal::PayloadTooLarge.into_response(),
+            },
+        );
+    }
+    let SignedIn(user) = request
+        .extract_parts_with_state(&app)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let ClientIp(ip) = request
+        .extract_parts_with_state(&app)
+        .await
+        .unwrap_or_else(|never| match never {});
+    let Path(id) = request
+        .extract_parts_with_state::<Path<String>, _>(&app)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    let idempotency = request
+        .extract_parts_with_state::<IdempotencyKey, _>(&app)
+        .await;
+    let AppJson(req) = request
+        .extract_with_state::<AppJson<BuyRequest>, _, _>(&app)
+        .await?;
     let outcome = match (idempotency, parse_id(&id)) {
         (Ok(IdempotencyKey(key)), Ok(id)) => {
             gate.decide(user.user_id, user.joined, ip, id, key, req)
@@ -149,7 +181,7 @@ async fn buy(
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
     gate.count(&outcome);
-    let token = outcome?;
+    let token = outcome.map_err(IntoResponse::into_response)?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Reservation {
@@ -157,4 +189,20 @@ async fn buy(
             status: "queued".into(),
         }),
     ))
+}
+
+/// The sale of `request` if it is a buy the instance answers `409 sold_out` at once: no
+/// `Idempotency-Key`, and a sale [`Gate::sold_out_early`] says may be.
+fn sold_out_early(gate: &Gate, request: &Request) -> Option<i64> {
+    if request.headers().contains_key("idempotency-key") {
+        return None;
+    }
+    // This route's path ends in `/{id}/buy`; an id not plainly written goes the whole way.
+    let id = request
+        .uri()
+        .path()
+        .strip_suffix("/buy")
+        .and_then(|rest| rest.rsplit('/').next())
+        .and_then(|id| parse_id(id).ok());
+    id.filter(|id| gate.sold_out_early(*id))
 }

@@ -220,3 +220,65 @@ async fn a_keep_alive_client_signs_in_after_a_refused_oversized_body() {
         assert_eq!(resp.status().as_u16(), 200);
     }
 }
+
+/// The crowd's usual answer, `409 sold_out`, is given before the session, the path and the body's
+/// JSON are worked on (the body is still read, so the connection stays open), and counted like
+/// any buy's answer; a request with an `Idempotency-Key` still goes the whole way.
+#[tokio::test]
+async fn a_sold_out_sale_answers_before_the_session_and_the_body_and_keeps_the_connection() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 1, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let uri = format!("/api/activities/{id}/buy");
+    let unsigned = br#"{"path":"not-a-real-path"}"#;
+    // On sale: a request without a session is refused as such.
+    case(
+        &app,
+        "401 on sale",
+        post(&uri, "application/json", unsigned.len(), unsigned),
+        401,
+    )
+    .await;
+    // One unit sold, then this instance learns the sale is sold out.
+    let buyers = shoppers(&app, 2).await;
+    for (buyer, status) in buyers.iter().zip([202, 409]) {
+        let path = app.path(&buyer.client, id).await;
+        let resp = app.buy(&buyer.client, id, json!({ "path": path })).await;
+        assert_eq!(resp.status().as_u16(), status);
+    }
+
+    let kept = [
+        (
+            "409 without a session",
+            post(&uri, "application/json", unsigned.len(), unsigned),
+        ),
+        (
+            "409 on a body that is not JSON",
+            post(&uri, "application/json", 5, b"{{{{{"),
+        ),
+    ];
+    for (what, request) in kept {
+        assert!(!case(&app, what, request, 409).await, "{what}: kept");
+    }
+    let mut chunked = format!("POST {uri} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n", 20_000).into_bytes();
+    chunked.extend_from_slice(&[b'a'; 20_000]);
+    assert!(
+        case(&app, "413: a chunked body past 16 KiB", chunked, 413).await,
+        "said close"
+    );
+    let keyed = format!(
+        "POST {uri} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nIdempotency-Key: k1\r\nContent-Length: {}\r\n\r\n",
+        unsigned.len()
+    );
+    let mut keyed = keyed.into_bytes();
+    keyed.extend_from_slice(unsigned);
+    case(&app, "401: keyed, so the whole way", keyed, 401).await;
+    // Counted like the gate's answers: the shopper's refusal and the two early ones.
+    let metrics = app.metrics().await;
+    assert!(
+        metrics.contains(r#"seckill_buy_requests_total{result="sold_out"} 3"#),
+        "{metrics}"
+    );
+}
