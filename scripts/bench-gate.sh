@@ -84,6 +84,25 @@ wrk_sale() { # wrk_sale SCRIPT [wrk-sale options...]
   until [ "$(date +%s%3N)" -gt "$STARTS" ]; do sleep 0.1; done
 }
 
+# perf's view of one more run, not counted (`perf record -a`: every process on the machine):
+# the CPU by process and the server's hottest functions, into $out/NAME-profile.txt.
+profiled() { # profiled NAME COMMAND...
+  local name=$1 perf; shift
+  if ! command -v perf >/dev/null; then echo "(perf is not installed: no profile)" >"$out/$name-profile.txt"; "$@"; return; fi
+  perf record -a -F 499 -o "$out/$name.perf" -- sleep 600 >/dev/null 2>&1 & perf=$!
+  sleep 0.5
+  "$@"
+  kill -INT "$perf"; wait "$perf" 2>/dev/null || true
+  ( set +o pipefail # `head` closing the pipe early is fine here
+    echo "CPU by thread name, share of all samples on all cores (tokio-rt-worker: the server's threads):"
+    perf report -i "$out/$name.perf" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -8 | sed 's/ *$//'
+    echo
+    echo "The server's hottest functions, share of all samples:"
+    perf report -i "$out/$name.perf" --no-children --pid "$SERVER" --sort dso,symbol --stdio 2>/dev/null \
+      | grep -E '^ +[0-9]' | head -25 | cut -c1-140 | sed 's/ *$//'
+  ) >"$out/$name-profile.txt"
+}
+
 log "== sold-out buy (in-process answer)"
 wrk_sale "$out/soldout.lua" --users 2 --per-user-limit 1 --stock 1 --stock-shards 1 --lead-secs 2
 # Two buys: one unit sold, then this instance learns the sale is sold out.
@@ -95,6 +114,7 @@ for run in 1 2 3; do
   soldout+=("$(wrk_rate "$out/soldout.txt")"); soldout_p99+=("$(wrk_p99 "$out/soldout.txt")")
   log "   run $run: ${soldout[-1]} req/s, p99 ${soldout_p99[-1]}"
 done
+profiled soldout "${WRK[@]}" -s "$out/soldout.lua" "http://127.0.0.1:$PORT" -- 2 >/dev/null
 
 sold() { $PSQL -d seckill_bench_gate -tAc "SELECT sold FROM activities WHERE id = $ACT"; }
 # Until every accepted unit of the sale is an order and no token of it is unsettled.
@@ -150,6 +170,7 @@ instock_runs() { # instock_runs KIND
 }
 log "== in-stock buy, batches on (the default)"
 instock_runs on
+profiled instock instock_run on-4
 stop
 log "== in-stock buy, batches off (SECKILL_GATE_BATCH_MAX=1)"
 serve env SECKILL_GATE_BATCH_MAX=1
@@ -191,4 +212,19 @@ and Redis's own µs per unit; the commands a script calls are counted under thei
 | command | calls per unit, on | µs per unit, on | calls per unit, off | µs per unit, off |
 |---|---|---|---|---|
 $(join -a1 -a2 -e0 -o 0,1.2,1.3,2.2,2.3 <(sort "$out/on-1-commands.txt") <(sort "$out/off-1-commands.txt") | sort -k2 -g -r | awk '{printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5}')
+
+### Where the time goes (perf)
+
+One more run of each, not counted, under \`perf record -a -F 499\` (the whole machine: the server, Redis, RabbitMQ,
+PostgreSQL and wrk share its cores). The sold-out buy:
+
+\`\`\`
+$(cat "$out/soldout-profile.txt")
+\`\`\`
+
+The in-stock buy, batches on, from its first request until every accepted unit was an order:
+
+\`\`\`
+$(cat "$out/instock-profile.txt")
+\`\`\`
 MD
