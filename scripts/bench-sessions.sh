@@ -20,7 +20,7 @@ PSQL="/usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -q"
 BASE="http://127.0.0.1:$PORT"
 out=$(mktemp -d)
 server=
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null || true; [ -n "${SESSIONS_BENCH_KEEP:-}" ] && echo "kept: $out" >&2; }
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null || true; if [ -n "${SESSIONS_BENCH_KEEP:-}" ]; then echo "kept: $out" >&2; fi; }
 trap cleanup EXIT
 command -v wrk >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
 

@@ -221,7 +221,8 @@ impl Gate {
     /// Whether a buy of sale `id` can be answered `409 sold_out` before anything of the request
     /// is read (session, address, body): this instance knows the sale sold out, holds its row,
     /// the sale is within its window and has no waiting room (an admitted shopper's refusal
-    /// frees a place, which needs the session). A keyed request is never asked: a retry may be owed its first answer.
+    /// frees a place, which needs the session). A keyed request is never asked: a retry may be
+    /// owed its first answer.
     pub fn sold_out_early(&self, id: i64) -> bool {
         let state = &self.parts;
         if !state.sold_out.is_set(id) {
