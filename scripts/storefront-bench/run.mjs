@@ -51,35 +51,46 @@ async function createSale(cookie, title, startsInSecs) {
   return resp.json();
 }
 
-async function lighthouseRuns(url) {
-  const rows = [];
-  for (let i = 0; i < RUNS; i++) {
+/** One Lighthouse run in a fresh Chromium; a run whose DevTools session timed out (Lighthouse's
+ * PROTOCOL_TIMEOUT, seen on this busy VM) is run again, at most twice, and the retry is said. */
+async function lighthouseRun(url) {
+  for (let attempt = 1; ; attempt++) {
     const chrome = await chromeLauncher.launch({ chromePath: CHROMIUM, chromeFlags: FLAGS });
     try {
-      const result = await lighthouse(url, {
+      return await lighthouse(url, {
         port: chrome.port, output: "json", logLevel: "error",
         onlyCategories: ["performance", "accessibility"],
       });
-      const lhr = result.lhr;
-      const requests = lhr.audits["network-requests"].details.items;
-      const wasm = requests.filter((r) => r.url.endsWith(".wasm")).reduce((n, r) => n + (r.transferSize ?? 0), 0);
-      const total = requests.reduce((n, r) => n + (r.transferSize ?? 0), 0);
-      rows.push({
-        performance: Math.round(lhr.categories.performance.score * 100),
-        accessibility: Math.round(lhr.categories.accessibility.score * 100),
-        fcp: lhr.audits["first-contentful-paint"].numericValue,
-        lcp: lhr.audits["largest-contentful-paint"].numericValue,
-        tbt: lhr.audits["total-blocking-time"].numericValue,
-        cls: lhr.audits["cumulative-layout-shift"].numericValue,
-        si: lhr.audits["speed-index"].numericValue,
-        wasm, total,
-        failing: Object.values(lhr.audits)
-          .filter((a) => a.score !== null && a.score < 0.9 && a.scoreDisplayMode === "numeric" || a.scoreDisplayMode === "binary" && a.score === 0)
-          .map((a) => a.id),
-      });
+    } catch (e) {
+      if (attempt >= 3 || e?.code !== "PROTOCOL_TIMEOUT") throw e;
+      console.error(`lighthouse: ${e.code} on ${url}, run again (attempt ${attempt + 1})`);
     } finally {
       await chrome.kill();
     }
+  }
+}
+
+async function lighthouseRuns(url) {
+  const rows = [];
+  for (let i = 0; i < RUNS; i++) {
+    const result = await lighthouseRun(url);
+    const lhr = result.lhr;
+    const requests = lhr.audits["network-requests"].details.items;
+    const wasm = requests.filter((r) => r.url.endsWith(".wasm")).reduce((n, r) => n + (r.transferSize ?? 0), 0);
+    const total = requests.reduce((n, r) => n + (r.transferSize ?? 0), 0);
+    rows.push({
+      performance: Math.round(lhr.categories.performance.score * 100),
+      accessibility: Math.round(lhr.categories.accessibility.score * 100),
+      fcp: lhr.audits["first-contentful-paint"].numericValue,
+      lcp: lhr.audits["largest-contentful-paint"].numericValue,
+      tbt: lhr.audits["total-blocking-time"].numericValue,
+      cls: lhr.audits["cumulative-layout-shift"].numericValue,
+      si: lhr.audits["speed-index"].numericValue,
+      wasm, total,
+      failing: Object.values(lhr.audits)
+        .filter((a) => a.score !== null && a.score < 0.9 && a.scoreDisplayMode === "numeric" || a.scoreDisplayMode === "binary" && a.score === 0)
+        .map((a) => a.id),
+    });
   }
   return rows;
 }
