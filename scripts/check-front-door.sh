@@ -32,3 +32,14 @@ for i in 1 2 3 4 5 6 7; do
 done
 echo "front door: seven wrong sign-ins from an untrusted hop claiming seven addresses: the last answered $last"
 [[ "$last" == "429 application/json"* ]] || { echo "front door: X-Forwarded-For from an untrusted hop was believed ($last)" >&2; exit 1; }
+
+# A waiting room's board is the same document for every waiter: nginx keeps it for the second the
+# instances allow (s-maxage), so a crowd polling it reaches the instances about once a second.
+sale=$(curl -s "$BASE/api/activities" | grep -o '"id":[0-9]*' | head -1 | cut -d: -f2)
+[ -n "$sale" ] || { echo "front door: no sale to read the board of" >&2; exit 1; }
+statuses=$(for _ in $(seq 20); do
+  curl -s -o /dev/null -D - "$BASE/api/activities/$sale/line" | tr -d '\r' | awk -F': ' 'tolower($1)=="x-cache-status"{print $2}'
+done)
+hits=$(grep -c -E '^(HIT|UPDATING|STALE)$' <<<"$statuses" || true)
+echo "front door: 20 reads of a sale's board in a row: $hits answered by nginx's cache"
+[ "$hits" -ge 15 ] || { echo "front door: the board is not cached ($(tr '\n' ' ' <<<"$statuses"))" >&2; exit 1; }

@@ -381,8 +381,9 @@ pub struct JoinQueue {
 /// Where a shopper stands in a sale's waiting room (`GET`/`POST /api/activities/{id}/queue`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueStatus {
-    /// `not_joined` | `drawing` (joined; places are drawn at the start) | `waiting` | `admitted`
-    /// | `passed` (the admission was used or lapsed) | `sold_out` | `ended` | `open` (no waiting room).
+    /// `not_joined` | `drawing` (joined; places are drawn at the start) | `waiting` | `paused`
+    /// (waiting while admission is held back; the place is kept) | `admitted` | `passed` (the
+    /// admission was used or lapsed) | `sold_out` | `ended` | `open` (no waiting room).
     pub state: String,
     /// 1 = next to be admitted; only while `waiting`.
     pub position: Option<i64>,
@@ -398,6 +399,82 @@ pub struct QueueStatus {
     pub ticket_expires_at: Option<String>,
     /// When to ask again.
     pub poll_after_ms: i64,
+    /// The shopper's place in admission order (1 = the first admitted of the sale), once known:
+    /// from the start on (places drawn before it are numbered at the start). With the line's
+    /// board (`GET /api/activities/{id}/line`) the page works out `position` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<i64>,
+}
+
+/// A sale's waiting room as everyone sees it (`GET /api/activities/{id}/line`): one small
+/// document per sale, the same for every shopper, that a CDN or nginx may cache for a second.
+/// A shopper who holds a `place` works out where they stand from it ([`LineBoard::status_of`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineBoard {
+    /// `drawing` (before the start) | `admitting` | `paused` | `sold_out` | `ended` | `open` (no
+    /// waiting room).
+    pub state: String,
+    /// Places admitted so far: a place at or below it has had its turn.
+    pub serving: i64,
+    /// Shoppers in the line who are not admitted yet.
+    pub waiting: i64,
+    /// Units left as the admission step last saw them (-1: not seen yet).
+    pub units_left: i64,
+    /// The sale's admission rate, per second.
+    pub admit_per_sec: i32,
+    /// Admissions during the last complete second.
+    pub admitted_last_sec: i64,
+    /// When to fetch the board again, for a shopper at the back of the line.
+    pub poll_after_ms: i64,
+    /// While `paused`: why (`merchant`, or the pipeline's health: `backlog`, `redis_slow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_reason: Option<String>,
+}
+
+impl LineBoard {
+    /// Where the holder of `place` stands, or `None` when their turn has come (or gone): then
+    /// only the server knows whether they hold an admission (`GET …/queue`).
+    pub fn status_of(&self, place: i64, jitter_ms: i64) -> Option<QueueStatus> {
+        let waiting = self.waiting;
+        let done = |state: &str| QueueStatus {
+            state: state.into(),
+            position: None,
+            ahead: None,
+            waiting,
+            estimated_wait_secs: None,
+            ticket: None,
+            ticket_expires_at: None,
+            poll_after_ms: self.poll_after_ms + jitter_ms,
+            place: (place > 0).then_some(place),
+        };
+        match self.state.as_str() {
+            "drawing" => return Some(done("drawing")),
+            "sold_out" | "ended" | "open" => return Some(done(&self.state)),
+            _ => {}
+        }
+        let ahead = place - self.serving - 1;
+        if place <= 0 || ahead < 0 {
+            return None;
+        }
+        let rate = i64::from(self.admit_per_sec.max(1));
+        let wait_secs = (ahead + rate) / rate;
+        let paused = self.state == "paused";
+        Some(QueueStatus {
+            position: Some(ahead + 1),
+            ahead: Some(ahead),
+            // Nobody knows when a pause ends: no estimate then.
+            estimated_wait_secs: (!paused).then_some(wait_secs),
+            poll_after_ms: poll_after_ms(wait_secs) + jitter_ms,
+            ..done(if paused { "paused" } else { "waiting" })
+        })
+    }
+}
+
+/// How long a waiter whose turn is `wait_secs` away waits before asking again: every second
+/// near the front, a fifth of the wait further back, at most every 30 s (the place only moves
+/// forward, so a long line polls less).
+pub fn poll_after_ms(wait_secs: i64) -> i64 {
+    (wait_secs.saturating_mul(200)).clamp(1_000, 30_000)
 }
 
 /// A waiting room's figures for the console.
@@ -412,6 +489,12 @@ pub struct QueueFigures {
     /// Admissions during the last complete second.
     pub admitted_last_sec: i64,
     pub admit_per_sec: i32,
+    /// Admissions that lapsed unclaimed: the shopper did not come for the turn in time.
+    #[serde(default)]
+    pub lapsed: i64,
+    /// Why admission is slowed or stopped now (`backlog`, `redis_slow`), if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<String>,
 }
 
 /// The `202` answer of a buy.

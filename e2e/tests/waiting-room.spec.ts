@@ -114,6 +114,9 @@ test("30 shoppers who wait before the start get drawn places, are admitted in th
   await expect(dashboard.getByTestId("stat-queue-admitted")).toHaveText(String(admitted));
   await expect(dashboard.getByTestId("stat-queue-waiting")).toHaveText(String(n - admitted));
   await expect(dashboard.getByTestId("stat-queue-rate")).toContainText("of 1");
+  // Every turn was claimed in time (the pages came for it), and admission was never held back.
+  await expect(dashboard.getByTestId("stat-queue-lapsed")).toHaveText("0");
+  await expect(dashboard.getByTestId("stat-queue-held")).toHaveText("flowing");
   await office.close();
 });
 

@@ -6,7 +6,7 @@
 //! sell out, time until every order is persisted, and the platform's invariants checked in the database.
 
 use anyhow::Context;
-use app::api::{Activity, BuyPath, BuyRequest, QueueStatus, Role, ServerTime};
+use app::api::{Activity, BuyPath, BuyRequest, LineBoard, QueueStatus, Role, ServerTime};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
 use server::{
@@ -95,8 +95,11 @@ pub struct Report {
 pub struct QueueReport {
     /// Seconds the joins before the start took.
     pub joined_in: Duration,
-    /// Status polls over the whole sale.
+    /// Status polls over the whole sale (the board's and the line's).
     pub polls: u64,
+    /// Of them, reads of the line's board (`GET …/line`, cacheable), as the page makes once its
+    /// place is numbered.
+    pub board_polls: u64,
     /// From the start (or a later join) to the admission, in ms: p50, p90, p99, max.
     pub wait_ms: [u64; 4],
     pub admitted: u64,
@@ -149,8 +152,8 @@ impl Report {
         if let Some(q) = &self.queue {
             let [p50, p90, p99, max] = q.wait_ms.map(|ms| ms as f64 / 1000.0);
             println!(
-                "waiting room: joined in {:.1} s before the start; {} admitted, {} told sold out while waiting; {} status polls",
-                q.joined_in.as_secs_f64(), q.admitted, q.told_sold_out, q.polls
+                "waiting room: joined in {:.1} s before the start; {} admitted, {} told sold out while waiting; {} status polls ({} of the board)",
+                q.joined_in.as_secs_f64(), q.admitted, q.told_sold_out, q.polls, q.board_polls
             );
             println!(
                 "wait for admission s: p50 {p50:.1}  p90 {p90:.1}  p99 {p99:.1}  max {max:.1}"
@@ -179,6 +182,7 @@ struct Tally {
     last_accept: Option<Instant>,
     waits: Histogram<u64>,
     polls: u64,
+    board_polls: u64,
     told_sold_out: u64,
 }
 
@@ -228,6 +232,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         requests: tokio::sync::Semaphore::new(opts.concurrency),
         started,
         proofs: before.proofs,
+        places: before.places,
     };
     let tally = target
         .crowd(&accounts.shoppers, &cookie, activity.waiting_room, opts)
@@ -405,6 +410,8 @@ pub(crate) fn addr_of(i: usize) -> String {
 /// waiting room, solve the proofs of work of a sale that takes them.
 struct BeforeStart {
     joined_in: Duration,
+    /// Each shopper's place value (the `place` cookie the join set), by shopper.
+    places: Vec<Option<String>>,
     proofs: Vec<String>,
     took: Duration,
 }
@@ -419,21 +426,29 @@ impl BeforeStart {
         opts: &CrowdOptions,
     ) -> anyhow::Result<BeforeStart> {
         let joining = Instant::now();
+        let mut places = vec![None; users.len()];
         if activity.waiting_room {
             let aid = activity.id;
-            let joins = stream::iter(users.iter().copied().enumerate())
-                .map(|(i, user)| {
-                    let (cookie, addr) = (cookie(user, Role::Shopper), addr_of(i));
-                    let base = bases[i % bases.len()];
-                    async move { join_line(http, base, aid, &cookie, &addr, false).await }
-                })
-                .buffer_unordered(opts.concurrency)
-                .filter(|joined| std::future::ready(joined.is_err()))
-                .count()
-                .await;
+            let joins: Vec<(usize, anyhow::Result<Joined>)> =
+                stream::iter(users.iter().copied().enumerate())
+                    .map(|(i, user)| {
+                        let (cookie, addr) = (cookie(user, Role::Shopper), addr_of(i));
+                        let base = bases[i % bases.len()];
+                        async move { (i, join_line(http, base, aid, &cookie, &addr, false).await) }
+                    })
+                    .buffer_unordered(opts.concurrency)
+                    .collect()
+                    .await;
+            let mut failed = 0;
+            for (i, joined) in joins {
+                match joined {
+                    Ok(j) => places[i] = j.place,
+                    Err(_) => failed += 1,
+                }
+            }
             anyhow::ensure!(
-                joins == 0,
-                "{joins} shoppers could not join the waiting room"
+                failed == 0,
+                "{failed} shoppers could not join the waiting room"
             );
         }
         let joined_in = joining.elapsed();
@@ -444,6 +459,7 @@ impl BeforeStart {
         };
         Ok(BeforeStart {
             joined_in,
+            places,
             proofs,
             took: joining.elapsed(),
         })
@@ -495,6 +511,7 @@ impl Report {
         let queue = activity.waiting_room.then(|| QueueReport {
             joined_in: timings.joined_in,
             polls: t.polls,
+            board_polls: t.board_polls,
             wait_ms: [w(0.5), w(0.9), w(0.99), t.waits.max()],
             admitted: t.waits.len(),
             told_sold_out: t.told_sold_out,
@@ -540,6 +557,7 @@ impl Tally {
             last_accept: None,
             waits: Histogram::new_with_bounds(1, 3_600_000, 3)?,
             polls: 0,
+            board_polls: 0,
             told_sold_out: 0,
         })
     }
@@ -674,6 +692,8 @@ struct Target<'a> {
     started: Instant,
     /// Each shopper's solved proof of work (empty when the sale takes none).
     proofs: Vec<String>,
+    /// Each shopper's place value in the waiting room, as the join left it.
+    places: Vec<Option<String>>,
 }
 
 /// Every shopper's proof of work for sale `id`: the challenges fetched as each shopper, solved
@@ -725,7 +745,23 @@ async fn solve_all(
     Ok(proofs)
 }
 
-/// Joins (or `again`: re-joins) a sale's waiting room; the status it answers.
+/// What a join handed the shopper: the place value it set.
+struct Joined {
+    place: Option<String>,
+}
+
+/// The `place` value a response set, if any.
+fn place_set(resp: &reqwest::Response) -> Option<String> {
+    resp.headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix("place="))
+        .map(|c| c.split(';').next().unwrap_or_default().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Joins (or `again`: re-joins) a sale's waiting room; the place value it hands back.
 async fn join_line(
     http: &reqwest::Client,
     base: &str,
@@ -733,7 +769,7 @@ async fn join_line(
     cookie: &str,
     addr: &str,
     again: bool,
-) -> anyhow::Result<QueueStatus> {
+) -> anyhow::Result<Joined> {
     let resp = http
         .post(format!("{base}/api/activities/{id}/queue"))
         .header("cookie", cookie)
@@ -742,7 +778,9 @@ async fn join_line(
         .send()
         .await?;
     anyhow::ensure!(resp.status().is_success(), "join: {}", resp.status());
-    Ok(resp.json().await?)
+    let place = place_set(&resp);
+    let _: QueueStatus = resp.json().await?;
+    Ok(Joined { place })
 }
 
 /// What one attempt came to, and whether a client would try it again.
@@ -773,8 +811,10 @@ impl Attempt {
 }
 
 impl Target<'_> {
-    /// One shopper in a waiting room: polls the line as the page does (when the server says),
-    /// and once admitted buys with the ticket.
+    /// One shopper in a waiting room, as the page follows it: once the place is numbered, reads
+    /// the line's board and works out where it stands; asks the line itself (`GET …/queue`,
+    /// with the place value) before that and when its turn has come; once admitted, buys with
+    /// the ticket.
     async fn wait_and_shop(
         &self,
         shopper: usize,
@@ -784,25 +824,31 @@ impl Target<'_> {
     ) -> String {
         let base = self.bases[shopper % self.bases.len()];
         let id = self.id;
+        let mut held = self.places.get(shopper).cloned().flatten();
+        let mut place: Option<i64> = None;
         loop {
-            let status = {
-                let _permit = self.requests.acquire().await.expect("never closed");
-                self.http
-                    .get(format!("{base}/api/activities/{id}/queue"))
-                    .header("cookie", cookie)
-                    .header("x-forwarded-for", addr)
-                    .send()
-                    .await
+            let on_board = match place {
+                Some(p) => self.board(base, tally).await.map(|b| b.status_of(p, 0)),
+                None => Some(None),
             };
-            tally.lock().expect("tally").polls += 1;
-            let status = match status {
-                Ok(r) if r.status().is_success() => r.json::<QueueStatus>().await.ok(),
-                _ => None,
+            let status = match on_board {
+                Some(Some(status)) => Some(status),
+                Some(None) => self
+                    .line(base, cookie, held.as_deref(), addr, tally)
+                    .await
+                    .map(|(status, renewed)| {
+                        held = renewed.or(held.take());
+                        status
+                    }),
+                None => None,
             };
             let Some(status) = status else {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             };
+            if status.place.is_some() {
+                place = status.place;
+            }
             match status.state.as_str() {
                 "admitted" => {
                     let waited = self.started.elapsed().as_millis() as u64;
@@ -817,13 +863,68 @@ impl Target<'_> {
                 "ended" => return "ended".into(),
                 "passed" | "not_joined" => {
                     let _permit = self.requests.acquire().await.expect("never closed");
-                    let _ = join_line(self.http, base, id, cookie, addr, true).await;
+                    place = None;
+                    if let Ok(joined) = join_line(self.http, base, id, cookie, addr, true).await {
+                        held = joined.place;
+                    }
                 }
                 _ => {
                     let after = status.poll_after_ms.clamp(100, 60_000) as u64;
                     tokio::time::sleep(Duration::from_millis(after)).await;
                 }
             }
+        }
+    }
+
+    /// The line's board of the sale (`None`: not read).
+    async fn board(&self, base: &str, tally: &Mutex<Tally>) -> Option<LineBoard> {
+        let resp = {
+            let _permit = self.requests.acquire().await.expect("never closed");
+            self.http
+                .get(format!("{base}/api/activities/{}/line", self.id))
+                .send()
+                .await
+        };
+        {
+            let mut t = tally.lock().expect("tally");
+            t.polls += 1;
+            t.board_polls += 1;
+        }
+        match resp {
+            Ok(r) if r.status().is_success() => r.json::<LineBoard>().await.ok(),
+            _ => None,
+        }
+    }
+
+    /// Where the shopper stands, from the line itself; and the place value it handed back.
+    async fn line(
+        &self,
+        base: &str,
+        cookie: &str,
+        held: Option<&str>,
+        addr: &str,
+        tally: &Mutex<Tally>,
+    ) -> Option<(QueueStatus, Option<String>)> {
+        let cookies = match held {
+            Some(place) => format!("{cookie}; place={place}"),
+            None => cookie.to_string(),
+        };
+        let resp = {
+            let _permit = self.requests.acquire().await.expect("never closed");
+            self.http
+                .get(format!("{base}/api/activities/{}/queue", self.id))
+                .header("cookie", cookies)
+                .header("x-forwarded-for", addr)
+                .send()
+                .await
+        };
+        tally.lock().expect("tally").polls += 1;
+        match resp {
+            Ok(r) if r.status().is_success() => {
+                let renewed = place_set(&r);
+                r.json::<QueueStatus>().await.ok().map(|s| (s, renewed))
+            }
+            _ => None,
         }
     }
 

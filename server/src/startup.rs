@@ -175,7 +175,9 @@ impl AppState {
             db.clone(),
             redis.clone(),
             activities.clone(),
+            metrics.clone(),
             &config.secret.0,
+            config.queue,
         );
         let gate = Gate::new(
             config.gate,

@@ -6,7 +6,7 @@ use super::{
     client_ip::ClientIp,
     error::HttpRefusal,
     input::{parse_id, AppJson, MAX_BODY_BYTES},
-    session::SignedIn,
+    session::{SessionKeys, SignedIn},
 };
 use crate::http::state::AppState;
 use crate::{
@@ -14,12 +14,12 @@ use crate::{
         captcha,
         doors::{Door, Doors},
         gate::Gate,
-        queue::WaitingRoom,
+        queue::{Standing, WaitingRoom, COOKIE as PLACE_COOKIE},
     },
     domain::{ApiError, ApiResult},
     infra::{keys::address_bucket, redis::Redis},
 };
-use app::api::{BuyPath, BuyRequest, JoinQueue, QueueStatus, Reservation};
+use app::api::{BuyPath, BuyRequest, JoinQueue, Reservation};
 use axum::{
     extract::{FromRef, FromRequestParts, Path, Request, State},
     http::{header, request::Parts, StatusCode},
@@ -27,11 +27,13 @@ use axum::{
     routing::{get, post},
     Json, RequestExt, Router,
 };
+use axum_extra::extract::cookie::{Cookie, CookieJar, SameSite};
 use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/activities/{id}/queue", get(queue_status).post(join_queue))
+        .route("/activities/{id}/line", get(line_board))
         .route("/activities/{id}/path", get(buy_path))
         .route("/activities/{id}/challenge", get(challenge))
         .route("/activities/{id}/buy", post(buy))
@@ -62,40 +64,82 @@ async fn challenge(
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(challenge)))
 }
 
-/// Where the shopper stands in the sale's waiting room; polled by the sale page.
+/// Where the shopper stands in the sale's waiting room: from the place they hold (the `place`
+/// cookie) and the line's board, in-process; from the line itself when the place is not
+/// numbered yet or the turn has come.
 async fn queue_status(
     State(room): State<WaitingRoom>,
     State(doors): State<Doors>,
+    State(keys): State<Arc<SessionKeys>>,
     SignedIn(user): SignedIn,
     Path(id): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    doors.pass(Door::Queue, &user.user_id.to_string())?;
-    let status = room.status(user.user_id, parse_id(&id)?).await?;
-    Ok(no_store(status))
+    jar: CookieJar,
+) -> Response {
+    let answer = async {
+        doors.pass(Door::Queue, &user.user_id.to_string())?;
+        let id = parse_id(&id)?;
+        let held = jar.get(PLACE_COOKIE).map(|c| c.value().to_string());
+        Ok::<_, ApiError>((id, room.status(user.user_id, id, held.as_deref()).await))
+    };
+    match answer.await {
+        Ok((id, Ok(standing))) => standing_answer(&keys, id, standing),
+        // A place value the server did not sign is refused once, and forgotten: the next poll
+        // asks the line itself.
+        Ok((id, Err(e @ ApiError::InvalidInput(_)))) => {
+            let gone = place_cookie(&keys, id, String::new()).max_age(cookie::time::Duration::ZERO);
+            (jar.add(gone), e).into_response()
+        }
+        Ok((_, Err(e))) | Err(e) => e.into_response(),
+    }
 }
 
 /// Joins the sale's waiting room (a place already held is kept) and says where the shopper stands.
 async fn join_queue(
     State(room): State<WaitingRoom>,
     State(doors): State<Doors>,
+    State(keys): State<Arc<SessionKeys>>,
     SignedIn(user): SignedIn,
     Path(id): Path<String>,
     AppJson(join): AppJson<JoinQueue>,
-) -> ApiResult<impl IntoResponse> {
+) -> ApiResult<Response> {
     doors.pass(Door::Queue, &user.user_id.to_string())?;
-    let status = room
-        .join(
-            user.user_id,
-            user.joined,
-            parse_id(&id)?,
-            join.again.unwrap_or(false),
-        )
+    let id = parse_id(&id)?;
+    let standing = room
+        .join(user.user_id, user.joined, id, join.again.unwrap_or(false))
         .await?;
-    Ok(no_store(status))
+    Ok(standing_answer(&keys, id, standing))
 }
 
-fn no_store(status: QueueStatus) -> impl IntoResponse {
-    ([(header::CACHE_CONTROL, "no-store")], Json(status))
+/// The line's board, the same for everyone: no sign-in, cached a second by a CDN or nginx.
+async fn line_board(
+    State(room): State<WaitingRoom>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let board = room.board(parse_id(&id)?).await?;
+    Ok((
+        [(header::CACHE_CONTROL, "public, max-age=1, s-maxage=1")],
+        Json(&*board),
+    )
+        .into_response())
+}
+
+fn place_cookie(keys: &SessionKeys, id: i64, value: String) -> cookie::CookieBuilder<'static> {
+    Cookie::build((PLACE_COOKIE, value))
+        .path(format!("/api/activities/{id}/queue"))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+        .secure(keys.secure())
+}
+
+fn standing_answer(keys: &SessionKeys, id: i64, standing: Standing) -> Response {
+    let store = [(header::CACHE_CONTROL, "no-store")];
+    match standing.place {
+        Some(place) => {
+            let jar = CookieJar::new().add(place_cookie(keys, id, place));
+            (store, jar, Json(standing.status)).into_response()
+        }
+        None => (store, Json(standing.status)).into_response(),
+    }
 }
 
 /// A new image captcha: no sign-in is needed, so it is bounded per client address.

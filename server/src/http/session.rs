@@ -128,6 +128,11 @@ impl SessionKeys {
             .filter(|c| self.revocations.admits(c.user_id, c.epoch, c.sid))
     }
 
+    /// Whether the site is served over HTTPS (cookies carry `Secure`).
+    pub fn secure(&self) -> bool {
+        self.secure
+    }
+
     /// The session cookie's name: `__Host-sid` where the site is served over HTTPS, else `sid`.
     pub fn cookie_name(&self) -> &'static str {
         if self.secure {

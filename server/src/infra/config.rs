@@ -63,6 +63,8 @@ pub struct Config {
     pub header_read_timeout: Duration,
     /// A request, its body included, must be answered within this time, else `408`.
     pub request_timeout: Duration,
+    /// The waiting room's claim window and health bounds.
+    pub queue: QueueLimits,
     /// Create a demo sale at start-up (for `make run`).
     pub demo: bool,
     /// Concurrent argon2 computations; the rest wait, so a login flood cannot starve the buy path.
@@ -138,6 +140,34 @@ impl From<&Settings> for DoorLimits {
             challenges_per_minute: s.challenges_per_minute,
             queue_per_minute: s.queue_per_minute,
             stock_per_minute: s.stock_per_minute,
+        }
+    }
+}
+
+/// A waiting room's claim window, and the health bounds past which admission slows and stops.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueLimits {
+    /// How long an admitted shopper has to come for the turn before it lapses.
+    pub claim: Duration,
+    /// Units taken at the gate and not in the database yet (the journal, the queue and the
+    /// persister behind): from half of it admission slows, at it admission stops.
+    pub max_backlog: i64,
+    /// The admission step's Redis round trip: from half of it admission slows, at it it stops.
+    pub max_redis: Duration,
+}
+
+impl Default for QueueLimits {
+    fn default() -> Self {
+        QueueLimits::from(&Settings::defaults())
+    }
+}
+
+impl From<&Settings> for QueueLimits {
+    fn from(s: &Settings) -> Self {
+        QueueLimits {
+            claim: Duration::from_millis(s.queue_claim_ms),
+            max_backlog: s.queue_max_backlog,
+            max_redis: Duration::from_millis(s.queue_max_redis_ms),
         }
     }
 }
@@ -409,6 +439,22 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_REQUEST_TIMEOUT_SECS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_secs: u64,
+    /// How long an admitted shopper has to come for the turn (open the buy panel) before the
+    /// admission lapses and goes to the next in line, in milliseconds (1,000 to 90,000).
+    #[arg(long, env = "SECKILL_QUEUE_CLAIM_MS", default_value_t = 15_000,
+          value_parser = clap::value_parser!(u64).range(1_000..=90_000))]
+    pub queue_claim_ms: u64,
+    /// A sale's units taken at the gate and not in the database yet (the journal, the queue,
+    /// the persister behind) past which its waiting room stops admitting; from half of it,
+    /// admission slows.
+    #[arg(long, env = "SECKILL_QUEUE_MAX_BACKLOG", default_value_t = 20_000,
+          value_parser = clap::value_parser!(i64).range(2..))]
+    pub queue_max_backlog: i64,
+    /// The admission step's Redis round trip, in milliseconds, past which admission stops (from
+    /// half of it, it slows).
+    #[arg(long, env = "SECKILL_QUEUE_MAX_REDIS_MS", default_value_t = 250,
+          value_parser = clap::value_parser!(u64).range(2..))]
+    pub queue_max_redis_ms: u64,
     /// Create a demo sale at start-up (`make run` does).
     #[arg(long, env = "SECKILL_DEMO", value_parser = BoolishValueParser::new())]
     pub demo: bool,
@@ -504,7 +550,11 @@ impl Config {
             );
         }
         let redis = Target::new(&s.redis_url, &s.redis_cluster_urls);
-        let (doors, gate) = (DoorLimits::from(&s), GateLimits::from(&s));
+        let (doors, gate, queue) = (
+            DoorLimits::from(&s),
+            GateLimits::from(&s),
+            QueueLimits::from(&s),
+        );
         Ok(Config {
             redis_wait_replicas: s
                 .redis_wait_replicas
@@ -541,6 +591,7 @@ impl Config {
             amqp_prefix: s.amqp_prefix,
             queue_expires_ms: s.queue_expires_ms,
             run_workers: !s.no_workers,
+            queue,
             demo: s.demo,
             min_payment_window_secs: s.min_payment_window_secs,
             sweep_every: Duration::from_millis(s.sweep_every_ms),

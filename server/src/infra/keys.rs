@@ -190,6 +190,10 @@ impl QueueKeys {
     pub fn meta(&self) -> String {
         format!("{}:meta", self.base)
     }
+    /// Admissions not claimed yet, with their claim deadline as score.
+    pub fn unclaimed(&self) -> String {
+        format!("{}:unclaimed", self.base)
+    }
 }
 
 impl Keys {
@@ -344,6 +348,7 @@ mod tests {
         assert_eq!(slots.len(), 1);
         let q = keys.queue(42);
         assert_eq!(slot(&q.line()), slot(&q.admitted()));
+        assert_eq!(slot(&q.line()), slot(&q.unclaimed()));
         assert_eq!(slot(&q.line()), slot(&q.meta()));
         // Three shards: one in each third of the slot space, i.e. on each of three masters.
         let thirds: std::collections::HashSet<u32> = keys

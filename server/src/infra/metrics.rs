@@ -18,6 +18,17 @@ pub struct Outcome {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Answered {
+    pub answered: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Held {
+    pub activity: i64,
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActivityLabel {
     pub activity: i64,
 }
@@ -34,6 +45,25 @@ pub struct Metrics {
     pub persisted: Counter,
     pub dead_lettered: Counter,
     pub stock_drift: Family<ActivityLabel, Gauge>,
+    pub queue_polls: Family<Answered, Counter>,
+    pub queue_held: Family<Held, Gauge>,
+}
+
+/// The waiting room's: polls by where they were answered from, admission held back by reason.
+fn register_queue(registry: &mut Registry) -> (Family<Answered, Counter>, Family<Held, Gauge>) {
+    let queue_polls = Family::<Answered, Counter>::default();
+    registry.register(
+            "queue_polls",
+            "Waiting-room polls by where they were answered from: memory (the line's board and the shopper's signed place) or redis",
+            queue_polls.clone(),
+        );
+    let queue_held = Family::<Held, Gauge>::default();
+    registry.register(
+            "queue_admission_held",
+            "1 while a waiting room's admission is slowed or stopped, by the reason (backlog: units taken and not persisted yet; redis_slow), at this instance's last step",
+            queue_held.clone(),
+        );
+    (queue_polls, queue_held)
 }
 
 impl Metrics {
@@ -95,6 +125,7 @@ impl Metrics {
             "Redis remaining minus (total_stock - sold) at the last reconciliation",
             stock_drift.clone(),
         );
+        let (queue_polls, queue_held) = register_queue(&mut registry);
         Arc::new(Metrics {
             registry,
             buys,
@@ -107,6 +138,8 @@ impl Metrics {
             persisted,
             dead_lettered,
             stock_drift,
+            queue_polls,
+            queue_held,
         })
     }
 
@@ -114,6 +147,16 @@ impl Metrics {
         self.stock_drift
             .get_or_create(&ActivityLabel { activity })
             .set(drift);
+    }
+
+    pub fn queue_poll(&self, answered: &'static str) {
+        self.queue_polls.get_or_create(&Answered { answered }).inc();
+    }
+
+    pub fn queue_held(&self, activity: i64, reason: &'static str, held: bool) {
+        self.queue_held
+            .get_or_create(&Held { activity, reason })
+            .set(i64::from(held));
     }
 
     pub fn buy(&self, result: &'static str) {

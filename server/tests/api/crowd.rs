@@ -86,3 +86,54 @@ async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
         report.outcomes
     );
 }
+
+#[tokio::test]
+async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_stock() {
+    let app = spawn_app().await;
+    let opts = CrowdOptions {
+        base_urls: vec![app.base.clone()],
+        users: 300,
+        stock: 100,
+        per_user_limit: 1,
+        concurrency: 64,
+        lead_secs: 3,
+        show_progress: false,
+        settle: true,
+        activity_id: None,
+        rate: 0,
+        retry_for: std::time::Duration::ZERO,
+        stock_shards: None,
+        waiting_room: Some(true),
+        proof_of_work: None,
+        greedy_every: 0,
+    };
+    let report = run(&app.config, &opts).await.unwrap();
+    report.print();
+    assert!(report.invariants_hold(), "{report:?}");
+    assert_eq!(report.accepted, 100);
+    let queue = report.queue.as_ref().expect("a line's figures");
+    // Like the page: once a place is numbered, its polls read the board, not the line.
+    assert!(
+        queue.board_polls > 0 && queue.board_polls <= queue.polls,
+        "{queue:?}"
+    );
+    let metrics = app.metrics().await;
+    let memory_or_redis = |answered: &str| {
+        metrics
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!(
+                    "seckill_queue_polls_total{{answered=\"{answered}\"}} "
+                ))
+            })
+            .map_or(0, |n| n.trim().parse::<u64>().unwrap())
+    };
+    // What did reach the line's own endpoint: at most one read of the line per shopper to number
+    // a place drawn before the start, and one to claim a turn (plus the few polls that land on a
+    // board a quarter of a second behind).
+    assert!(
+        memory_or_redis("redis") <= 3 * 300,
+        "{} polls read the line",
+        memory_or_redis("redis")
+    );
+}

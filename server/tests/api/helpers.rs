@@ -161,6 +161,7 @@ pub fn test_config() -> Config {
         queue_expires_ms: Some(600_000),
         run_workers: true,
         demo: false,
+        queue: server::infra::config::QueueLimits::default(),
         min_payment_window_secs: 1,
         sweep_every: Duration::from_secs(1),
         persisters: 2,
@@ -295,6 +296,11 @@ pub fn client_for(user_id: i64, role: Role) -> Client {
 
 /// `client_for`, for a merchant of `shop_id`.
 pub fn client_of_shop(user_id: i64, role: Role, shop_id: i64) -> Client {
+    client_with_cookies(user_id, role, shop_id, "")
+}
+
+/// `client_of_shop`, sending `more` (`name=value; …`) beside its session cookie.
+pub fn client_with_cookies(user_id: i64, role: Role, shop_id: i64, more: &str) -> Client {
     let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
     let expires_at = chrono::Utc::now().timestamp() + 3600;
     let cookie = keys.sign(&Claims {
@@ -308,7 +314,12 @@ pub fn client_of_shop(user_id: i64, role: Role, shop_id: i64) -> Client {
         auth_at: expires_at - 3600,
     });
     let mut headers = header::HeaderMap::new();
-    headers.insert(header::COOKIE, format!("sid={cookie}").parse().unwrap());
+    let cookies = if more.is_empty() {
+        format!("sid={cookie}")
+    } else {
+        format!("sid={cookie}; {more}")
+    };
+    headers.insert(header::COOKIE, cookies.parse().unwrap());
     Client::builder()
         .default_headers(headers)
         .pool_max_idle_per_host(64)
@@ -881,11 +892,12 @@ pub fn api_routes() -> Vec<(reqwest::Method, String)> {
 }
 
 /// The routes anyone may call without signing in.
-pub const PUBLIC_ROUTES: [(&str, &str); 9] = [
+pub const PUBLIC_ROUTES: [(&str, &str); 10] = [
     ("GET", "/api/time"),
     ("GET", "/api/activities"),
     ("GET", "/api/activities/{id}"),
     ("GET", "/api/activities/{id}/stock"),
+    ("GET", "/api/activities/{id}/line"),
     ("GET", "/api/captcha"),
     ("GET", "/api/auth/challenge"),
     ("POST", "/api/auth/register"),

@@ -18,6 +18,7 @@ mod input;
 mod keepalive;
 mod lifecycle;
 mod limits;
+mod line;
 mod queue;
 mod replication;
 mod seckill;

@@ -237,6 +237,8 @@ pub fn StatsPanel(
                 <div><dt>"Admitted"</dt><dd data-testid="stat-queue-admitted">{q.admitted}</dd></div>
                 <div><dt>"Admitted, buying"</dt><dd data-testid="stat-queue-in_flight">{q.in_flight}</dd></div>
                 <div><dt>"Admitted / s"</dt><dd data-testid="stat-queue-rate">{q.admitted_last_sec} " of " {q.admit_per_sec}</dd></div>
+                <div><dt>"Lapsed unclaimed"</dt><dd data-testid="stat-queue-lapsed">{q.lapsed}</dd></div>
+                <div><dt>"Admission"</dt><dd data-testid="stat-queue-held">{q.held_back.map_or("flowing".to_string(), |why| format!("held back: {why}"))}</dd></div>
             </dl>
         })}
         <p class="muted small">

@@ -90,22 +90,44 @@ struct Line {
 }
 
 impl Line {
-    /// Joins the line, then polls it at the pace the server asks, until the shopper's turn or
+    /// Joins the line, then follows it at the pace the server asks, until the shopper's turn or
     /// the end of the sale (or the page is left); joins again when the server forgot the place.
+    /// Once the place is numbered, the page reads the line's board (the same small document for
+    /// everyone, cached by the CDN) and works out where it stands itself; it asks the server
+    /// only when its turn has come.
     #[cfg(feature = "hydrate")]
     async fn follow(self, alive: &std::sync::atomic::AtomicBool) {
+        use crate::api::LineBoard;
         use std::sync::atomic::Ordering::Relaxed;
         let url = self.url.get_value();
+        let board_url = url.replace("/queue", "/line");
         let mut join = true;
+        let mut place: Option<i64> = None;
         while alive.load(Relaxed) {
             let answer = if join {
                 crate::client::post::<_, QueueStatus>(&url, &crate::api::JoinQueue::default()).await
+            } else if let Some(p) = place {
+                let jitter = (js_sys::Math::random() * 500.0) as i64;
+                match crate::client::get::<LineBoard>(&board_url).await {
+                    Ok(board) => match board.status_of(p, jitter) {
+                        Some(s) => Ok(s),
+                        None => crate::client::get::<QueueStatus>(&url).await,
+                    },
+                    Err(f) => Err(f),
+                }
             } else {
                 crate::client::get::<QueueStatus>(&url).await
             };
             let delay = match answer {
                 Ok(s) => {
                     join = s.state == "not_joined";
+                    if s.place.is_some() {
+                        place = s.place;
+                    }
+                    // A place that had its turn is asked about on the server, not the board.
+                    if matches!(s.state.as_str(), "passed" | "not_joined") {
+                        place = None;
+                    }
                     self.error.set(None);
                     let delay = s.poll_after_ms;
                     if s.state == "admitted" {
@@ -168,6 +190,13 @@ fn LineWords(
                 " ahead of you · "
                 <span data-testid="queue-eta">{move || field(|s| s.estimated_wait_secs).map(eta)}</span>
                 ". Keep this page open: the buy button opens at your turn."
+            </p>
+        }.into_any(),
+        "paused" => view! {
+            <p class="notice" data-testid="queue-paused">
+                "Admission is paused for a moment while the shop catches up. Your place is kept: "
+                <strong data-testid="queue-position">{move || field(|s| s.position).map(thousands)}</strong>
+                ". Keep this page open."
             </p>
         }.into_any(),
         "admitted" => view! {

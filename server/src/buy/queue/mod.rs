@@ -5,19 +5,32 @@
 //! admitted at the sale's rate, and only while the admitted shoppers who may still buy are fewer
 //! than twice the units left (Xiaomi's 1.5–2× of the stock), so the gate only sees shoppers who
 //! could still find stock; admission resumes when units come back. An admission is a signed
-//! ticket bound to user and sale that the gate checks in-process. The line lives in Redis under
+//! ticket bound to user and sale that the gate checks in-process; an admission not claimed within
+//! the claim window lapses and its slot goes to the next in line. The line lives in Redis under
 //! one hash tag per sale (`infra/keys.rs`), so every instance serves it.
+//!
+//! Polls cost Redis nothing: a shopper's place is numbered (in admission order) and signed into
+//! a value they hold (`places.rs`), and each instance keeps the line's board (how many places
+//! were admitted, how many wait, units left) in memory (`board.rs`). A poll compares the two;
+//! only the turn itself (claiming the admission) and numbering a place drawn before the start
+//! read the line, once per shopper.
+
+mod board;
+mod places;
+
+pub use board::{Boards, FRESH_FOR};
+pub use places::{Held, Places, COOKIE};
 
 use super::activities::ActivityCache;
 use crate::infra::scripts;
 use crate::{
     domain::{
         activity::{self, ActivityRow},
-        rfc3339, ApiResult,
+        rfc3339, ApiError, ApiResult,
     },
-    infra::redis::Redis,
+    infra::{config::QueueLimits, metrics::Metrics, redis::Redis},
 };
-use app::api::{QueueFigures, QueueStatus};
+use app::api::{poll_after_ms, LineBoard, QueueFigures, QueueStatus};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use redis::Script;
@@ -27,6 +40,8 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 /// How long an admission lasts: time to answer the bot check and buy, not to come back later.
 pub const TICKET_MS: i64 = 90_000;
+/// The first place after the start: places drawn before it are below.
+const AFTER_START: i64 = 1 << 50;
 /// Admitted shoppers who may still buy, at most this many times the units left.
 pub const WINDOW_PER_UNIT: f64 = 2.0;
 /// How often each instance runs the admission step.
@@ -82,6 +97,10 @@ pub struct WaitingRoom {
     redis: Redis,
     activities: ActivityCache,
     tickets: Tickets,
+    places: Places,
+    boards: Boards,
+    metrics: Arc<Metrics>,
+    limits: QueueLimits,
     scripts: Arc<Scripts>,
 }
 
@@ -91,13 +110,30 @@ struct Scripts {
     admit: &'static Script,
 }
 
+/// A shopper's standing, and the place value to hand them when it changed.
+pub struct Standing {
+    pub status: QueueStatus,
+    pub place: Option<String>,
+}
+
 impl WaitingRoom {
-    pub fn new(db: PgPool, redis: Redis, activities: ActivityCache, secret: &[u8]) -> WaitingRoom {
+    pub fn new(
+        db: PgPool,
+        redis: Redis,
+        activities: ActivityCache,
+        metrics: Arc<Metrics>,
+        secret: &[u8],
+        limits: QueueLimits,
+    ) -> WaitingRoom {
         WaitingRoom {
             db,
+            boards: Boards::new(redis.clone()),
             redis,
             activities,
             tickets: Tickets::new(secret),
+            places: Places::new(secret),
+            metrics,
+            limits,
             scripts: Arc::new(Scripts {
                 join: scripts::join(),
                 status: scripts::status(),
@@ -113,18 +149,13 @@ impl WaitingRoom {
     /// Joins `user` (whose account was created at `joined`) to the line of sale `id` (keeping
     /// the place held, if any) and says where they stand. `again`: an admission that was used or
     /// lapsed queues once more, at the back. An account the sale does not admit takes no place.
-    pub async fn join(
-        &self,
-        user: i64,
-        joined: i64,
-        id: i64,
-        again: bool,
-    ) -> ApiResult<QueueStatus> {
+    pub async fn join(&self, user: i64, joined: i64, id: i64, again: bool) -> ApiResult<Standing> {
         let row = self.activities.get(&self.db, id).await?;
         row.admits_account(joined)?;
+        let mut numbered = None;
         if row.waiting_room && chrono::Utc::now() < row.ends_at {
             let keys = self.redis.keys.queue(id);
-            let _: i64 = self
+            let (score, drawn): (i64, i64) = self
                 .scripts
                 .join
                 .key(keys.line())
@@ -137,14 +168,67 @@ impl WaitingRoom {
                 .arg(row.ends_at.timestamp_millis() + KEEP_AFTER_END_MS)
                 .invoke_async(&mut self.redis.conn())
                 .await?;
+            numbered = Some(if score >= AFTER_START {
+                drawn + score - AFTER_START
+            } else {
+                0
+            });
         }
-        self.status_of(user, &row).await
+        let mut status = self.status_of(user, &row).await?;
+        let place = numbered.map(|n| status.place.unwrap_or(n).max(n));
+        if let Some(n) = place.filter(|&n| n > 0) {
+            status.place = Some(n);
+        }
+        let place = place.map(|n| self.places.sign(user, id, n));
+        Ok(Standing { status, place })
     }
 
-    /// Where `user` stands in the line of sale `id`.
-    pub async fn status(&self, user: i64, id: i64) -> ApiResult<QueueStatus> {
+    /// The line's board of sale `id`, as every shopper may see it.
+    pub async fn board(&self, id: i64) -> ApiResult<Arc<LineBoard>> {
         let row = self.activities.get(&self.db, id).await?;
-        self.status_of(user, &row).await
+        self.boards.get(&row).await
+    }
+
+    /// Where `user` stands in the line of sale `id`, from the place value they hold when it is
+    /// numbered (no Redis call), else from the line itself. A forged value is refused.
+    pub async fn status(&self, user: i64, id: i64, held: Option<&str>) -> ApiResult<Standing> {
+        let row = self.activities.get(&self.db, id).await?;
+        let held = match held.map(|v| self.places.read(v, user, id)) {
+            Some(Held::Forged) => {
+                return Err(ApiError::invalid(
+                    "place",
+                    "not a place this line gave; join the line again",
+                ))
+            }
+            Some(Held::Place(n)) => Some(n),
+            Some(Held::NotTheirs) | None => None,
+        };
+        if let (Some(place), true) = (held, row.waiting_room && chrono::Utc::now() < row.ends_at) {
+            let board = self.boards.get(&row).await?;
+            let jitter = i64::from(rand::random::<u16>() % 500);
+            if let Some(status) = board.status_of(place, jitter) {
+                self.metrics.queue_poll("memory");
+                return Ok(Standing {
+                    status,
+                    place: None,
+                });
+            }
+        }
+        self.metrics.queue_poll("redis");
+        let mut status = self.status_of(user, &row).await?;
+        if status.state == "waiting" && row.waiting_room {
+            // Admission held back (the pipeline behind, the merchant's pause): the place is kept.
+            if self.boards.get(&row).await?.state == "paused" {
+                status.state = "paused".into();
+                status.estimated_wait_secs = None;
+            }
+        }
+        let place = match (held, status.place) {
+            (Some(had), Some(now)) if now == had => None,
+            (_, Some(now)) => Some(self.places.sign(user, id, now)),
+            _ => None,
+        };
+        Ok(Standing { status, place })
     }
 
     async fn status_of(&self, user: i64, row: &ActivityRow) -> ApiResult<QueueStatus> {
@@ -158,6 +242,7 @@ impl WaitingRoom {
             ticket: None,
             ticket_expires_at: None,
             poll_after_ms,
+            place: None,
         };
         if !row.waiting_room {
             return Ok(done("open", 0, 60_000));
@@ -166,14 +251,16 @@ impl WaitingRoom {
             return Ok(done("ended", 0, 60_000));
         }
         let keys = self.redis.keys.queue(row.id);
-        let (state, ahead, waiting, expiry, units): (String, i64, i64, i64, i64) = self
+        let (state, ahead, waiting, expiry, units, place): (String, i64, i64, i64, i64, i64) = self
             .scripts
             .status
             .key(keys.line())
             .key(keys.admitted())
             .key(keys.meta())
+            .key(keys.unclaimed())
             .arg(user)
             .arg(row.starts_at.timestamp_millis())
+            .arg(TICKET_MS)
             .invoke_async(&mut self.redis.conn())
             .await?;
         // Spread the polls of a large crowd over half a second.
@@ -198,15 +285,12 @@ impl WaitingRoom {
                     position: Some(ahead + 1),
                     ahead: Some(ahead),
                     estimated_wait_secs: Some(wait_secs),
-                    // Near the front every second; far back less often (the place only moves
-                    // forward), at most every five seconds.
-                    ..done(
-                        "waiting",
-                        waiting,
-                        (wait_secs * 200).clamp(1_000, 5_000) + jitter,
-                    )
+                    place: Some(place),
+                    ..done("waiting", waiting, poll_after_ms(wait_secs) + jitter)
                 }
             }
+            // The turn was used or lapsed: only "join again" changes that.
+            "passed" => done("passed", waiting, 10_000 + jitter),
             other => done(other, waiting, 2_000 + jitter),
         })
     }
@@ -217,8 +301,13 @@ impl WaitingRoom {
     pub fn leave(&self, user: i64, id: i64) {
         let redis = self.redis.clone();
         tokio::spawn(async move {
-            let result: redis::RedisResult<i64> = redis::cmd("ZREM")
-                .arg(redis.keys.queue(id).admitted())
+            let keys = redis.keys.queue(id);
+            let result: redis::RedisResult<(i64, i64)> = redis::pipe()
+                .cmd("ZREM")
+                .arg(keys.admitted())
+                .arg(user)
+                .cmd("ZREM")
+                .arg(keys.unclaimed())
                 .arg(user)
                 .query_async(&mut redis.conn())
                 .await;
@@ -232,20 +321,24 @@ impl WaitingRoom {
     pub async fn figures(&self, row: &ActivityRow) -> ApiResult<QueueFigures> {
         let keys = self.redis.keys.queue(row.id);
         let mut conn = self.redis.conn();
-        // cursor, admitted, sec, sec_n, prev_n
+        // cursor, admitted, sec, sec_n, prev_n, lapsed, held
         type Meta = (
             Option<String>,
             Option<i64>,
             Option<i64>,
             Option<i64>,
             Option<i64>,
+            Option<i64>,
+            Option<String>,
         );
         let meta: Meta = redis::cmd("HMGET")
             .arg(keys.meta())
-            .arg(&["cursor", "admitted", "sec", "sec_n", "prev_n"])
+            .arg(&[
+                "cursor", "admitted", "sec", "sec_n", "prev_n", "lapsed", "held",
+            ])
             .query_async(&mut conn)
             .await?;
-        let (cursor, admitted, sec, sec_n, prev_n) = meta;
+        let (cursor, admitted, sec, sec_n, prev_n, lapsed, held) = meta;
         let from = cursor.map_or("-inf".to_string(), |c| format!("({c}"));
         let (waiting, in_flight): (i64, i64) = redis::pipe()
             .cmd("ZCOUNT")
@@ -270,12 +363,22 @@ impl WaitingRoom {
             in_flight,
             admitted_last_sec,
             admit_per_sec: row.admit_per_sec,
+            lapsed: lapsed.unwrap_or(0),
+            held_back: held.filter(|h| !h.is_empty()),
         })
     }
 
-    /// One admission step for one sale.
+    /// One admission step for one sale: at the sale's rate, slowed or stopped while the
+    /// pipeline behind the gate is (see [`health`]).
     async fn admit(&self, row: &ActivityRow) -> ApiResult<i64> {
+        let asked = std::time::Instant::now();
         let units = activity::remaining(&self.redis, row.id, row.stock_shards).await?;
+        let backlog = (row.total_stock - units - row.sold).max(0);
+        let (factor, held) = health(&self.limits, backlog, asked.elapsed());
+        for reason in HELD_REASONS {
+            self.metrics
+                .queue_held(row.id, reason, held == Some(reason));
+        }
         let window = if row.paused {
             0
         } else {
@@ -288,12 +391,14 @@ impl WaitingRoom {
             .key(keys.line())
             .key(keys.admitted())
             .key(keys.meta())
+            .key(keys.unclaimed())
             .arg(row.starts_at.timestamp_millis())
-            .arg(row.admit_per_sec)
+            .arg(f64::from(row.admit_per_sec) * factor)
             .arg(window)
-            .arg(TICKET_MS)
+            .arg(self.limits.claim.as_millis() as i64)
             .arg(row.ends_at.timestamp_millis() + KEEP_AFTER_END_MS)
             .arg(units)
+            .arg(held.unwrap_or(""))
             .invoke_async(&mut self.redis.conn())
             .await?;
         Ok(admitted)
@@ -341,9 +446,53 @@ impl WaitingRoom {
     }
 }
 
+/// Why admission is held back: the pipeline behind the gate (units taken and not in the
+/// database yet), or Redis answering slowly.
+pub const HELD_REASONS: [&str; 2] = ["backlog", "redis_slow"];
+
+/// How much of its rate a line admits now (1: all of it, 0: none) and why it holds back. Each
+/// signal slows admission from half its bound and stops it at the bound; the worse one counts.
+/// Admission resumes by itself as the signals come back under their bounds.
+pub fn health(limits: &QueueLimits, backlog: i64, redis: Duration) -> (f64, Option<&'static str>) {
+    let share = |value: f64, bound: f64| (2.0 * (1.0 - value / bound)).clamp(0.0, 1.0);
+    let by_backlog = share(backlog as f64, limits.max_backlog as f64);
+    let by_redis = share(redis.as_secs_f64(), limits.max_redis.as_secs_f64());
+    match (by_backlog, by_redis) {
+        (b, r) if b >= 1.0 && r >= 1.0 => (1.0, None),
+        (b, r) if b <= r => (b, Some(HELD_REASONS[0])),
+        (_, r) => (r, Some(HELD_REASONS[1])),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admission_slows_from_half_a_bound_and_stops_at_it() {
+        let limits = QueueLimits {
+            claim: Duration::from_secs(15),
+            max_backlog: 1000,
+            max_redis: Duration::from_millis(200),
+        };
+        let quick = Duration::from_millis(5);
+        assert_eq!(health(&limits, 0, quick), (1.0, None));
+        assert_eq!(health(&limits, 500, quick), (1.0, None));
+        assert_eq!(health(&limits, 750, quick), (0.5, Some("backlog")));
+        assert_eq!(health(&limits, 1000, quick), (0.0, Some("backlog")));
+        assert_eq!(health(&limits, 5000, quick), (0.0, Some("backlog")));
+        let (factor, why) = health(&limits, 0, Duration::from_millis(150));
+        assert!((factor - 0.5).abs() < 1e-9, "{factor}");
+        assert_eq!(why, Some("redis_slow"));
+        assert_eq!(
+            health(&limits, 0, Duration::from_millis(300)),
+            (0.0, Some("redis_slow"))
+        );
+        // Both behind: the worse one says how much, and why.
+        let (factor, why) = health(&limits, 900, Duration::from_millis(150));
+        assert!((factor - 0.2).abs() < 1e-9, "{factor}");
+        assert_eq!(why, Some("backlog"));
+    }
 
     #[test]
     fn a_ticket_is_bound_to_user_sale_and_time() {

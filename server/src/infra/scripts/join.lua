@@ -4,6 +4,8 @@
 -- the start it is 2^50 + the arrival number, behind everyone who was there on time. With `again`
 -- a user whose admission was used or lapsed queues once more, at the back.
 -- KEYS: line, in, meta. ARGV: user, start_ms, random place, again (0|1), expire_at_ms.
+-- Returns {the place's score, places drawn before the start}: a place after the start is the
+-- `drawn + (score - 2^50)`-th in admission order.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
@@ -13,19 +15,19 @@ if score and ARGV[4] == '1' then
     score = false
   end
 end
-if score then
-  return 0
-end
-if now < tonumber(ARGV[2]) then
-  score = tonumber(ARGV[3])
-  -- Places are distinct, so that the admission cursor never skips a tie.
-  while redis.call('ZCOUNT', KEYS[1], score, score) > 0 do
-    score = score + 1
+if not score then
+  if now < tonumber(ARGV[2]) then
+    score = tonumber(ARGV[3])
+    -- Places are distinct, so that the admission cursor never skips a tie.
+    while redis.call('ZCOUNT', KEYS[1], score, score) > 0 do
+      score = score + 1
+    end
+    redis.call('HINCRBY', KEYS[3], 'drawn', 1)
+  else
+    score = 1125899906842624 + redis.call('HINCRBY', KEYS[3], 'seq', 1)
   end
-else
-  score = 1125899906842624 + redis.call('HINCRBY', KEYS[3], 'seq', 1)
+  redis.call('ZADD', KEYS[1], score, ARGV[1])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+  redis.call('PEXPIREAT', KEYS[3], ARGV[5])
 end
-redis.call('ZADD', KEYS[1], score, ARGV[1])
-redis.call('PEXPIREAT', KEYS[1], ARGV[5])
-redis.call('PEXPIREAT', KEYS[3], ARGV[5])
-return 1
+return {tonumber(score), tonumber(redis.call('HGET', KEYS[3], 'drawn')) or 0}

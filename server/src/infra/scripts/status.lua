@@ -1,25 +1,33 @@
--- Where one user stands. Returns {state, ahead, waiting, ticket expiry ms, units left}: state is
--- not_joined | drawing (before the start) | admitted | passed (admitted before, no live ticket) |
--- waiting; units left as the admitter last saw them (-1: not yet seen).
--- KEYS: line, in, meta. ARGV: user, start_ms.
+-- Where one user stands, and the claim of an admission: the first time an admitted user asks,
+-- the turn is theirs for a ticket's length (until then it lapses at the claim deadline). Returns
+-- {state, ahead, waiting, ticket expiry ms, units left, place}: state is not_joined | drawing
+-- (before the start) | admitted | passed (admitted before, no live ticket) | waiting; units left
+-- as the admitter last saw them (-1: not yet seen); place in admission order (1 = the first
+-- admitted), 0 before the start.
+-- KEYS: line, in, meta, unclaimed. ARGV: user, start_ms, ticket_ms.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local m = redis.call('HMGET', KEYS[3], 'cursor', 'stock')
+local m = redis.call('HMGET', KEYS[3], 'cursor', 'stock', 'admitted')
 local from = m[1] and ('(' .. m[1]) or '-inf'
 local stock = tonumber(m[2]) or -1
 local waiting = redis.call('ZCOUNT', KEYS[1], from, '+inf')
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then
-  return {'not_joined', 0, waiting, 0, stock}
+  return {'not_joined', 0, waiting, 0, stock, 0}
 end
 if now < tonumber(ARGV[2]) then
-  return {'drawing', 0, waiting, 0, stock}
+  return {'drawing', 0, waiting, 0, stock, 0}
 end
 local expiry = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if expiry and tonumber(expiry) > now then
-  return {'admitted', 0, waiting, tonumber(expiry), stock}
+  if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
+    expiry = now + tonumber(ARGV[3])
+    redis.call('ZADD', KEYS[2], expiry, ARGV[1])
+  end
+  return {'admitted', 0, waiting, tonumber(expiry), stock, 0}
 end
 if m[1] and tonumber(score) <= tonumber(m[1]) then
-  return {'passed', 0, waiting, 0, stock}
+  return {'passed', 0, waiting, 0, stock, 0}
 end
-return {'waiting', redis.call('ZCOUNT', KEYS[1], from, '(' .. score), waiting, 0, stock}
+local ahead = redis.call('ZCOUNT', KEYS[1], from, '(' .. score)
+return {'waiting', ahead, waiting, 0, stock, (tonumber(m[3]) or 0) + ahead + 1}

@@ -1,0 +1,405 @@
+//! The waiting room at a crowd's scale (issue: the waiting room II): a shopper's place is
+//! numbered and signed into a value they hold, each instance keeps the line's board in memory,
+//! and a poll compares the two without reading the line; admissions not claimed in time lapse.
+
+use crate::helpers::*;
+use app::api::Role;
+use reqwest::{header, Client, Response};
+use serde_json::{json, Value};
+
+/// A sale with a waiting room that starts `in_secs` from now.
+async fn sale_with_line(app: &TestApp, merchant: &Client, stock: i64, in_secs: i64) -> i64 {
+    let starts = chrono::Utc::now() + chrono::Duration::seconds(in_secs);
+    live_activity(
+        app,
+        merchant,
+        stock,
+        json!({
+            "starts_at": starts.to_rfc3339(),
+            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+            "waiting_room": true,
+            "admit_per_sec": 1000,
+        }),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The `place` value a response hands the shopper, if it set one.
+fn place_cookie(resp: &Response) -> Option<String> {
+    resp.headers()
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix("place="))
+        .map(|c| c.split(';').next().unwrap().to_string())
+}
+
+/// A shopper's client that sends `place` (when given) beside the session.
+fn holding(shopper: &Shopper, place: Option<&str>) -> Client {
+    let more = place.map(|p| format!("place={p}")).unwrap_or_default();
+    client_with_cookies(shopper.id, Role::Shopper, 0, &more)
+}
+
+async fn join(app: &TestApp, shopper: &Shopper, id: i64) -> (Value, String) {
+    let resp = shopper
+        .client
+        .post(app.url(&format!("/api/activities/{id}/queue")))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = place_cookie(&resp).expect("a join hands the shopper their place");
+    let (code, body) = json(resp).await;
+    assert_eq!(code, 200, "{body}");
+    (body, cookie)
+}
+
+async fn poll(app: &TestApp, client: &Client, id: i64) -> (u16, Value, Option<String>) {
+    let resp = client
+        .get(app.url(&format!("/api/activities/{id}/queue")))
+        .send()
+        .await
+        .unwrap();
+    let cookie = place_cookie(&resp);
+    let (code, body) = json(resp).await;
+    (code, body, cookie)
+}
+
+async fn board(app: &TestApp, id: i64) -> Value {
+    let resp = reqwest::get(app.url(&format!("/api/activities/{id}/line")))
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers()[header::CACHE_CONTROL],
+        "public, max-age=1, s-maxage=1",
+        "a CDN may cache the board for a second"
+    );
+    assert!(resp.headers().get(header::SET_COOKIE).is_none());
+    let (code, body) = json(resp).await;
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+async fn queue_figures(app: &TestApp, merchant: &Client, id: i64) -> Value {
+    let resp = merchant
+        .get(app.url(&format!("/api/admin/activities/{id}/stats")))
+        .send()
+        .await
+        .unwrap();
+    json(resp).await.1["queue"].clone()
+}
+
+/// Polls answered so far from where: `memory` or `redis`.
+async fn polls(app: &TestApp, answered: &str) -> u64 {
+    let wanted = format!("seckill_queue_polls_total{{answered=\"{answered}\"}} ");
+    app.metrics()
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix(&wanted).map(|n| n.trim().parse().unwrap()))
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    // One unit: two admitted shoppers cover it, and admission stops there.
+    let id = sale_with_line(&app, &merchant, 1, 2).await;
+    let crowd = shoppers(&app, 6).await;
+    let mut held = Vec::new();
+    for s in &crowd {
+        let (joined, place) = join(&app, s, id).await;
+        assert_eq!(joined["state"], "drawing", "{joined}");
+        assert!(
+            joined.get("place").is_none(),
+            "drawn places are numbered at the start"
+        );
+        held.push(place);
+    }
+    let before_start = board(&app, id).await;
+    assert_eq!(
+        (
+            before_start["state"].as_str(),
+            before_start["waiting"].as_i64()
+        ),
+        (Some("drawing"), Some(6)),
+        "{before_start}"
+    );
+    eventually(20, "two admitted", || async {
+        (queue_figures(&app, &merchant, id).await["admitted"] == 2).then_some(())
+    })
+    .await;
+
+    // Each shopper's first poll after the start numbers the place, from the line, once.
+    let mut waiting = Vec::new();
+    for (s, value) in crowd.iter().zip(&held) {
+        let (code, status, renewed) = poll(&app, &holding(s, Some(value)), id).await;
+        assert_eq!(code, 200, "{status}");
+        match status["state"].as_str() {
+            Some("admitted") => assert!(status["ticket"].is_string()),
+            Some("waiting") => {
+                let place = status["place"].as_i64().unwrap();
+                assert_eq!(status["position"].as_i64(), Some(place - 2), "{status}");
+                waiting.push((s, place, renewed.expect("a numbered place is handed back")));
+            }
+            other => panic!("{other:?}: {status}"),
+        }
+    }
+    let mut places: Vec<i64> = waiting.iter().map(|w| w.1).collect();
+    places.sort_unstable();
+    assert_eq!(places, vec![3, 4, 5, 6], "places follow the two admitted");
+
+    // From now on a poll is the board and the signed place: no read of the line.
+    let (memory, redis) = (polls(&app, "memory").await, polls(&app, "redis").await);
+    for _ in 0..5 {
+        for (s, place, value) in &waiting {
+            let (code, status, renewed) = poll(&app, &holding(s, Some(value)), id).await;
+            assert_eq!(code, 200, "{status}");
+            assert_eq!(
+                (
+                    status["state"].as_str(),
+                    status["position"].as_i64(),
+                    status["ahead"].as_i64(),
+                    status["waiting"].as_i64()
+                ),
+                (Some("waiting"), Some(place - 2), Some(place - 3), Some(4)),
+                "{status}"
+            );
+            assert!(renewed.is_none(), "an unchanged place is not handed again");
+        }
+    }
+    assert_eq!(polls(&app, "memory").await - memory, 20);
+    assert_eq!(polls(&app, "redis").await, redis);
+    // The line itself says the same (a client without the place value is answered from it).
+    for (s, place, _) in &waiting {
+        let (_, status, _) = poll(&app, &s.client, id).await;
+        assert_eq!(status["position"].as_i64(), Some(place - 2), "{status}");
+    }
+    let now = board(&app, id).await;
+    assert_eq!(
+        (
+            now["state"].as_str(),
+            now["serving"].as_i64(),
+            now["waiting"].as_i64(),
+            now["units_left"].as_i64()
+        ),
+        (Some("admitting"), Some(2), Some(4), Some(1)),
+        "{now}"
+    );
+}
+
+#[tokio::test]
+async fn a_place_value_the_server_did_not_sign_is_refused_never_a_better_place() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = sale_with_line(&app, &merchant, 1, 1).await;
+    let other = sale_with_line(&app, &merchant, 1, 1).await;
+    eventually(20, "the start", || async {
+        (board(&app, id).await["state"] == "admitting").then_some(())
+    })
+    .await;
+    let crowd = shoppers(&app, 4).await;
+    let mut held = Vec::new();
+    for (i, s) in crowd.iter().enumerate() {
+        let (joined, value) = join(&app, s, id).await;
+        assert_eq!(joined["place"].as_i64(), Some(i as i64 + 1), "{joined}");
+        held.push(value);
+    }
+    let last = &crowd[3];
+    let (_, elsewhere) = join(&app, last, other).await;
+    let moved_up = held[3].replacen(".4.", ".1.", 1);
+    assert_ne!(moved_up, held[3]);
+    for (what, value) in [
+        ("moved forward", moved_up.as_str()),
+        ("garbage", "not-a-place"),
+        ("another sale's", elsewhere.as_str()),
+    ] {
+        let (code, body, cookie) = poll(&app, &holding(last, Some(value)), id).await;
+        assert_eq!(
+            (code, body["error"].as_str()),
+            (400, Some("invalid_input")),
+            "{what}: {body}"
+        );
+        assert!(
+            body["message"].as_str().unwrap().contains("place"),
+            "{body}"
+        );
+        assert_eq!(
+            cookie.as_deref(),
+            Some(""),
+            "{what}: the value is forgotten"
+        );
+    }
+    // Another shopper's value (a shared browser) is not theirs: the line answers, with their own.
+    let (code, body, cookie) = poll(&app, &holding(last, Some(&held[0])), id).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["place"].as_i64(), Some(4), "{body}");
+    assert_eq!(cookie.as_deref(), Some(held[3].as_str()));
+    let stats = queue_figures(&app, &merchant, id).await;
+    assert_eq!(
+        stats["waiting"].as_i64().unwrap() + stats["admitted"].as_i64().unwrap(),
+        4
+    );
+}
+
+#[tokio::test]
+async fn an_admission_not_claimed_in_time_lapses_and_the_next_in_line_is_admitted() {
+    let app = spawn_app_with(|c| c.queue.claim = std::time::Duration::from_secs(1)).await;
+    let merchant = merchant(&app).await;
+    // One unit: two admitted at a time.
+    let id = sale_with_line(&app, &merchant, 1, 1).await;
+    eventually(20, "the start", || async {
+        (board(&app, id).await["state"] == "admitting").then_some(())
+    })
+    .await;
+    let crowd = shoppers(&app, 4).await;
+    let mut held = Vec::new();
+    for s in &crowd {
+        held.push(join(&app, s, id).await.1);
+    }
+    // The first comes for the turn at once: claimed, the ticket lasts its 90 s.
+    let mine = eventually(20, "the first admitted", || async {
+        let (_, s, _) = poll(&app, &holding(&crowd[0], Some(&held[0])), id).await;
+        (s["state"] == "admitted").then_some(s)
+    })
+    .await;
+    // The second never comes: within a second its admission lapses and the third's turn comes.
+    let third = eventually(20, "the third admitted", || async {
+        let (_, s, _) = poll(&app, &holding(&crowd[2], Some(&held[2])), id).await;
+        (s["state"] == "admitted").then_some(s)
+    })
+    .await;
+    assert!(third["ticket"].is_string());
+    let (_, second, _) = poll(&app, &holding(&crowd[1], Some(&held[1])), id).await;
+    assert_eq!(second["state"], "passed", "{second}");
+    let figures = queue_figures(&app, &merchant, id).await;
+    assert_eq!(
+        (figures["lapsed"].as_i64(), figures["admitted"].as_i64()),
+        (Some(1), Some(3)),
+        "{figures}"
+    );
+    // The claimed turn outlives the claim window.
+    let (_, first, _) = poll(&app, &holding(&crowd[0], Some(&held[0])), id).await;
+    assert_eq!(first["state"], "admitted", "{first}");
+    assert_eq!(first["ticket"], mine["ticket"]);
+    let path = app.path(&crowd[0].client, id).await;
+    let (code, body) = json(
+        app.buy(
+            &crowd[0].client,
+            id,
+            json!({"path": path, "admission": mine["ticket"]}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(code, 202, "{body}");
+}
+
+#[tokio::test]
+async fn admission_stops_while_the_pipeline_is_behind_and_resumes_by_itself() {
+    // No relay or persister yet: every unit sold stays in the journal, not in the database.
+    let app = spawn_app_with(|c| {
+        c.run_workers = false;
+        c.queue.max_backlog = 2;
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let starts = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let id = live_activity(
+        &app,
+        &merchant,
+        50,
+        json!({
+            "starts_at": starts.to_rfc3339(),
+            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+            "waiting_room": true,
+            "admit_per_sec": 2,
+        }),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let crowd = shoppers(&app, 8).await;
+    for s in &crowd {
+        join(&app, s, id).await;
+    }
+    // Whoever is admitted buys, until two units wait for the database: admission stops.
+    let bought = std::sync::Mutex::new(std::collections::HashSet::new());
+    let figures = eventually(30, "admission held back", || async {
+        for s in &crowd {
+            let (_, status, _) = poll(&app, &s.client, id).await;
+            if status["state"] == "admitted" && bought.lock().unwrap().insert(s.id) {
+                let path = app.path(&s.client, id).await;
+                let body = json!({"path": path, "admission": status["ticket"]});
+                assert_eq!(json(app.buy(&s.client, id, body).await).await.0, 202);
+            }
+        }
+        let q = queue_figures(&app, &merchant, id).await;
+        (q["held_back"] == "backlog").then_some(q)
+    })
+    .await;
+    let held_at = figures["admitted"].as_i64().unwrap();
+    let bought = bought.into_inner().unwrap();
+    // Those still waiting are told (within a board's freshness), and keep their places.
+    eventually(5, "the waiters told", || async {
+        let mut paused = 0;
+        for s in crowd.iter().filter(|s| !bought.contains(&s.id)) {
+            let (_, status, _) = poll(&app, &s.client, id).await;
+            match status["state"].as_str() {
+                Some("paused") => {
+                    assert!(status["position"].as_i64().is_some(), "{status}");
+                    assert!(status["estimated_wait_secs"].is_null(), "{status}");
+                    paused += 1;
+                }
+                // Admitted in the step before admission stopped, not buying yet.
+                Some("admitted") => {}
+                Some("waiting") => return None,
+                other => panic!("{other:?}: {status}"),
+            }
+        }
+        (paused >= 3).then_some(())
+    })
+    .await;
+    let on_board = board(&app, id).await;
+    assert_eq!(
+        (
+            on_board["state"].as_str(),
+            on_board["paused_reason"].as_str()
+        ),
+        (Some("paused"), Some("backlog")),
+        "{on_board}"
+    );
+    assert!(app.metrics().await.contains(&format!(
+        "seckill_queue_admission_held{{activity=\"{id}\",reason=\"backlog\"}} 1"
+    )));
+    // Two more seconds (four admissions' worth at the sale's rate): nobody else let in.
+    let seen_at = std::time::Instant::now();
+    eventually(10, "two seconds held", || async {
+        let q = queue_figures(&app, &merchant, id).await;
+        assert_eq!(q["admitted"].as_i64(), Some(held_at), "{q}");
+        (seen_at.elapsed() > std::time::Duration::from_secs(2)).then_some(())
+    })
+    .await;
+
+    // The relay and the persister start: the backlog drains, and admission resumes by itself.
+    app.state.spawn_workers().await.unwrap();
+    eventually(30, "admission resumed", || async {
+        let q = queue_figures(&app, &merchant, id).await;
+        (q["held_back"].is_null() && q["admitted"].as_i64().unwrap() > held_at).then_some(())
+    })
+    .await;
+    // Nothing was lost: every unit sold is an order.
+    let sold = bought.len() as i64;
+    eventually(30, "every unit sold an order", || async {
+        let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1")
+            .bind(id)
+            .fetch_one(&app.db)
+            .await
+            .unwrap();
+        assert!(orders <= sold, "{orders} orders of {sold} units");
+        (orders == sold).then_some(())
+    })
+    .await;
+}
