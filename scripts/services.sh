@@ -301,7 +301,7 @@ NGINX_DIR="$state/nginx"
 nginx_start() { # port site-root upstream-port...
   local port=$1 site=$2; shift 2
   command -v nginx >/dev/null || { echo "nginx is not installed (make cluster installs it)" >&2; return 1; }
-  mkdir -p "$NGINX_DIR/logs" "$NGINX_DIR/tmp"
+  mkdir -p "$NGINX_DIR/logs" "$NGINX_DIR/tmp" "$NGINX_DIR/cache"
   local servers="" p
   for p in "$@"; do servers+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
   # The proxies whose X-Forwarded-For is believed (space-separated addresses or CIDR ranges).
