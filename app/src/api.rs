@@ -404,6 +404,14 @@ pub struct QueueStatus {
     /// board (`GET /api/activities/{id}/line`) the page works out `position` itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<i64>,
+    /// Units left as the line last saw them, beside `ahead`: the odds that a unit is left at
+    /// the shopper's turn (only while `waiting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units_left: Option<i64>,
+    /// Shoppers admitted before this one and still buying (only while `waiting`, from the
+    /// board): they come before everyone waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buying: Option<i64>,
 }
 
 /// A sale's waiting room as everyone sees it (`GET /api/activities/{id}/line`): one small
@@ -424,6 +432,9 @@ pub struct LineBoard {
     pub admit_per_sec: i32,
     /// Admissions during the last complete second.
     pub admitted_last_sec: i64,
+    /// Admitted shoppers with a live turn who have not finished buying.
+    #[serde(default)]
+    pub buying: i64,
     /// When to fetch the board again, for a shopper at the back of the line.
     pub poll_after_ms: i64,
     /// While `paused`: why (`merchant`, or the pipeline's health: `backlog`, `redis_slow`).
@@ -431,12 +442,10 @@ pub struct LineBoard {
     pub paused_reason: Option<String>,
 }
 
-impl LineBoard {
-    /// Where the holder of `place` stands, or `None` when their turn has come (or gone): then
-    /// only the server knows whether they hold an admission (`GET …/queue`).
-    pub fn status_of(&self, place: i64, jitter_ms: i64) -> Option<QueueStatus> {
-        let waiting = self.waiting;
-        let done = |state: &str| QueueStatus {
+impl QueueStatus {
+    /// A status with no place figures and no ticket.
+    pub fn plain(state: &str, waiting: i64, poll_after_ms: i64) -> QueueStatus {
+        QueueStatus {
             state: state.into(),
             position: None,
             ahead: None,
@@ -444,8 +453,21 @@ impl LineBoard {
             estimated_wait_secs: None,
             ticket: None,
             ticket_expires_at: None,
-            poll_after_ms: self.poll_after_ms + jitter_ms,
+            poll_after_ms,
+            place: None,
+            units_left: None,
+            buying: None,
+        }
+    }
+}
+
+impl LineBoard {
+    /// Where the holder of `place` stands, or `None` when their turn has come (or gone): then
+    /// only the server knows whether they hold an admission (`GET …/queue`).
+    pub fn status_of(&self, place: i64, jitter_ms: i64) -> Option<QueueStatus> {
+        let done = |state: &str| QueueStatus {
             place: (place > 0).then_some(place),
+            ..QueueStatus::plain(state, self.waiting, self.poll_after_ms + jitter_ms)
         };
         match self.state.as_str() {
             "drawing" => return Some(done("drawing")),
@@ -462,6 +484,8 @@ impl LineBoard {
         Some(QueueStatus {
             position: Some(ahead + 1),
             ahead: Some(ahead),
+            units_left: (self.units_left >= 0).then_some(self.units_left),
+            buying: Some(self.buying),
             // Nobody knows when a pause ends: no estimate then.
             estimated_wait_secs: (!paused).then_some(wait_secs),
             poll_after_ms: poll_after_ms(wait_secs) + jitter_ms,

@@ -21,6 +21,30 @@ fn eta(secs: i64) -> String {
     }
 }
 
+/// The odds that a unit is left at the turn of a shopper with `ahead` shoppers before them
+/// (those admitted and still buying included), in words: each one ahead may buy up to `per_user`
+/// units, and units of unpaid orders may come back, so it is an estimate, said as one.
+fn odds(units_left: i64, ahead: i64, per_user: i64) -> String {
+    let per_user = per_user.max(1);
+    let needed = ahead.saturating_add(1).saturating_mul(per_user);
+    if units_left <= 0 {
+        "No units are left now; some may come back from unpaid orders.".into()
+    } else if units_left >= needed {
+        "There are units left for everyone ahead of you, and for you.".into()
+    } else {
+        // Shoppers ahead per unit-sized share of what is left.
+        let one_in = (ahead * per_user + units_left - 1) / units_left;
+        let units = match units_left {
+            1 => "1 unit left".to_string(),
+            n => format!("{} units left", thousands(n)),
+        };
+        format!(
+            "{units}: about 1 in {} of those ahead of you will find one.",
+            one_in.max(2)
+        )
+    }
+}
+
 #[component]
 pub fn WaitingRoom(
     activity: Activity,
@@ -51,6 +75,7 @@ pub fn WaitingRoom(
         });
     }
     let (status, ticket) = (line.status, line.ticket);
+    let per_user = i64::from(activity.per_user_limit);
     let state = Signal::derive(move || {
         if remaining.get() == Some(0) && live.get() == Phase::Live && ticket.get().is_none() {
             return "sold_out".to_string();
@@ -64,7 +89,7 @@ pub fn WaitingRoom(
         <section class="waiting-room" aria-label="Waiting room" data-testid="waiting-room" data-state=state>
             <p hidden=move || session.user.get() != Some(None)><a href="/login">"Sign in"</a> " to join the waiting room."</p>
             <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>
-                <LineWords state status again=Callback::new(move |()| line.join_again())/>
+                <LineWords state status per_user again=Callback::new(move |()| line.join_again())/>
             </div>
             <p class="error" role="alert">{move || line.error.get()}</p>
             {move || match ticket.get() {
@@ -104,6 +129,11 @@ impl Line {
         let mut join = true;
         let mut place: Option<i64> = None;
         while alive.load(Relaxed) {
+            // A hidden tab does not poll (Page Visibility): it asks again as soon as it is shown.
+            if tab_hidden() {
+                crate::clock::gloo_timers_sleep(500).await;
+                continue;
+            }
             let answer = if join {
                 crate::client::post::<_, QueueStatus>(&url, &crate::api::JoinQueue::default()).await
             } else if let Some(p) = place {
@@ -162,11 +192,20 @@ impl Line {
     }
 }
 
+/// Whether the page is in a tab the shopper does not see.
+#[cfg(feature = "hydrate")]
+fn tab_hidden() -> bool {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .is_some_and(|d| d.hidden())
+}
+
 /// What the line's state means, in words.
 #[component]
 fn LineWords(
     state: Signal<String>,
     status: RwSignal<Option<QueueStatus>>,
+    per_user: i64,
     again: Callback<()>,
 ) -> impl IntoView {
     let field = move |f: fn(&QueueStatus) -> Option<i64>| status.with(|s| s.as_ref().and_then(f));
@@ -190,6 +229,11 @@ fn LineWords(
                 " ahead of you · "
                 <span data-testid="queue-eta">{move || field(|s| s.estimated_wait_secs).map(eta)}</span>
                 ". Keep this page open: the buy button opens at your turn."
+            </p>
+            <p class="muted" data-testid="queue-odds">
+                {move || status.with(|s| s.as_ref().and_then(|s| {
+                    Some(odds(s.units_left?, s.ahead? + s.buying.unwrap_or(0), per_user))
+                }))}
             </p>
         }.into_any(),
         "paused" => view! {
@@ -215,5 +259,28 @@ fn LineWords(
         "ended" => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
         _ => view! { <p>"The waiting room is open."</p> }.into_any(),
     }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::odds;
+
+    #[test]
+    fn the_odds_say_how_many_ahead_will_find_a_unit() {
+        assert_eq!(
+            odds(100, 30, 1),
+            "There are units left for everyone ahead of you, and for you."
+        );
+        assert_eq!(
+            odds(1_000, 2_999, 1),
+            "1,000 units left: about 1 in 3 of those ahead of you will find one."
+        );
+        // Two units each: 1,000 units are 500 shoppers' worth.
+        assert_eq!(
+            odds(1_000, 1_500, 2),
+            "1,000 units left: about 1 in 3 of those ahead of you will find one."
+        );
+        assert!(odds(0, 10, 1).starts_with("No units are left"));
     }
 }

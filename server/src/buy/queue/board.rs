@@ -5,7 +5,7 @@
 
 use crate::{
     domain::{activity::ActivityRow, ApiResult},
-    infra::redis::Redis,
+    infra::{keys::QueueKeys, redis::Redis},
 };
 use app::api::{poll_after_ms, LineBoard};
 use std::{
@@ -73,6 +73,7 @@ impl Boards {
             units_left: -1,
             admit_per_sec: row.admit_per_sec,
             admitted_last_sec: 0,
+            buying: 0,
             poll_after_ms: 60_000,
             paused_reason: None,
         };
@@ -83,46 +84,16 @@ impl Boards {
             board.state = "ended".into();
             return Ok(board);
         }
-        let keys = self.redis.keys.queue(row.id);
-        let mut conn = self.redis.conn();
-        type Meta = (
-            Option<String>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<String>,
-        );
-        let meta: Meta = redis::cmd("HMGET")
-            .arg(keys.meta())
-            .arg(&[
-                "cursor", "admitted", "stock", "sec", "sec_n", "prev_n", "held",
-            ])
-            .query_async(&mut conn)
-            .await?;
-        let (cursor, admitted, stock, sec, sec_n, prev_n, held) = meta;
-        let from = cursor.map_or("-inf".to_string(), |c| format!("({c}"));
-        let waiting: i64 = redis::cmd("ZCOUNT")
-            .arg(keys.line())
-            .arg(from)
-            .arg("+inf")
-            .query_async(&mut conn)
-            .await?;
-        let now_sec = now.timestamp();
-        board.admitted_last_sec = match sec {
-            Some(s) if s == now_sec => prev_n.unwrap_or(0),
-            Some(s) if s == now_sec - 1 => sec_n.unwrap_or(0),
-            _ => 0,
-        };
-        board.serving = admitted.unwrap_or(0);
-        board.waiting = waiting;
-        board.units_left = stock.unwrap_or(-1);
-        let rate = i64::from(row.admit_per_sec.max(1));
+        let meta = LineMeta::read(&self.redis, &self.redis.keys.queue(row.id)).await?;
+        board.admitted_last_sec = meta.admitted_last_sec(now.timestamp());
+        board.serving = meta.admitted;
+        board.waiting = meta.waiting;
+        board.units_left = meta.stock.unwrap_or(-1);
+        board.buying = meta.buying;
         board.paused_reason = if row.paused {
             Some("merchant".into())
         } else {
-            held.filter(|h| !h.is_empty())
+            meta.held
         };
         board.state = if now < row.starts_at {
             "drawing"
@@ -138,8 +109,83 @@ impl Boards {
             // Nothing moves before the start: ask again at it (or every 30 s until then).
             (row.starts_at - now).num_milliseconds().clamp(250, 30_000)
         } else {
-            poll_after_ms(waiting / rate)
+            poll_after_ms(meta.waiting / i64::from(row.admit_per_sec.max(1)))
         };
         Ok(board)
+    }
+}
+
+/// What a line's meta hash, line and admitted set say at one read: an `HMGET` and two `ZCOUNT`s.
+pub struct LineMeta {
+    /// Places admitted since the start.
+    pub admitted: i64,
+    /// In the line, not admitted yet.
+    pub waiting: i64,
+    /// Units left as the admission step last saw them.
+    pub stock: Option<i64>,
+    /// Admitted with a live turn (claimed or not yet), not done buying.
+    pub buying: i64,
+    /// Admissions that lapsed unclaimed.
+    pub lapsed: i64,
+    /// Why admission is held back, if it is.
+    pub held: Option<String>,
+    sec: Option<i64>,
+    sec_n: Option<i64>,
+    prev_n: Option<i64>,
+}
+
+impl LineMeta {
+    pub async fn read(redis: &Redis, keys: &QueueKeys) -> ApiResult<LineMeta> {
+        let mut conn = redis.conn();
+        type Meta = (
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+        );
+        let fields = [
+            "cursor", "admitted", "stock", "sec", "sec_n", "prev_n", "lapsed", "held",
+        ];
+        let (cursor, admitted, stock, sec, sec_n, prev_n, lapsed, held): Meta = redis::cmd("HMGET")
+            .arg(keys.meta())
+            .arg(&fields)
+            .query_async(&mut conn)
+            .await?;
+        let from = cursor.map_or("-inf".to_string(), |c| format!("({c}"));
+        let (waiting, buying): (i64, i64) = redis::pipe()
+            .cmd("ZCOUNT")
+            .arg(keys.line())
+            .arg(from)
+            .arg("+inf")
+            .cmd("ZCOUNT")
+            .arg(keys.admitted())
+            .arg(chrono::Utc::now().timestamp_millis())
+            .arg("+inf")
+            .query_async(&mut conn)
+            .await?;
+        Ok(LineMeta {
+            admitted: admitted.unwrap_or(0),
+            waiting,
+            buying,
+            stock,
+            lapsed: lapsed.unwrap_or(0),
+            held: held.filter(|h| !h.is_empty()),
+            sec,
+            sec_n,
+            prev_n,
+        })
+    }
+
+    /// Admissions during the last complete second before `now_sec`.
+    pub fn admitted_last_sec(&self, now_sec: i64) -> i64 {
+        match self.sec {
+            Some(s) if s == now_sec => self.prev_n.unwrap_or(0),
+            Some(s) if s == now_sec - 1 => self.sec_n.unwrap_or(0),
+            _ => 0,
+        }
     }
 }

@@ -18,6 +18,7 @@
 mod board;
 mod places;
 
+use board::LineMeta;
 pub use board::{Boards, FRESH_FOR};
 pub use places::{Held, Places, COOKIE};
 
@@ -233,17 +234,7 @@ impl WaitingRoom {
 
     async fn status_of(&self, user: i64, row: &ActivityRow) -> ApiResult<QueueStatus> {
         let now = chrono::Utc::now();
-        let done = |state: &str, waiting: i64, poll_after_ms: i64| QueueStatus {
-            state: state.into(),
-            position: None,
-            ahead: None,
-            waiting,
-            estimated_wait_secs: None,
-            ticket: None,
-            ticket_expires_at: None,
-            poll_after_ms,
-            place: None,
-        };
+        let done = QueueStatus::plain;
         if !row.waiting_room {
             return Ok(done("open", 0, 60_000));
         }
@@ -286,6 +277,7 @@ impl WaitingRoom {
                     ahead: Some(ahead),
                     estimated_wait_secs: Some(wait_secs),
                     place: Some(place),
+                    units_left: (units >= 0).then_some(units),
                     ..done("waiting", waiting, poll_after_ms(wait_secs) + jitter)
                 }
             }
@@ -320,51 +312,15 @@ impl WaitingRoom {
     /// The console's view of a sale's line.
     pub async fn figures(&self, row: &ActivityRow) -> ApiResult<QueueFigures> {
         let keys = self.redis.keys.queue(row.id);
-        let mut conn = self.redis.conn();
-        // cursor, admitted, sec, sec_n, prev_n, lapsed, held
-        type Meta = (
-            Option<String>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<String>,
-        );
-        let meta: Meta = redis::cmd("HMGET")
-            .arg(keys.meta())
-            .arg(&[
-                "cursor", "admitted", "sec", "sec_n", "prev_n", "lapsed", "held",
-            ])
-            .query_async(&mut conn)
-            .await?;
-        let (cursor, admitted, sec, sec_n, prev_n, lapsed, held) = meta;
-        let from = cursor.map_or("-inf".to_string(), |c| format!("({c}"));
-        let (waiting, in_flight): (i64, i64) = redis::pipe()
-            .cmd("ZCOUNT")
-            .arg(keys.line())
-            .arg(from)
-            .arg("+inf")
-            .cmd("ZCOUNT")
-            .arg(keys.admitted())
-            .arg(chrono::Utc::now().timestamp_millis())
-            .arg("+inf")
-            .query_async(&mut conn)
-            .await?;
-        let now_sec = chrono::Utc::now().timestamp();
-        let admitted_last_sec = match sec {
-            Some(s) if s == now_sec => prev_n.unwrap_or(0),
-            Some(s) if s == now_sec - 1 => sec_n.unwrap_or(0),
-            _ => 0,
-        };
+        let meta = LineMeta::read(&self.redis, &keys).await?;
         Ok(QueueFigures {
-            waiting,
-            admitted: admitted.unwrap_or(0),
-            in_flight,
-            admitted_last_sec,
+            waiting: meta.waiting,
+            admitted: meta.admitted,
+            in_flight: meta.buying,
+            admitted_last_sec: meta.admitted_last_sec(chrono::Utc::now().timestamp()),
             admit_per_sec: row.admit_per_sec,
-            lapsed: lapsed.unwrap_or(0),
-            held_back: held.filter(|h| !h.is_empty()),
+            lapsed: meta.lapsed,
+            held_back: meta.held,
         })
     }
 
