@@ -7,14 +7,8 @@ use app::api::Role;
 use reqwest::{header, Client, Response};
 use serde_json::{json, Value};
 
-/// A sale with a waiting room that starts `in_secs` from now and admits `rate` shoppers a second.
-async fn sale_with_line(
-    app: &TestApp,
-    merchant: &Client,
-    stock: i64,
-    in_secs: i64,
-    rate: i32,
-) -> i64 {
+/// A sale with a waiting room that starts `in_secs` from now.
+async fn sale_with_line(app: &TestApp, merchant: &Client, stock: i64, in_secs: i64) -> i64 {
     let starts = chrono::Utc::now() + chrono::Duration::seconds(in_secs);
     live_activity(
         app,
@@ -24,7 +18,7 @@ async fn sale_with_line(
             "starts_at": starts.to_rfc3339(),
             "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
             "waiting_room": true,
-            "admit_per_sec": rate,
+            "admit_per_sec": 1000,
         }),
     )
     .await["id"]
@@ -112,7 +106,7 @@ async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     // One unit: two admitted shoppers cover it, and admission stops there.
-    let id = sale_with_line(&app, &merchant, 1, 2, 1000).await;
+    let id = sale_with_line(&app, &merchant, 1, 2).await;
     let crowd = shoppers(&app, 6).await;
     let mut held = Vec::new();
     for s in &crowd {
@@ -200,8 +194,8 @@ async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
 async fn a_place_value_the_server_did_not_sign_is_refused_never_a_better_place() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = sale_with_line(&app, &merchant, 1, 1, 1000).await;
-    let other = sale_with_line(&app, &merchant, 1, 1, 1000).await;
+    let id = sale_with_line(&app, &merchant, 1, 1).await;
+    let other = sale_with_line(&app, &merchant, 1, 1).await;
     eventually(20, "the start", || async {
         (board(&app, id).await["state"] == "admitting").then_some(())
     })
@@ -255,7 +249,7 @@ async fn an_admission_not_claimed_in_time_lapses_and_the_next_in_line_is_admitte
     let app = spawn_app_with(|c| c.queue.claim = std::time::Duration::from_secs(1)).await;
     let merchant = merchant(&app).await;
     // One unit: two admitted at a time.
-    let id = sale_with_line(&app, &merchant, 1, 1, 1000).await;
+    let id = sale_with_line(&app, &merchant, 1, 1).await;
     eventually(20, "the start", || async {
         (board(&app, id).await["state"] == "admitting").then_some(())
     })
@@ -312,7 +306,21 @@ async fn admission_stops_while_the_pipeline_is_behind_and_resumes_by_itself() {
     })
     .await;
     let merchant = merchant(&app).await;
-    let id = sale_with_line(&app, &merchant, 50, 1, 2).await;
+    let starts = chrono::Utc::now() + chrono::Duration::seconds(1);
+    let id = live_activity(
+        &app,
+        &merchant,
+        50,
+        json!({
+            "starts_at": starts.to_rfc3339(),
+            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+            "waiting_room": true,
+            "admit_per_sec": 2,
+        }),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
     let crowd = shoppers(&app, 8).await;
     for s in &crowd {
         join(&app, s, id).await;
