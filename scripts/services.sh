@@ -21,6 +21,16 @@ wait_for() { # name port seconds
   done
 }
 
+# A Redis answers on its port while it still loads its data (`-LOADING` to every command):
+# ready is when PING says PONG. A large append-only file (after `make bench`) takes minutes.
+wait_for_redis() { # port seconds
+  local deadline=$((SECONDS + $2))
+  until [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; do
+    if ((SECONDS > deadline)); then echo "redis on port $1 still loading after $2 s" >&2; return 1; fi
+    sleep 0.5
+  done
+}
+
 start_postgres() {
   if answers "$PG_PORT"; then echo "postgres: already answering on $PG_PORT"; return; fi
   local data="$state/postgres"
@@ -41,7 +51,7 @@ start_postgres() {
 }
 
 start_redis() { # [data folder: the one of a Redis that redis-kill ended]
-  if answers "$REDIS_PORT"; then echo "redis: already answering on $REDIS_PORT"; return; fi
+  if answers "$REDIS_PORT"; then echo "redis: already answering on $REDIS_PORT"; wait_for_redis "$REDIS_PORT" 600; return; fi
   local dir="${1:-$state/redis}"
   mkdir -p "$dir"
   # AOF with fsync every second and noeviction: see docs/operations.md "Redis persistence".
@@ -49,6 +59,7 @@ start_redis() { # [data folder: the one of a Redis that redis-kill ended]
     --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
     --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
   wait_for redis "$REDIS_PORT" 30
+  wait_for_redis "$REDIS_PORT" 600
   [ "$dir" = "$state/redis" ] && echo "$dir/redis.pid" >"$state/redis.started"
   echo "redis: started on 127.0.0.1:$REDIS_PORT"
 }
@@ -98,7 +109,7 @@ start_redis_cluster() {
       --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
     echo "$port" >>"$state/redis-cluster.started"
   done
-  for port in $(cluster_ports); do wait_for "redis cluster node" "$port" 30; done
+  for port in $(cluster_ports); do wait_for "redis cluster node" "$port" 30; wait_for_redis "$port" 600; done
   if ((fresh)) && ! redis-cli -h 127.0.0.1 -p "$CLUSTER_BASE" cluster info | grep -q '^cluster_state:ok'; then
     redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$state/redis-cluster-create.log"
   fi

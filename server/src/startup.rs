@@ -178,6 +178,7 @@ impl AppState {
             metrics.clone(),
             &config.secret.0,
             config.queue,
+            blocks.clone(),
         );
         let gate = Gate::new(
             config.gate,

@@ -269,6 +269,10 @@ impl Gate {
         {
             state.waiting_room.leave(user, id);
         }
+        // A failed bot check counts against the shopper's place in the line.
+        if activity.waiting_room && matches!(outcome, Err(ApiError::CaptchaInvalid)) {
+            state.waiting_room.suspect(user, &activity);
+        }
         outcome
     }
 

@@ -72,6 +72,7 @@ async fn queue_status(
     State(doors): State<Doors>,
     State(keys): State<Arc<SessionKeys>>,
     SignedIn(user): SignedIn,
+    ClientIp(ip): ClientIp,
     Path(id): Path<String>,
     jar: CookieJar,
 ) -> Response {
@@ -79,7 +80,7 @@ async fn queue_status(
         doors.pass(Door::Queue, &user.user_id.to_string())?;
         let id = parse_id(&id)?;
         let held = jar.get(PLACE_COOKIE).map(|c| c.value().to_string());
-        Ok::<_, ApiError>((id, room.status(user.user_id, id, held.as_deref()).await))
+        Ok::<_, ApiError>((id, room.status(user.user_id, ip, id, held.as_deref()).await))
     };
     match answer.await {
         Ok((id, Ok(standing))) => standing_answer(&keys, id, standing),
@@ -99,13 +100,20 @@ async fn join_queue(
     State(doors): State<Doors>,
     State(keys): State<Arc<SessionKeys>>,
     SignedIn(user): SignedIn,
+    ClientIp(ip): ClientIp,
     Path(id): Path<String>,
     AppJson(join): AppJson<JoinQueue>,
 ) -> ApiResult<Response> {
     doors.pass(Door::Queue, &user.user_id.to_string())?;
     let id = parse_id(&id)?;
     let standing = room
-        .join(user.user_id, user.joined, id, join.again.unwrap_or(false))
+        .join(
+            user.user_id,
+            user.joined,
+            ip,
+            id,
+            join.again.unwrap_or(false),
+        )
         .await?;
     Ok(standing_answer(&keys, id, standing))
 }

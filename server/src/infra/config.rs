@@ -154,6 +154,12 @@ pub struct QueueLimits {
     pub max_backlog: i64,
     /// The admission step's Redis round trip: from half of it admission slows, at it it stops.
     pub max_redis: Duration,
+    /// Failed bot checks on a sale past which a shopper is kept in its line and never admitted
+    /// (0: never).
+    pub bot_fails: u32,
+    /// Whether a shopper kept out (those bot-check failures, or a blocked client) is told
+    /// nothing different from the others (`true`), or refused with `403 blocked`.
+    pub shadow: bool,
 }
 
 impl Default for QueueLimits {
@@ -168,6 +174,8 @@ impl From<&Settings> for QueueLimits {
             claim: Duration::from_millis(s.queue_claim_ms),
             max_backlog: s.queue_max_backlog,
             max_redis: Duration::from_millis(s.queue_max_redis_ms),
+            bot_fails: s.queue_bot_fails,
+            shadow: s.queue_shadow,
         }
     }
 }
@@ -455,6 +463,15 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_QUEUE_MAX_REDIS_MS", default_value_t = 250,
           value_parser = clap::value_parser!(u64).range(2..))]
     pub queue_max_redis_ms: u64,
+    /// A shopper whose bot check failed this many times on a sale with a waiting room is kept
+    /// in its line and never admitted (0: never), as a blocked client is.
+    #[arg(long, env = "SECKILL_QUEUE_BOT_FAILS", default_value_t = 5)]
+    pub queue_bot_fails: u32,
+    /// Whether a shopper the waiting room keeps out sees the line like everyone (`true`: an
+    /// endless wait tells a bot nothing) or gets `403 blocked`.
+    #[arg(long, env = "SECKILL_QUEUE_SHADOW", default_value_t = true,
+          action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub queue_shadow: bool,
     /// Create a demo sale at start-up (`make run` does).
     #[arg(long, env = "SECKILL_DEMO", value_parser = BoolishValueParser::new())]
     pub demo: bool,

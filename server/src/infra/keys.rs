@@ -194,6 +194,10 @@ impl QueueKeys {
     pub fn unclaimed(&self) -> String {
         format!("{}:unclaimed", self.base)
     }
+    /// Shoppers whose bot check failed on the sale, with how many times.
+    pub fn suspects(&self) -> String {
+        format!("{}:suspects", self.base)
+    }
 }
 
 impl Keys {
@@ -349,6 +353,7 @@ mod tests {
         let q = keys.queue(42);
         assert_eq!(slot(&q.line()), slot(&q.admitted()));
         assert_eq!(slot(&q.line()), slot(&q.unclaimed()));
+        assert_eq!(slot(&q.line()), slot(&q.suspects()));
         assert_eq!(slot(&q.line()), slot(&q.meta()));
         // Three shards: one in each third of the slot space, i.e. on each of three masters.
         let thirds: std::collections::HashSet<u32> = keys

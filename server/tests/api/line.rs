@@ -403,3 +403,150 @@ async fn admission_stops_while_the_pipeline_is_behind_and_resumes_by_itself() {
     })
     .await;
 }
+
+/// Until `client`'s poll of sale `id` answers `state`.
+async fn until(app: &TestApp, client: &Client, id: i64, state: &str) -> Value {
+    eventually(20, &format!("queue state {state}"), || async {
+        let (code, body, _) = poll(app, client, id).await;
+        assert_eq!(code, 200, "{body}");
+        (body["state"] == state).then_some(body)
+    })
+    .await
+}
+
+async fn join_again(app: &TestApp, client: &Client, id: i64) -> (u16, Value) {
+    let resp = client
+        .post(app.url(&format!("/api/activities/{id}/queue")))
+        .json(&json!({"again": true}))
+        .send()
+        .await
+        .unwrap();
+    json(resp).await
+}
+
+/// Bots left waiting: a shopper whose bot check failed past the bound joins and polls like
+/// everyone, and is never admitted, while the shopper who joined after them is.
+#[tokio::test]
+async fn a_shopper_who_keeps_failing_the_bot_check_is_left_waiting_and_told_nothing_different() {
+    let app = spawn_app_with(|c| c.queue.bot_fails = 3).await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(
+        &app,
+        &merchant,
+        10,
+        json!({
+            "waiting_room": true,
+            "admit_per_sec": 1000,
+            "bot_check": "proof_of_work",
+            "pow_difficulty": 1_000,
+        }),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let mut crowd = shoppers(&app, 2).await;
+    let (bot, honest) = (crowd.remove(0), crowd.remove(0));
+    join(&app, &bot, id).await;
+    let ticket = until(&app, &bot.client, id, "admitted").await["ticket"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = app.path(&bot.client, id).await;
+    let junk = json!({"path": path, "admission": ticket, "pow": "bm90IGEgcHJvb2Y="});
+    for _ in 0..3 {
+        assert_error(
+            app.buy(&bot.client, id, junk.clone()).await,
+            400,
+            "captcha_invalid",
+        )
+        .await;
+    }
+    let suspects = app.redis.keys.queue(id).suspects();
+    let bot_id = bot.id;
+    eventually(5, "the failures counted in the line", || async {
+        let n: Option<i64> = redis::cmd("HGET")
+            .arg(&suspects)
+            .arg(bot_id)
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        (n == Some(3)).then_some(())
+    })
+    .await;
+
+    // The bot queues again: it gets a place like anyone, first in line, and the shopper who
+    // comes after it is admitted while the bot still waits.
+    let (code, rejoined) = join_again(&app, &bot.client, id).await;
+    assert_eq!(code, 200, "{rejoined}");
+    assert_eq!(rejoined["state"], "waiting", "{rejoined}");
+    join(&app, &honest, id).await;
+    until(&app, &honest.client, id, "admitted").await;
+    for _ in 0..3 {
+        let (code, seen, _) = poll(&app, &bot.client, id).await;
+        assert_eq!(code, 200, "{seen}");
+        assert_eq!(seen["state"], "waiting", "{seen}");
+        assert!(seen["ticket"].is_null(), "{seen}");
+        for field in [
+            "position",
+            "ahead",
+            "estimated_wait_secs",
+            "place",
+            "poll_after_ms",
+        ] {
+            assert!(seen[field].is_i64(), "a waiter's {field}: {seen}");
+        }
+    }
+    let line = app.redis.keys.queue(id).line();
+    let held: Option<f64> = redis::cmd("ZSCORE")
+        .arg(&line)
+        .arg(bot.id)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(held, None, "the bot holds no place in the line itself");
+}
+
+/// A blocked client is left waiting too, or refused `403 blocked` when the configuration says
+/// to tell it.
+#[tokio::test]
+async fn a_blocked_client_is_left_waiting_or_told_as_configured() {
+    for shadow in [true, false] {
+        let app = spawn_app_with(|c| c.queue.shadow = shadow).await;
+        let merchant = merchant(&app).await;
+        let id = sale_with_line(&app, &merchant, 10, 0).await;
+        let mut crowd = shoppers(&app, 2).await;
+        let (blocked, other) = (crowd.remove(0), crowd.remove(0));
+        app.state
+            .blocks
+            .block(&app.redis, &format!("u:{}", blocked.id), 60_000)
+            .await
+            .unwrap();
+        join(&app, &other, id).await;
+        until(&app, &other.client, id, "admitted").await;
+        let resp = blocked
+            .client
+            .post(app.url(&format!("/api/activities/{id}/queue")))
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        if shadow {
+            let (code, body) = json(resp).await;
+            assert_eq!(code, 200, "{body}");
+            assert_eq!(body["state"], "waiting", "{body}");
+            // First in line once the board shows the other admitted, and never admitted.
+            eventually(5, "the blocked shopper first in line", || async {
+                let (code, body, _) = poll(&app, &blocked.client, id).await;
+                assert_eq!((code, &body["state"]), (200, &json!("waiting")), "{body}");
+                (body["ahead"] == 0).then_some(())
+            })
+            .await;
+            let (_, body, _) = poll(&app, &blocked.client, id).await;
+            assert_eq!(body["state"], "waiting", "{body}");
+        } else {
+            assert_error(resp, 403, "blocked").await;
+            let (code, body, _) = poll(&app, &blocked.client, id).await;
+            assert_eq!((code, &body["error"]), (403, &json!("blocked")), "{body}");
+        }
+    }
+}

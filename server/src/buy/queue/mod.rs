@@ -14,6 +14,11 @@
 //! were admitted, how many wait, units left) in memory (`board.rs`). A poll compares the two;
 //! only the turn itself (claiming the admission) and numbering a place drawn before the start
 //! read the line, once per shopper.
+//!
+//! Bots are left waiting (Cloudflare's "infinite queue"): a blocked client, or a shopper whose
+//! bot check failed `SECKILL_QUEUE_BOT_FAILS` times on the sale, joins and polls like everyone
+//! and sees the line move, but is never admitted: at the front they stay next. Configured so
+//! (`SECKILL_QUEUE_SHADOW=false`), they are refused with `403 blocked` instead.
 
 mod board;
 mod places;
@@ -22,8 +27,8 @@ use board::LineMeta;
 pub use board::{Boards, FRESH_FOR};
 pub use places::{Held, Places, COOKIE};
 
-use super::activities::ActivityCache;
-use crate::infra::scripts;
+use super::{activities::ActivityCache, blocks::Blocks};
+use crate::infra::{keys::address_bucket, scripts};
 use crate::{
     domain::{
         activity::{self, ActivityRow},
@@ -37,7 +42,12 @@ use hmac::{Hmac, Mac};
 use redis::Script;
 use sha2::Sha256;
 use sqlx::PgPool;
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    net::IpAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 /// How long an admission lasts: time to answer the bot check and buy, not to come back later.
 pub const TICKET_MS: i64 = 90_000;
@@ -103,7 +113,13 @@ pub struct WaitingRoom {
     metrics: Arc<Metrics>,
     limits: QueueLimits,
     scripts: Arc<Scripts>,
+    blocks: Blocks,
+    /// (user, sale) the line said it keeps out: their polls need not ask it again.
+    kept_out: Arc<Mutex<HashSet<(i64, i64)>>>,
 }
+
+/// Past this many, the instance forgets whom it keeps out (the line still knows).
+const KEPT_OUT_MAX: usize = 100_000;
 
 struct Scripts {
     join: &'static Script,
@@ -125,8 +141,11 @@ impl WaitingRoom {
         metrics: Arc<Metrics>,
         secret: &[u8],
         limits: QueueLimits,
+        blocks: Blocks,
     ) -> WaitingRoom {
         WaitingRoom {
+            blocks,
+            kept_out: Arc::default(),
             db,
             boards: Boards::new(redis.clone()),
             redis,
@@ -149,12 +168,23 @@ impl WaitingRoom {
 
     /// Joins `user` (whose account was created at `joined`) to the line of sale `id` (keeping
     /// the place held, if any) and says where they stand. `again`: an admission that was used or
-    /// lapsed queues once more, at the back. An account the sale does not admit takes no place.
-    pub async fn join(&self, user: i64, joined: i64, id: i64, again: bool) -> ApiResult<Standing> {
+    /// lapsed queues once more, at the back. An account the sale does not admit takes no place;
+    /// a client the line keeps out (see the module's notes) is shown one and never admitted.
+    pub async fn join(
+        &self,
+        user: i64,
+        joined: i64,
+        ip: IpAddr,
+        id: i64,
+        again: bool,
+    ) -> ApiResult<Standing> {
         let row = self.activities.get(&self.db, id).await?;
         row.admits_account(joined)?;
         let mut numbered = None;
         if row.waiting_room && chrono::Utc::now() < row.ends_at {
+            if self.keeps_out(user, ip, id) {
+                return self.kept_waiting(user, &row, None).await;
+            }
             let keys = self.redis.keys.queue(id);
             let (score, drawn): (i64, i64) = self
                 .scripts
@@ -162,13 +192,19 @@ impl WaitingRoom {
                 .key(keys.line())
                 .key(keys.admitted())
                 .key(keys.meta())
+                .key(keys.suspects())
                 .arg(user)
                 .arg(row.starts_at.timestamp_millis())
                 .arg(rand::random::<u64>() % DRAW_RANGE)
                 .arg(u8::from(again))
                 .arg(row.ends_at.timestamp_millis() + KEEP_AFTER_END_MS)
+                .arg(self.limits.bot_fails)
                 .invoke_async(&mut self.redis.conn())
                 .await?;
+            if score < 0 {
+                self.remember_kept_out(user, id);
+                return self.kept_waiting(user, &row, None).await;
+            }
             numbered = Some(if score >= AFTER_START {
                 drawn + score - AFTER_START
             } else {
@@ -192,7 +228,13 @@ impl WaitingRoom {
 
     /// Where `user` stands in the line of sale `id`, from the place value they hold when it is
     /// numbered (no Redis call), else from the line itself. A forged value is refused.
-    pub async fn status(&self, user: i64, id: i64, held: Option<&str>) -> ApiResult<Standing> {
+    pub async fn status(
+        &self,
+        user: i64,
+        ip: IpAddr,
+        id: i64,
+        held: Option<&str>,
+    ) -> ApiResult<Standing> {
         let row = self.activities.get(&self.db, id).await?;
         let held = match held.map(|v| self.places.read(v, user, id)) {
             Some(Held::Forged) => {
@@ -204,7 +246,11 @@ impl WaitingRoom {
             Some(Held::Place(n)) => Some(n),
             Some(Held::NotTheirs) | None => None,
         };
-        if let (Some(place), true) = (held, row.waiting_room && chrono::Utc::now() < row.ends_at) {
+        let on = row.waiting_room && chrono::Utc::now() < row.ends_at;
+        if on && self.keeps_out(user, ip, id) {
+            return self.kept_waiting(user, &row, held).await;
+        }
+        if let (Some(place), true) = (held, on) {
             let board = self.boards.get(&row).await?;
             let jitter = i64::from(rand::random::<u16>() % 500);
             if let Some(status) = board.status_of(place, jitter) {
@@ -217,6 +263,10 @@ impl WaitingRoom {
         }
         self.metrics.queue_poll("redis");
         let mut status = self.status_of(user, &row).await?;
+        if status.state == "shadow" {
+            self.remember_kept_out(user, id);
+            return self.kept_waiting(user, &row, held).await;
+        }
         if status.state == "waiting" && row.waiting_room {
             // Admission held back (the pipeline behind, the merchant's pause): the place is kept.
             if self.boards.get(&row).await?.state == "paused" {
@@ -249,9 +299,11 @@ impl WaitingRoom {
             .key(keys.admitted())
             .key(keys.meta())
             .key(keys.unclaimed())
+            .key(keys.suspects())
             .arg(user)
             .arg(row.starts_at.timestamp_millis())
             .arg(TICKET_MS)
+            .arg(self.limits.bot_fails)
             .invoke_async(&mut self.redis.conn())
             .await?;
         // Spread the polls of a large crowd over half a second.
@@ -285,6 +337,75 @@ impl WaitingRoom {
             "passed" => done("passed", waiting, 10_000 + jitter),
             other => done(other, waiting, 2_000 + jitter),
         })
+    }
+
+    /// Whether this instance knows to keep `user` out of sale `id`'s line: a blocked client
+    /// (user or address), or a shopper the line said it keeps out.
+    fn keeps_out(&self, user: i64, ip: IpAddr, id: i64) -> bool {
+        self.blocks.remaining(&format!("u:{user}")).is_some()
+            || self
+                .blocks
+                .remaining(&format!("ip:{}", address_bucket(ip)))
+                .is_some()
+            || self
+                .kept_out
+                .lock()
+                .expect("the kept-out lock is never poisoned")
+                .contains(&(user, id))
+    }
+
+    fn remember_kept_out(&self, user: i64, id: i64) {
+        let mut kept = self
+            .kept_out
+            .lock()
+            .expect("the kept-out lock is never poisoned");
+        if kept.len() >= KEPT_OUT_MAX {
+            kept.clear();
+        }
+        kept.insert((user, id));
+    }
+
+    /// The answer of a shopper the line keeps out: what everyone at their place sees, except
+    /// that the turn never comes (at the front they stay next); or `403 blocked` when the
+    /// configuration says to tell them.
+    async fn kept_waiting(
+        &self,
+        user: i64,
+        row: &ActivityRow,
+        held: Option<i64>,
+    ) -> ApiResult<Standing> {
+        if !self.limits.shadow {
+            return Err(ApiError::Blocked { retry_after: 60 });
+        }
+        let board = self.boards.get(row).await?;
+        let jitter = i64::from(rand::random::<u16>() % 500);
+        let status = kept_waiting(&board, held, jitter);
+        let place = status.place.unwrap_or(0);
+        let place = (held != Some(place)).then(|| self.places.sign(user, row.id, place));
+        Ok(Standing { status, place })
+    }
+
+    /// `user` failed the bot check on sale `row` once more: counted in the line, which keeps
+    /// them out past `SECKILL_QUEUE_BOT_FAILS`. Not awaited by the buyer.
+    pub fn suspect(&self, user: i64, row: &ActivityRow) {
+        if self.limits.bot_fails == 0 {
+            return;
+        }
+        let redis = self.redis.clone();
+        let (id, expire_at) = (row.id, row.ends_at.timestamp_millis() + KEEP_AFTER_END_MS);
+        tokio::spawn(async move {
+            let key = redis.keys.queue(id).suspects();
+            let result: redis::RedisResult<(i64, i64)> = redis::pipe()
+                .hincr(&key, user, 1)
+                .cmd("PEXPIREAT")
+                .arg(&key)
+                .arg(expire_at)
+                .query_async(&mut redis.conn())
+                .await;
+            if let Err(e) = result {
+                tracing::debug!(error = %e, activity.id = id, "counting a failed bot check");
+            }
+        });
     }
 
     /// The admitted shopper is done buying (bought, or found nothing to buy): their place in
@@ -402,6 +523,21 @@ impl WaitingRoom {
     }
 }
 
+/// What a shopper the line keeps out is told, from the board and the place they hold: the
+/// line as everyone sees it, their place at the back when they have none, and never their turn.
+pub fn kept_waiting(board: &LineBoard, held: Option<i64>, jitter_ms: i64) -> QueueStatus {
+    let shown = match board.state.as_str() {
+        "admitting" | "paused" => held
+            .filter(|&p| p > 0)
+            .unwrap_or(board.serving + board.waiting + 1)
+            .max(board.serving + 1),
+        _ => held.unwrap_or(0),
+    };
+    board
+        .status_of(shown, jitter_ms)
+        .unwrap_or_else(|| QueueStatus::plain(&board.state, board.waiting, board.poll_after_ms))
+}
+
 /// Why admission is held back: the pipeline behind the gate (units taken and not in the
 /// database yet), or Redis answering slowly.
 pub const HELD_REASONS: [&str; 2] = ["backlog", "redis_slow"];
@@ -430,6 +566,8 @@ mod tests {
             claim: Duration::from_secs(15),
             max_backlog: 1000,
             max_redis: Duration::from_millis(200),
+            bot_fails: 5,
+            shadow: true,
         };
         let quick = Duration::from_millis(5);
         assert_eq!(health(&limits, 0, quick), (1.0, None));

@@ -3,14 +3,19 @@
 -- {state, ahead, waiting, ticket expiry ms, units left, place}: state is not_joined | drawing
 -- (before the start) | admitted | passed (admitted before, no live ticket) | waiting; units left
 -- as the admitter last saw them (-1: not yet seen); place in admission order (1 = the first
--- admitted), 0 before the start.
--- KEYS: line, in, meta, unclaimed. ARGV: user, start_ms, ticket_ms.
+-- admitted), 0 before the start. A shopper whose bot check failed `bound` times on the sale (0: no
+-- bound) is `shadow`: kept waiting, never admitted, nothing claimed.
+-- KEYS: line, in, meta, unclaimed, suspects. ARGV: user, start_ms, ticket_ms, bound.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local m = redis.call('HMGET', KEYS[3], 'cursor', 'stock', 'admitted')
 local from = m[1] and ('(' .. m[1]) or '-inf'
 local stock = tonumber(m[2]) or -1
 local waiting = redis.call('ZCOUNT', KEYS[1], from, '+inf')
+local bound = tonumber(ARGV[4])
+if bound > 0 and (tonumber(redis.call('HGET', KEYS[5], ARGV[1])) or 0) >= bound then
+  return {'shadow', 0, waiting, 0, stock, 0}
+end
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then
   return {'not_joined', 0, waiting, 0, stock, 0}
