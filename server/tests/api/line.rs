@@ -474,6 +474,10 @@ async fn a_shopper_who_keeps_failing_the_bot_check_is_left_waiting_and_told_noth
     })
     .await;
 
+    // Its turn is over at once: it waits, as far as it can tell, like anyone.
+    let (code, now, _) = poll(&app, &bot.client, id).await;
+    assert_eq!((code, &now["state"]), (200, &json!("waiting")), "{now}");
+    assert!(now["ticket"].is_null(), "{now}");
     // The bot queues again: it gets a place like anyone, first in line, and the shopper who
     // comes after it is admitted while the bot still waits.
     let (code, rejoined) = join_again(&app, &bot.client, id).await;

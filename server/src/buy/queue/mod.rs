@@ -182,7 +182,7 @@ impl WaitingRoom {
         row.admits_account(joined)?;
         let mut numbered = None;
         if row.waiting_room && chrono::Utc::now() < row.ends_at {
-            if self.keeps_out(user, ip, id) {
+            if self.blocked(user, ip) {
                 return self.kept_waiting(user, &row, None).await;
             }
             let keys = self.redis.keys.queue(id);
@@ -339,14 +339,20 @@ impl WaitingRoom {
         })
     }
 
-    /// Whether this instance knows to keep `user` out of sale `id`'s line: a blocked client
-    /// (user or address), or a shopper the line said it keeps out.
-    fn keeps_out(&self, user: i64, ip: IpAddr, id: i64) -> bool {
+    /// Whether `user` or their address is blocked (known in-process on every instance).
+    fn blocked(&self, user: i64, ip: IpAddr) -> bool {
         self.blocks.remaining(&format!("u:{user}")).is_some()
             || self
                 .blocks
                 .remaining(&format!("ip:{}", address_bucket(ip)))
                 .is_some()
+    }
+
+    /// Whether this instance knows to keep `user` out of sale `id`'s line: a blocked client,
+    /// or a shopper the line said it keeps out (a join still asks the line, which drops the
+    /// place they held).
+    fn keeps_out(&self, user: i64, ip: IpAddr, id: i64) -> bool {
+        self.blocked(user, ip)
             || self
                 .kept_out
                 .lock()
