@@ -203,6 +203,58 @@ pub struct Activity {
     /// Only accounts created before this instant may buy (or join the waiting room); `None`: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accounts_created_before: Option<String>,
+    /// How the waiting room orders its line (with `waiting_room` on).
+    #[serde(default)]
+    pub line_method: LineMethod,
+    /// Hex SHA-256 of the drawing's secret seed, published before the line opens (a sale with a
+    /// waiting room whose places are drawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawing_commitment: Option<String>,
+    /// The drawing's seed (hex), published once the sale has started: anyone recomputes the
+    /// places from it and the join receipts (`GET /api/activities/{id}/drawing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawing_seed: Option<String>,
+}
+
+/// How a sale's waiting room orders its line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineMethod {
+    /// Places drawn at random among those who join before the start (arriving early gives no
+    /// edge), then arrival order.
+    #[default]
+    DrawThenOrder,
+    /// Arrival order only, before the start as after it.
+    ArrivalOrder,
+    /// Arrivals in order, and while nobody waits and the admission rate has room, admitted at
+    /// once (no waiting page): a line only when the crowd outruns the rate.
+    PassThrough,
+}
+
+impl LineMethod {
+    pub const ALL: [LineMethod; 3] = [
+        LineMethod::DrawThenOrder,
+        LineMethod::ArrivalOrder,
+        LineMethod::PassThrough,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineMethod::DrawThenOrder => "draw_then_order",
+            LineMethod::ArrivalOrder => "arrival_order",
+            LineMethod::PassThrough => "pass_through",
+        }
+    }
+}
+
+impl std::str::FromStr for LineMethod {
+    type Err = ();
+    fn from_str(s: &str) -> Result<LineMethod, ()> {
+        LineMethod::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or(())
+    }
 }
 
 /// What a sale asks of a buyer to tell a person from a bot.
@@ -313,6 +365,9 @@ pub struct NewActivity {
     /// RFC 3339, at most `starts_at`: only accounts created before it may buy; default none.
     #[serde(default)]
     pub accounts_created_before: Option<String>,
+    /// Default `draw_then_order`.
+    #[serde(default)]
+    pub line_method: Option<LineMethod>,
 }
 
 /// Body of `POST /api/admin/activities/{id}/stock`.
@@ -412,6 +467,10 @@ pub struct QueueStatus {
     /// board): they come before everyone waiting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buying: Option<i64>,
+    /// The signed join receipt of a place drawn before the start (the answer of the join only):
+    /// the part before the dot is what the published drawing lists at the shopper's place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
 }
 
 /// A sale's waiting room as everyone sees it (`GET /api/activities/{id}/line`): one small
@@ -457,6 +516,7 @@ impl QueueStatus {
             place: None,
             units_left: None,
             buying: None,
+            receipt: None,
         }
     }
 }
@@ -499,6 +559,29 @@ impl LineBoard {
 /// forward, so a long line polls less).
 pub fn poll_after_ms(wait_secs: i64) -> i64 {
     (wait_secs.saturating_mul(200)).clamp(1_000, 30_000)
+}
+
+/// `GET /api/activities/{id}/drawing`: the places drawn before a sale's start, as anyone may
+/// recompute them from the seed and the join receipts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drawing {
+    pub activity_id: i64,
+    /// Hex SHA-256 of the seed, published before the line opened.
+    pub commitment: String,
+    /// The seed in hex, once the sale has started (`null` before).
+    pub seed: Option<String>,
+    /// Places drawn so far (before the start: joins so far).
+    pub joined: i64,
+    /// How a place follows from the seed and a receipt.
+    pub rule: String,
+    /// Every drawn place with its receipt, place 1 first (empty until the seed is published).
+    pub places: Vec<DrawnPlace>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DrawnPlace {
+    pub place: i64,
+    pub receipt: String,
 }
 
 /// A waiting room's figures for the console.

@@ -2,10 +2,11 @@
 //! the console share, and their stock in Redis (warmed before a sale is announced). Stock only
 //! ever grows.
 
+use super::drawing::{self, hex};
 use super::{rfc3339, ApiError, ApiResult};
 use crate::infra::{keys::MAX_SHARDS, redis::Redis};
 use app::api::{
-    Activity, AdminActivity, BotCheck, NewActivity, SaleStatus, StockAddition,
+    Activity, AdminActivity, BotCheck, LineMethod, NewActivity, SaleStatus, StockAddition,
     DEFAULT_ADMIT_PER_SEC, DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE,
     WAITING_ROOM_STOCK_THRESHOLD,
 };
@@ -35,6 +36,9 @@ pub struct ActivityRow {
     pub bot_check: String,
     pub pow_difficulty: i32,
     pub accounts_created_before: Option<DateTime<Utc>>,
+    pub line_method: String,
+    /// The drawing's secret seed (32 bytes): published at the start, its hash before.
+    pub drawing_seed: Vec<u8>,
 }
 
 // The statements below are checked at compile time (`.sqlx/`); each names the columns of an
@@ -43,6 +47,12 @@ pub struct ActivityRow {
 impl ActivityRow {
     pub fn into_activity(self) -> Activity {
         let bot_check = self.check();
+        let line_method = self.method();
+        let drawing_commitment = (self.waiting_room && line_method == LineMethod::DrawThenOrder)
+            .then(|| drawing::commitment(&self.drawing_seed));
+        let drawing_seed = self
+            .drawing_revealed(Utc::now())
+            .then(|| hex(&self.drawing_seed));
         Activity {
             id: self.id,
             title: self.title,
@@ -63,7 +73,23 @@ impl ActivityRow {
             bot_check,
             pow_difficulty: self.pow_difficulty,
             accounts_created_before: self.accounts_created_before.map(rfc3339),
+            line_method,
+            drawing_commitment,
+            drawing_seed,
         }
+    }
+
+    /// The waiting room's method (the column's CHECK constraint allows no other value).
+    pub fn method(&self) -> LineMethod {
+        self.line_method.parse().unwrap_or_default()
+    }
+
+    /// Whether the drawing's seed is public at `now`: a sale whose places are drawn, a little
+    /// after its start (every place drawn by then, by any clock of the deployment).
+    pub fn drawing_revealed(&self, now: DateTime<Utc>) -> bool {
+        self.waiting_room
+            && self.method() == LineMethod::DrawThenOrder
+            && now >= self.starts_at + drawing::REVEAL_AFTER
     }
 
     /// `403 account_too_new` when the sale is kept to accounts created before an instant and
@@ -95,7 +121,7 @@ pub async fn load(db: &PgPool, id: i64) -> ApiResult<Option<ActivityRow>> {
             "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before
+                  accounts_created_before, line_method, drawing_seed
              FROM activities WHERE id = $1",
             id
         )
@@ -111,7 +137,7 @@ pub async fn live(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
         "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before
+                  accounts_created_before, line_method, drawing_seed
          FROM activities WHERE ends_at > now()"
     )
     .fetch_all(db)
@@ -125,7 +151,7 @@ pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
         "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before
+                  accounts_created_before, line_method, drawing_seed
          FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"
     )
     .fetch_all(db)
@@ -140,7 +166,7 @@ pub async fn list_of_shop(db: &PgPool, shop_id: i64, limit: i64) -> ApiResult<Ve
         "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before
+                  accounts_created_before, line_method, drawing_seed
          FROM activities WHERE shop_id = $2 ORDER BY starts_at DESC, id DESC LIMIT $1",
         limit,
         shop_id
@@ -156,7 +182,7 @@ pub async fn lines_on_now(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
         "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before
+                  accounts_created_before, line_method, drawing_seed
          FROM activities
          WHERE waiting_room AND ends_at > now() AND starts_at < now() + interval '5 seconds'"
     )
@@ -177,7 +203,7 @@ pub async fn set_paused<'e>(
          RETURNING id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before",
+                  accounts_created_before, line_method, drawing_seed",
         id,
         paused,
         shop_id
@@ -297,6 +323,7 @@ pub struct ActivitySpec {
     waiting_room: bool,
     admit_per_sec: i32,
     accounts_created_before: Option<DateTime<Utc>>,
+    line_method: LineMethod,
 }
 
 /// Shards when the merchant names none: one per thousand units, at most one per master (a single
@@ -388,6 +415,7 @@ impl ActivitySpec {
         )?;
         Ok(ActivitySpec {
             accounts_created_before,
+            line_method: n.line_method.unwrap_or_default(),
             bot_check,
             pow_difficulty,
             waiting_room: n
@@ -645,13 +673,14 @@ pub async fn insert<'e>(
         ActivityRow,
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
-             waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before)
+             waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before,
+             line_method)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17, $18)
+                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17, $18, $19)
          RETURNING id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
                   stock_shards, waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty,
-                  accounts_created_before",
+                  accounts_created_before, line_method, drawing_seed",
         merchant_id,
         spec.title,
         spec.description,
@@ -669,7 +698,8 @@ pub async fn insert<'e>(
         spec.admit_per_sec,
         spec.bot_check.as_str(),
         spec.pow_difficulty,
-        spec.accounts_created_before
+        spec.accounts_created_before,
+        spec.line_method.as_str()
     )
     .fetch_one(db)
     .await?)
@@ -711,6 +741,7 @@ pub async fn create_demo(db: &PgPool, merchant_username: &str) -> anyhow::Result
             bot_check: Some(BotCheck::ProofOfWork),
             pow_difficulty: None,
             accounts_created_before: None,
+            line_method: None,
         },
         60,
         1,
@@ -779,6 +810,7 @@ mod tests {
             bot_check: None,
             pow_difficulty: None,
             accounts_created_before: None,
+            line_method: None,
         }
     }
 

@@ -5,6 +5,7 @@ pub mod account;
 pub mod activity;
 pub mod admin_requests;
 pub mod audit;
+pub mod drawing;
 pub mod error;
 pub mod order;
 pub mod password;

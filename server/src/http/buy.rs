@@ -34,6 +34,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/activities/{id}/queue", get(queue_status).post(join_queue))
         .route("/activities/{id}/line", get(line_board))
+        .route("/activities/{id}/drawing", get(drawing))
         .route("/activities/{id}/path", get(buy_path))
         .route("/activities/{id}/challenge", get(challenge))
         .route("/activities/{id}/buy", post(buy))
@@ -129,6 +130,18 @@ async fn line_board(
         Json(&*board),
     )
         .into_response())
+}
+
+/// The sale's drawing: the commitment before the start; the seed and every drawn place with
+/// its receipt after, the same for ever (cached for a day).
+async fn drawing(State(room): State<WaitingRoom>, Path(id): Path<String>) -> ApiResult<Response> {
+    let drawing = room.drawing(parse_id(&id)?).await?;
+    let cache = if drawing.seed.is_some() {
+        "public, max-age=86400, immutable"
+    } else {
+        "public, max-age=1, s-maxage=1"
+    };
+    Ok(([(header::CACHE_CONTROL, cache)], Json(&*drawing)).into_response())
 }
 
 fn place_cookie(keys: &SessionKeys, id: i64, value: String) -> cookie::CookieBuilder<'static> {

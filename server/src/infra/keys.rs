@@ -194,6 +194,10 @@ impl QueueKeys {
     pub fn unclaimed(&self) -> String {
         format!("{}:unclaimed", self.base)
     }
+    /// The join receipts of the places drawn before the start, by user.
+    pub fn receipts(&self) -> String {
+        format!("{}:receipts", self.base)
+    }
     /// Shoppers whose bot check failed on the sale, with how many times.
     pub fn suspects(&self) -> String {
         format!("{}:suspects", self.base)
@@ -354,6 +358,7 @@ mod tests {
         assert_eq!(slot(&q.line()), slot(&q.admitted()));
         assert_eq!(slot(&q.line()), slot(&q.unclaimed()));
         assert_eq!(slot(&q.line()), slot(&q.suspects()));
+        assert_eq!(slot(&q.line()), slot(&q.receipts()));
         assert_eq!(slot(&q.line()), slot(&q.meta()));
         // Three shards: one in each third of the slot space, i.e. on each of three masters.
         let thirds: std::collections::HashSet<u32> = keys

@@ -892,12 +892,13 @@ pub fn api_routes() -> Vec<(reqwest::Method, String)> {
 }
 
 /// The routes anyone may call without signing in.
-pub const PUBLIC_ROUTES: [(&str, &str); 10] = [
+pub const PUBLIC_ROUTES: [(&str, &str); 11] = [
     ("GET", "/api/time"),
     ("GET", "/api/activities"),
     ("GET", "/api/activities/{id}"),
     ("GET", "/api/activities/{id}/stock"),
     ("GET", "/api/activities/{id}/line"),
+    ("GET", "/api/activities/{id}/drawing"),
     ("GET", "/api/captcha"),
     ("GET", "/api/auth/challenge"),
     ("POST", "/api/auth/register"),

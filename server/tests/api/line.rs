@@ -554,3 +554,226 @@ async fn a_blocked_client_is_left_waiting_or_told_as_configured() {
         }
     }
 }
+
+async fn drawing_of(app: &TestApp, id: i64) -> Value {
+    let (code, body) = json(app.get(&format!("/api/activities/{id}/drawing")).await).await;
+    assert_eq!(code, 200, "{body}");
+    body
+}
+
+/// Runs `scripts/verify-drawing` on `drawing` with `args`: its exit code and output.
+fn verify(drawing: &Value, args: &[&str]) -> (i32, String, String) {
+    let file = std::env::temp_dir().join(format!("drawing-{}.json", unique_name("d")));
+    std::fs::write(&file, drawing.to_string()).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scripts/verify-drawing"
+        ))
+        .arg(&file)
+        .args(args)
+        .output()
+        .expect("python3 runs the verifier");
+    std::fs::remove_file(&file).ok();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A drawing anyone can verify: a thousand shoppers join before the start; the seed's hash is
+/// public before it, the seed after; the verifier (its own code, not the server's) recomputes
+/// from the seed and the receipts the places the server gave, and catches any change.
+#[tokio::test]
+async fn the_drawing_of_a_thousand_is_recomputed_from_the_published_seed_and_receipts() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = sale_with_line(&app, &merchant, 10, 8).await;
+    // Paused: nobody is admitted, so that every place stays numbered on the shopper's poll.
+    let resp = merchant
+        .post(app.url(&format!("/api/admin/activities/{id}/pause")))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let (_, activity) = json(app.get(&format!("/api/activities/{id}")).await).await;
+    let commitment = activity["drawing_commitment"].as_str().unwrap().to_string();
+    assert_eq!(commitment.len(), 64, "{activity}");
+    assert!(activity.get("drawing_seed").is_none(), "{activity}");
+    let before = drawing_of(&app, id).await;
+    assert_eq!(before["commitment"], commitment.as_str());
+    assert!(
+        before["seed"].is_null() && before["places"] == json!([]),
+        "{before}"
+    );
+
+    let crowd = shoppers(&app, 1000).await;
+    let app = &app;
+    let joins = futures_util::stream::iter(crowd.iter().map(|s| async move {
+        let (joined, _) = join(app, s, id).await;
+        assert_eq!(joined["state"], "drawing", "{joined}");
+        joined["receipt"].as_str().unwrap().to_string()
+    }));
+    let receipts: Vec<String> =
+        futures_util::StreamExt::collect(futures_util::StreamExt::buffered(joins, 32)).await;
+    assert!(
+        chrono::Utc::now()
+            < chrono::DateTime::parse_from_rfc3339(activity["starts_at"].as_str().unwrap())
+                .unwrap(),
+        "every join came before the start"
+    );
+    // A second join keeps the place and its receipt.
+    assert_eq!(
+        join(app, &crowd[0], id).await.0["receipt"],
+        receipts[0].as_str()
+    );
+
+    let drawing = eventually(20, "the seed published after the start", || async {
+        let d = drawing_of(app, id).await;
+        d["seed"].is_string().then_some(d)
+    })
+    .await;
+    assert_eq!(drawing["joined"], 1000);
+    let (_, activity) = json(app.get(&format!("/api/activities/{id}")).await).await;
+    assert_eq!(activity["drawing_seed"], drawing["seed"]);
+    let (code, out, err) = verify(&drawing, &["--commitment", &commitment, "--places"]);
+    assert_eq!(code, 0, "{err}");
+    let recomputed: std::collections::HashMap<String, i64> = serde_json::from_str(&out).unwrap();
+    assert_eq!(recomputed.len(), 1000);
+    // Each shopper's place, as the server numbers it, is the verifier's.
+    let told = futures_util::stream::iter(crowd.iter().map(|s| async move {
+        let (code, status, _) = poll(app, &s.client, id).await;
+        assert_eq!(code, 200, "{status}");
+        status["place"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("a place: {status}"))
+    }));
+    let told: Vec<i64> =
+        futures_util::StreamExt::collect(futures_util::StreamExt::buffered(told, 32)).await;
+    for (receipt, place) in receipts.iter().zip(&told) {
+        let id = receipt.split('.').next().unwrap();
+        assert_eq!(recomputed[id], *place, "receipt {id}");
+    }
+    let (code, out, _) = verify(&drawing, &["--receipt", &receipts[7]]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("place {} of 1000", told[7])), "{out}");
+
+    // Any change to what was published is caught.
+    let mut seed = drawing.clone();
+    let s = seed["seed"].as_str().unwrap().to_string();
+    let flipped = if s.starts_with('0') { "1" } else { "0" };
+    seed["seed"] = format!("{flipped}{}", &s[1..]).into();
+    let mut swapped = drawing.clone();
+    let (a, b) = (
+        swapped["places"][0]["receipt"].clone(),
+        swapped["places"][1]["receipt"].clone(),
+    );
+    swapped["places"][0]["receipt"] = b;
+    swapped["places"][1]["receipt"] = a;
+    let mut receipt = drawing.clone();
+    receipt["places"][500]["receipt"] = "00000000000000000000000000000000".into();
+    for (what, tampered, args) in [
+        ("the seed", &seed, vec![]),
+        ("two places swapped", &swapped, vec![]),
+        ("a receipt", &receipt, vec![]),
+        (
+            "the commitment seen before",
+            &drawing,
+            vec!["--commitment", "00"],
+        ),
+    ] {
+        let (code, _, err) = verify(tampered, &args);
+        assert_eq!(code, 1, "{what} changed goes unnoticed: {err}");
+    }
+}
+
+/// The merchant's methods: arrival order only numbers those who come before the start in the
+/// order they came; pass-through admits an arrival at once while nobody waits (no waiting page),
+/// and lines up those who come faster than the rate.
+#[tokio::test]
+async fn arrival_order_and_pass_through_order_the_line_as_the_merchant_chose() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let starts = chrono::Utc::now() + chrono::Duration::seconds(3);
+    let in_order = live_activity(
+        &app,
+        &merchant,
+        100,
+        json!({
+            "starts_at": starts.to_rfc3339(),
+            "waiting_room": true,
+            "admit_per_sec": 1,
+            "line_method": "arrival_order",
+        }),
+    )
+    .await;
+    assert_eq!(in_order["line_method"], "arrival_order");
+    assert!(
+        in_order.get("drawing_commitment").is_none(),
+        "no drawing: {in_order}"
+    );
+    let id = in_order["id"].as_i64().unwrap();
+    let crowd = shoppers(&app, 5).await;
+    for s in &crowd {
+        let (joined, _) = join(&app, s, id).await;
+        assert!(joined.get("receipt").is_none(), "{joined}");
+    }
+    // Admitted one a second, in the order they came.
+    let seen = std::sync::Mutex::new(Vec::new());
+    eventually(20, "all five admitted", || async {
+        for (i, s) in crowd.iter().enumerate() {
+            if !seen.lock().unwrap().contains(&i) {
+                let (_, status, _) = poll(&app, &s.client, id).await;
+                if status["state"] == "admitted" {
+                    seen.lock().unwrap().push(i);
+                }
+            }
+        }
+        (seen.lock().unwrap().len() == 5).then_some(())
+    })
+    .await;
+    let admitted = seen.into_inner().unwrap();
+    let mut sorted = admitted.clone();
+    sorted.sort();
+    assert_eq!(admitted, sorted, "arrival order");
+    assert_error(
+        app.get(&format!("/api/activities/{id}/drawing")).await,
+        404,
+        "not_found",
+    )
+    .await;
+
+    let passing = live_activity(
+        &app,
+        &merchant,
+        100,
+        json!({"waiting_room": true, "admit_per_sec": 2, "line_method": "pass_through"}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    // The admission step has seen the stock (the window needs it).
+    eventually(10, "the line knows the units", || async {
+        (board(&app, passing).await["units_left"] == 100).then_some(())
+    })
+    .await;
+    let more = shoppers(&app, 6).await;
+    let (first, _) = join(&app, &more[0], passing).await;
+    assert_eq!(first["state"], "admitted", "straight through: {first}");
+    assert!(first["ticket"].is_string(), "{first}");
+    // A burst past the rate (2 a second, one second's worth at most) waits in line.
+    let mut states = Vec::new();
+    for s in &more[1..] {
+        states.push(
+            join(&app, s, passing).await.0["state"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert!(states.iter().any(|s| s == "waiting"), "{states:?}");
+    let figures = queue_figures(&app, &merchant, passing).await;
+    assert!(figures["admitted"].as_i64().unwrap() >= 1, "{figures}");
+}

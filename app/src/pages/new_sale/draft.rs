@@ -2,7 +2,7 @@
 //! times to UTC, and which field a server message is about.
 
 use crate::api::{
-    BotCheck, NewActivity, DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE,
+    BotCheck, LineMethod, NewActivity, DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE,
     WAITING_ROOM_STOCK_THRESHOLD,
 };
 use std::collections::BTreeMap;
@@ -31,6 +31,8 @@ pub struct Draft {
     pub waiting_room: Option<bool>,
     /// Shoppers admitted per second; empty: the default.
     pub admit_per_sec: String,
+    /// How the waiting room orders its line.
+    pub line_method: LineMethod,
     /// A `datetime-local` value: only accounts created before it may buy; empty: any account.
     pub accounts_created_before: String,
 }
@@ -112,6 +114,7 @@ impl Draft {
             payment_window_secs: units.window_mins.map(|m| (m * 60) as i32),
             stock_shards: units.shards.map(|n| n as i16),
             accounts_created_before: accounts_before,
+            line_method: Some(self.line_method).filter(|_| self.waiting_room_on()),
         })
     }
 
@@ -283,7 +286,7 @@ impl Check {
 /// The form field a server `invalid_input` message is about: docs/api.md's messages start with the
 /// field's name ("stock: must be between …"). Unknown fields land on the form as a whole.
 pub fn field_of_message(message: &str) -> Option<&'static str> {
-    const FIELDS: [&str; 17] = [
+    const FIELDS: [&str; 18] = [
         "title",
         "description",
         "image_url",
@@ -301,6 +304,7 @@ pub fn field_of_message(message: &str) -> Option<&'static str> {
         "waiting_room",
         "admit_per_sec",
         "accounts_created_before",
+        "line_method",
     ];
     let head = message.split([':', ' ']).next().unwrap_or_default();
     FIELDS.into_iter().find(|f| *f == head)

@@ -7,7 +7,7 @@ pub use draft::parse_int;
 use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
 
 use crate::{
-    api::{Activity, BotCheck},
+    api::{Activity, BotCheck, LineMethod},
     client,
     components::merchant_only::MerchantOnly,
 };
@@ -308,6 +308,24 @@ fn Admission(
             hint=Signal::derive(|| "Empty: 2,000 a second, about what one instance's gate sustains.".to_string())>
             <input id="field-admit_per_sec" name="admit_per_sec" type="number" min="1" max="1000000" data-testid="admin-field-admit_per_sec"
                 aria-describedby=described("admit_per_sec") prop:value=admit_rate on:input=set_admit_rate/>
+        </Field>
+        <Field id="line_method" label="Order of the line" errors
+            hint=Signal::derive(|| "Drawing: those who come before the start get a random place (no edge for bots that come first), then arrival order. Pass-through: no waiting page while arrivals stay under the admission rate.".to_string())>
+            <select id="field-line_method" name="line_method" data-testid="admin-field-line_method"
+                disabled=move || draft.with(|d| !d.waiting_room_on())
+                aria-describedby=described("line_method")
+                on:change=move |ev| draft.update(|d| d.line_method = event_target_value(&ev).parse().unwrap_or_default())>
+                {[
+                    (LineMethod::DrawThenOrder, "Drawing before the start, then arrival order"),
+                    (LineMethod::ArrivalOrder, "Arrival order only"),
+                    (LineMethod::PassThrough, "Pass-through below the rate, else arrival order"),
+                ]
+                    .into_iter()
+                    .map(|(method, label)| view! {
+                        <option value=method.as_str() selected=move || draft.with(|d| d.line_method == method)>{label}</option>
+                    })
+                    .collect_view()}
+            </select>
         </Field>
         <Field id="accounts_created_before" label="Only accounts created before (optional)" errors
             hint=Signal::derive(move || format!("E.g. when you announce the sale: accounts made for it by the thousand cannot buy. {}", before_hint.get()))>

@@ -32,11 +32,12 @@ use crate::infra::{keys::address_bucket, scripts};
 use crate::{
     domain::{
         activity::{self, ActivityRow},
+        drawing::{self, Receipts},
         rfc3339, ApiError, ApiResult,
     },
     infra::{config::QueueLimits, metrics::Metrics, redis::Redis},
 };
-use app::api::{poll_after_ms, LineBoard, QueueFigures, QueueStatus};
+use app::api::{poll_after_ms, Drawing, LineBoard, QueueFigures, QueueStatus};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use redis::Script;
@@ -59,8 +60,6 @@ pub const WINDOW_PER_UNIT: f64 = 2.0;
 const STEP: Duration = Duration::from_millis(250);
 /// A line outlives its sale by a day (for the console), then Redis drops it.
 const KEEP_AFTER_END_MS: i64 = 24 * 3600 * 1000;
-/// The places drawn before the start are below 2^50; arrivals after it are 2^50 + n.
-const DRAW_RANGE: u64 = (1 << 50) - (1 << 20);
 
 /// Admission tickets: `<expiry ms>.<HMAC of user, sale and expiry>`.
 #[derive(Clone)]
@@ -116,6 +115,9 @@ pub struct WaitingRoom {
     blocks: Blocks,
     /// (user, sale) the line said it keeps out: their polls need not ask it again.
     kept_out: Arc<Mutex<HashSet<(i64, i64)>>>,
+    receipts: Receipts,
+    /// Published drawings (they never change once the seed is out), by sale.
+    drawings: Arc<Mutex<HashMap<i64, Arc<Drawing>>>>,
 }
 
 /// Past this many, the instance forgets whom it keeps out (the line still knows).
@@ -146,6 +148,8 @@ impl WaitingRoom {
         WaitingRoom {
             blocks,
             kept_out: Arc::default(),
+            receipts: Receipts::new(secret),
+            drawings: Arc::default(),
             db,
             boards: Boards::new(redis.clone()),
             redis,
@@ -180,31 +184,40 @@ impl WaitingRoom {
     ) -> ApiResult<Standing> {
         let row = self.activities.get(&self.db, id).await?;
         row.admits_account(joined)?;
-        let mut numbered = None;
+        let (mut numbered, mut signed_receipt) = (None, None);
         if row.waiting_room && chrono::Utc::now() < row.ends_at {
             if self.blocked(user, ip) {
                 return self.kept_waiting(user, &row, None).await;
             }
             let keys = self.redis.keys.queue(id);
-            let (score, drawn): (i64, i64) = self
+            let receipt = drawing::new_receipt();
+            let rate = if row.paused { 0 } else { row.admit_per_sec };
+            let (score, drawn, held): (i64, i64, String) = self
                 .scripts
                 .join
                 .key(keys.line())
                 .key(keys.admitted())
                 .key(keys.meta())
                 .key(keys.suspects())
+                .key(keys.receipts())
+                .key(keys.unclaimed())
                 .arg(user)
                 .arg(row.starts_at.timestamp_millis())
-                .arg(rand::random::<u64>() % DRAW_RANGE)
+                .arg(drawing::score(&row.drawing_seed, &receipt))
                 .arg(u8::from(again))
                 .arg(row.ends_at.timestamp_millis() + KEEP_AFTER_END_MS)
                 .arg(self.limits.bot_fails)
+                .arg(&receipt)
+                .arg(row.method().as_str())
+                .arg(rate)
+                .arg(self.limits.claim.as_millis() as i64)
                 .invoke_async(&mut self.redis.conn())
                 .await?;
             if score < 0 {
                 self.remember_kept_out(user, id);
                 return self.kept_waiting(user, &row, None).await;
             }
+            signed_receipt = (!held.is_empty()).then(|| self.receipts.sign(id, &held));
             numbered = Some(if score >= AFTER_START {
                 drawn + score - AFTER_START
             } else {
@@ -212,12 +225,58 @@ impl WaitingRoom {
             });
         }
         let mut status = self.status_of(user, &row).await?;
+        status.receipt = signed_receipt;
         let place = numbered.map(|n| status.place.unwrap_or(n).max(n));
         if let Some(n) = place.filter(|&n| n > 0) {
             status.place = Some(n);
         }
         let place = place.map(|n| self.places.sign(user, id, n));
         Ok(Standing { status, place })
+    }
+
+    /// The drawing of sale `id` (a waiting room whose places are drawn): its commitment before
+    /// the start, its seed and every place with its receipt after. `404` for other sales.
+    pub async fn drawing(&self, id: i64) -> ApiResult<Arc<Drawing>> {
+        if let Some(done) = self.drawings.lock().expect("drawings lock").get(&id) {
+            return Ok(done.clone());
+        }
+        let row = self.activities.get(&self.db, id).await?;
+        if !row.waiting_room || row.method() != app::api::LineMethod::DrawThenOrder {
+            return Err(ApiError::NotFound);
+        }
+        let keys = self.redis.keys.queue(id);
+        let mut conn = self.redis.conn();
+        let joined: Option<i64> = redis::cmd("HGET")
+            .arg(keys.meta())
+            .arg("drawn")
+            .query_async(&mut conn)
+            .await?;
+        if !row.drawing_revealed(chrono::Utc::now()) {
+            let joined = joined.unwrap_or(0);
+            return Ok(Arc::new(drawing::drawing(
+                id,
+                &row.drawing_seed,
+                None,
+                joined,
+            )));
+        }
+        let receipts: Vec<String> = redis::cmd("HVALS")
+            .arg(keys.receipts())
+            .query_async(&mut conn)
+            .await?;
+        let joined = receipts.len() as i64;
+        let done = Arc::new(drawing::drawing(
+            id,
+            &row.drawing_seed,
+            Some(receipts),
+            joined,
+        ));
+        let mut drawings = self.drawings.lock().expect("drawings lock");
+        if drawings.len() > 64 {
+            drawings.clear();
+        }
+        drawings.insert(id, done.clone());
+        Ok(done)
     }
 
     /// The line's board of sale `id`, as every shopper may see it.
