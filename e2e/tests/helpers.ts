@@ -57,6 +57,8 @@ export interface ActivityOptions {
   powDifficulty?: number;
   /** Only accounts created before this instant (RFC 3339) may buy. */
   accountsCreatedBefore?: string;
+  /** The waiting room's method (the server's default: draw_then_order). */
+  lineMethod?: "draw_then_order" | "arrival_order" | "pass_through";
 }
 
 /** Creates a sale through the admin API; returns its id. */
@@ -79,6 +81,7 @@ export async function createActivity(o: ActivityOptions = {}): Promise<number> {
       waiting_room: o.waitingRoom ?? false,
       ...(o.admitPerSec ? { admit_per_sec: o.admitPerSec } : {}),
       ...(o.accountsCreatedBefore ? { accounts_created_before: o.accountsCreatedBefore } : {}),
+      ...(o.lineMethod ? { line_method: o.lineMethod } : {}),
     },
   });
   expect(resp.status(), await resp.text()).toBe(201);

@@ -1,4 +1,5 @@
 import { test, expect, Browser, BrowserContext, Page } from "@playwright/test";
+import { createHash } from "node:crypto";
 import { createActivity, merchantApi, openHydrated, signUpShopper } from "./helpers";
 
 interface Shopper {
@@ -198,4 +199,53 @@ test("a waiting shopper sees the odds, and a hidden tab stops polling until it i
   const shownAt = Date.now();
   await expect.poll(() => asked.filter((t) => t > shownAt).length, { timeout: 5_000 }).toBeGreaterThan(0);
   for (const p of shoppers) await p.context().close();
+});
+
+test("the drawing's fingerprint is on the page before the line opens and its seed only after the start", async ({ page, request }) => {
+  test.setTimeout(90_000);
+  const id = await createActivity({ startsInSecs: 12, stock: 5, waitingRoom: true, admitPerSec: 1000 });
+  const activity = await (await request.get(`/api/activities/${id}`)).json();
+  const commitment: string = activity.drawing_commitment;
+  expect(commitment).toMatch(/^[0-9a-f]{64}$/);
+  expect(activity.drawing_seed).toBeUndefined();
+  // In the server's HTML itself (no script run): the fingerprint, not the seed.
+  const html = await (await request.get(`/activities/${id}`)).text();
+  expect(html).toContain(commitment);
+  expect(html).toContain('data-testid="drawing-seed-pending"');
+
+  await signUpShopper(page);
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("waiting-room")).toHaveAttribute("data-state", "drawing");
+  await expect(page.getByTestId("drawing-commitment")).toHaveText(commitment);
+  await expect(page.getByTestId("drawing-seed")).toHaveCount(0);
+  // The join's receipt, signed: the drawing lists the part before the dot.
+  await expect(page.getByTestId("drawing-receipt")).toHaveText(/^[0-9a-f]{32}\.[A-Za-z0-9_-]+$/);
+  const receipt = ((await page.getByTestId("drawing-receipt").textContent()) ?? "").split(".")[0];
+
+  // After the start the page shows the seed, which hashes to the fingerprint shown before.
+  const seed = page.getByTestId("drawing-seed");
+  await expect(seed).toHaveText(/^[0-9a-f]{64}$/, { timeout: 40_000 });
+  const shown = (await seed.textContent()) ?? "";
+  expect(createHash("sha256").update(Buffer.from(shown, "hex")).digest("hex")).toBe(commitment);
+  const drawing = await (await request.get(`/api/activities/${id}/drawing`)).json();
+  expect(drawing.seed).toBe(shown);
+  expect(drawing.places.map((p: { receipt: string }) => p.receipt)).toContain(receipt);
+});
+
+test("a pass-through sale lets a shopper straight to the buy button while nobody waits", async ({ page, request }) => {
+  test.setTimeout(60_000);
+  const id = await createActivity({ stock: 5, waitingRoom: true, admitPerSec: 50, lineMethod: "pass_through" });
+  // The admission step has recorded the units (its window needs them).
+  await expect.poll(async () => (await (await request.get(`/api/activities/${id}/line`)).json()).units_left, { timeout: 10_000 }).toBe(5);
+  await signUpShopper(page);
+  const seen: string[] = [];
+  page.on("response", async (r) => {
+    if (r.url().endsWith(`/api/activities/${id}/queue`)) seen.push((await r.json().catch(() => ({}))).state);
+  });
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("waiting-room")).toHaveAttribute("data-state", "admitted", { timeout: 10_000 });
+  await expect(page.getByTestId("buy-button")).toBeEnabled();
+  await expect(page.getByTestId("queue-position")).toHaveCount(0);
+  expect(seen[0], "the join itself admitted the shopper").toBe("admitted");
+  expect(seen).not.toContain("waiting");
 });

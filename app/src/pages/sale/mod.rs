@@ -21,7 +21,7 @@ use crate::{
 };
 use buy_panel::BuyPanel;
 use leptos::prelude::*;
-use waiting_room::WaitingRoom;
+use waiting_room::{DrawingProof, WaitingRoom};
 
 mod buy_panel;
 mod waiting_room;
@@ -62,6 +62,11 @@ fn ActivityView(activity: Activity) -> impl IntoView {
         .then(|| Work::provide(activity.id));
     let session = Session::get();
     let signed_in = move || matches!(session.user.get(), Some(Some(_)));
+    let receipt = RwSignal::new(None);
+    let drawing = activity.drawing_commitment.clone().map(|commitment| {
+        let seed = activity.drawing_seed.clone();
+        view! { <DrawingProof id=activity.id commitment seed receipt live=live_phase/> }
+    });
     view! {
         <Title text=page_title(&activity.title)/>
         <article class="card activity">
@@ -83,7 +88,7 @@ fn ActivityView(activity: Activity) -> impl IntoView {
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
             <Countdown activity=activity.clone() remaining announce=true/>
             {move || match live_phase.get() {
-                Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase/> }.into_any(),
+                Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase receipt/> }.into_any(),
                 Phase::Live => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
                 Phase::Ended => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
                 _ => view! {
@@ -94,6 +99,7 @@ fn ActivityView(activity: Activity) -> impl IntoView {
                         .then(|| work.map(|work| view! { <WorkStatus work/> }))}
                 }.into_any(),
             }}
+            {drawing}
         </article>
     }
 }

@@ -50,6 +50,8 @@ pub fn WaitingRoom(
     activity: Activity,
     remaining: RwSignal<Option<i64>>,
     live: Memo<Phase>,
+    /// Where the join's receipt goes (shown by [`DrawingProof`]).
+    receipt: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let session = Session::get();
     let line = Line {
@@ -57,6 +59,7 @@ pub fn WaitingRoom(
         status: RwSignal::new(None),
         ticket: RwSignal::new(None),
         error: RwSignal::new(None),
+        receipt,
     };
     #[cfg(feature = "hydrate")]
     {
@@ -112,6 +115,10 @@ struct Line {
     /// Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
     ticket: RwSignal<Option<String>>,
     error: RwSignal<Option<String>>,
+    /// The signed join receipt of a place drawn before the start (set by the polling, which
+    /// only the browser does).
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    receipt: RwSignal<Option<String>>,
 }
 
 impl Line {
@@ -151,6 +158,9 @@ impl Line {
             let delay = match answer {
                 Ok(s) => {
                     join = s.state == "not_joined";
+                    if s.receipt.is_some() {
+                        self.receipt.set(s.receipt.clone());
+                    }
                     if s.place.is_some() {
                         place = s.place;
                     }
@@ -189,6 +199,65 @@ impl Line {
                 Err(f) => self.error.set(Some(f.message())),
             }
         });
+    }
+}
+
+/// The drawing's proof on the page: the seed's hash before the line opens, the seed once it
+/// is published (a little after the start), the shopper's receipt, and where to check.
+#[component]
+pub fn DrawingProof(
+    id: i64,
+    commitment: String,
+    seed: Option<String>,
+    receipt: RwSignal<Option<String>>,
+    live: Memo<Phase>,
+) -> impl IntoView {
+    let seed = RwSignal::new(seed);
+    #[cfg(feature = "hydrate")]
+    {
+        let asking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        Effect::new(move |_| {
+            use std::sync::atomic::Ordering::Relaxed;
+            if live.get() != Phase::Live || seed.get_untracked().is_some() || asking.swap(true, Relaxed) {
+                return;
+            }
+            leptos::task::spawn_local(async move {
+                let url = format!("/api/activities/{id}/drawing");
+                for _ in 0..30 {
+                    if let Ok(d) = crate::client::get::<crate::api::Drawing>(&url).await {
+                        if d.seed.is_some() {
+                            seed.set(d.seed);
+                            return;
+                        }
+                    }
+                    crate::clock::gloo_timers_sleep(2_000).await;
+                }
+            });
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = live;
+    view! {
+        <details class="drawing" data-testid="drawing">
+            <summary>"How places are drawn, and how to check yours"</summary>
+            <p class="muted">
+                "Places of those who join before the start follow from a secret seed and each shopper's receipt. "
+                "The seed's fingerprint (SHA-256) is published now; the seed itself after the start, with every receipt and its place, "
+                "so anyone can recompute the line."
+            </p>
+            <p>"Fingerprint: " <code class="hash" data-testid="drawing-commitment">{commitment}</code></p>
+            <p>
+                "Seed: "
+                {move || match seed.get() {
+                    Some(s) => view! { <code class="hash" data-testid="drawing-seed">{s}</code> }.into_any(),
+                    None => view! { <span class="muted" data-testid="drawing-seed-pending">"published after the start"</span> }.into_any(),
+                }}
+            </p>
+            {move || receipt.get().map(|r| view! {
+                <p>"Your receipt: " <code class="hash" data-testid="drawing-receipt">{r}</code></p>
+            })}
+            <p><a href={format!("/api/activities/{id}/drawing")}>"The published drawing"</a></p>
+        </details>
     }
 }
 
