@@ -218,7 +218,10 @@ pub fn DrawingProof(
         let asking = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         Effect::new(move |_| {
             use std::sync::atomic::Ordering::Relaxed;
-            if live.get() != Phase::Live || seed.get_untracked().is_some() || asking.swap(true, Relaxed) {
+            if live.get() != Phase::Live
+                || seed.get_untracked().is_some()
+                || asking.swap(true, Relaxed)
+            {
                 return;
             }
             leptos::task::spawn_local(async move {
