@@ -1,5 +1,6 @@
 import { test, expect, Browser, BrowserContext, Page } from "@playwright/test";
 import { createHash } from "node:crypto";
+import { createLocalJWKSet, jwtVerify } from "jose";
 import { createActivity, merchantApi, openHydrated, signUpShopper } from "./helpers";
 
 interface Shopper {
@@ -248,4 +249,36 @@ test("a pass-through sale lets a shopper straight to the buy button while nobody
   await expect(page.getByTestId("queue-position")).toHaveCount(0);
   expect(seen[0], "the join itself admitted the shopper").toBe("admitted");
   expect(seen).not.toContain("waiting");
+});
+
+test("an admission ticket is verified with the published keys by an independent JWT library", async ({ page, request }) => {
+  test.setTimeout(60_000);
+  const id = await createActivity({ stock: 5, waitingRoom: true, admitPerSec: 1000 });
+  const other = await createActivity({ stock: 5, waitingRoom: true, admitPerSec: 1000 });
+  await signUpShopper(page);
+  const me = await (await page.request.get("/api/me")).json();
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("waiting-room")).toHaveAttribute("data-state", "admitted", { timeout: 20_000 });
+  const status = await (await page.request.get(`/api/activities/${id}/queue`)).json();
+  const ticket: string = status.ticket;
+
+  const resp = await request.get("/.well-known/jwks.json");
+  expect(resp.headers()["cache-control"]).toBe("public, max-age=60");
+  const keys = createLocalJWKSet(await resp.json());
+  const { payload, protectedHeader } = await jwtVerify(ticket, keys, { issuer: "seckill", audience: "seckill-buy", algorithms: ["EdDSA"] });
+  expect(protectedHeader.alg).toBe("EdDSA");
+  expect(payload.sub).toBe(String(me.id));
+  expect(payload.sale).toBe(id);
+  expect((payload.exp as number) * 1000).toBeGreaterThan(Date.now());
+  expect(new Date(status.ticket_expires_at).getTime()).toBeGreaterThanOrEqual((payload.exp as number) * 1000);
+
+  // A ticket whose claims were edited fails the library's check, and the server refuses it on
+  // another sale as on its own.
+  const [h, p, s] = ticket.split(".");
+  const moved = Buffer.from(JSON.stringify({ ...payload, sale: other })).toString("base64url");
+  await expect(jwtVerify(`${h}.${moved}.${s}`, keys)).rejects.toThrow();
+  const path = (await (await page.request.get(`/api/activities/${other}/path`)).json()).path;
+  const buy = await page.request.post(`/api/activities/${other}/buy`, { data: { path, admission: `${h}.${moved}.${s}` } });
+  expect(buy.status()).toBe(403);
+  expect((await buy.json()).error).toBe("not_admitted");
 });

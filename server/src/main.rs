@@ -34,6 +34,9 @@ enum Command {
     Reconcile,
     /// Apply the database migrations and exit.
     Migrate,
+    /// Put the next key of the waiting room's admission tickets in use on every instance (within
+    /// two seconds, no restart); tickets signed with the previous key stay good until they expire.
+    RotateTicketKey,
     /// Create a merchant account of a shop (created when missing). The password comes from
     /// SECKILL_MERCHANT_PASSWORD or stdin.
     CreateMerchant {
@@ -116,6 +119,12 @@ async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
             }
             let drifting = report.iter().filter(|d| d.drift != 0).count();
             println!("{} live activities, {drifting} drifting", report.len());
+            Ok(())
+        }
+        Command::RotateTicketKey => {
+            let state = server::state::AppState::connect(config).await?;
+            let generation = server::buy::queue::Tickets::rotate(&state.redis).await?;
+            println!("admission tickets are signed with key admission-{generation} from now on");
             Ok(())
         }
         Command::Migrate => {

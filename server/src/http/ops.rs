@@ -21,6 +21,21 @@ pub fn router() -> Router<AppState> {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(exposition))
+        .route("/.well-known/jwks.json", get(jwks))
+}
+
+/// The public keys of the waiting room's admission tickets (RFC 7517): the keys that verify
+/// tickets now and the next one, so that an edge or another service checks a ticket itself.
+/// Cached a minute: the next key is published ahead of its use.
+async fn jwks(State(room): State<crate::buy::queue::WaitingRoom>) -> impl IntoResponse {
+    let keys = room.tickets().jwks(chrono::Utc::now().timestamp_millis());
+    (
+        [
+            (header::CACHE_CONTROL, "public, max-age=60"),
+            (header::CONTENT_TYPE, "application/jwk-set+json"),
+        ],
+        Json(keys),
+    )
 }
 
 async fn healthz() -> &'static str {

@@ -247,6 +247,10 @@ impl Keys {
     pub fn captcha(&self, id: &str) -> String {
         format!("{}{{cap:{id}}}", self.prefix)
     }
+    /// The admission tickets' key generation in use (`generation`, `since_ms`).
+    pub fn ticket_keys(&self) -> String {
+        format!("{}ticket-keys", self.prefix)
+    }
     /// Blocked clients (`u:42`, `ip:1.2.3.4`) with the time their block ends (ms) as score.
     pub fn blocks(&self) -> String {
         format!("{}blocks", self.prefix)

@@ -777,3 +777,92 @@ async fn arrival_order_and_pass_through_order_the_line_as_the_merchant_chose() {
     let figures = queue_figures(&app, &merchant, passing).await;
     assert!(figures["admitted"].as_i64().unwrap() >= 1, "{figures}");
 }
+
+/// The kid a ticket's header names.
+fn kid_of(ticket: &str) -> String {
+    use base64::Engine;
+    let header = ticket.split('.').next().unwrap();
+    let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header)
+        .unwrap();
+    serde_json::from_slice::<Value>(&header).unwrap()["kid"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+async fn jwks(app: &TestApp) -> Vec<String> {
+    let resp = reqwest::get(app.url("/.well-known/jwks.json"))
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()[header::CACHE_CONTROL], "public, max-age=60");
+    let (code, body) = json(resp).await;
+    assert_eq!(code, 200, "{body}");
+    body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            assert_eq!(
+                (&k["kty"], &k["crv"], &k["alg"]),
+                (&json!("OKP"), &json!("Ed25519"), &json!("EdDSA"))
+            );
+            k["kid"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Tickets anyone can verify: their key is in the published set; a rotation (`server
+/// rotate-ticket-key`, no restart) signs new tickets with the next key, already published, and
+/// a ticket of the old key still buys until it expires.
+#[tokio::test]
+async fn tickets_name_a_published_key_and_a_rotation_keeps_old_tickets_good() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = sale_with_line(&app, &merchant, 10, 0).await;
+    let crowd = shoppers(&app, 2).await;
+    join(&app, &crowd[0], id).await;
+    let old = until(&app, &crowd[0].client, id, "admitted").await["ticket"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before = jwks(&app).await;
+    assert_eq!(
+        before,
+        ["admission-0", "admission-1"],
+        "the current key and the next"
+    );
+    assert_eq!(kid_of(&old), "admission-0");
+
+    let out = server_command(&app, "rotate-ticket-key").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    join(&app, &crowd[1], id).await;
+    let new = eventually(10, "tickets signed with the next key", || async {
+        let (_, body, _) = poll(&app, &crowd[1].client, id).await;
+        body["ticket"]
+            .as_str()
+            .filter(|t| kid_of(t) == "admission-1")
+            .map(str::to_string)
+    })
+    .await;
+    assert_ne!(old, new);
+    assert_eq!(
+        jwks(&app).await,
+        ["admission-0", "admission-1", "admission-2"],
+        "the old key until its tickets expire, the current, the next"
+    );
+    // Both buy: the old ticket is good until it expires.
+    for (s, ticket) in [(&crowd[0], &old), (&crowd[1], &new)] {
+        let path = app.path(&s.client, id).await;
+        let (code, body) = json(
+            app.buy(&s.client, id, json!({"path": path, "admission": ticket}))
+                .await,
+        )
+        .await;
+        assert_eq!(code, 202, "{body}");
+    }
+}

@@ -22,10 +22,12 @@
 
 mod board;
 mod places;
+mod tickets;
 
 use board::LineMeta;
 pub use board::{Boards, FRESH_FOR};
 pub use places::{Held, Places, COOKIE};
+pub use tickets::{Jwk, Jwks, Tickets, AUDIENCE, ISSUER};
 
 use super::{activities::ActivityCache, blocks::Blocks};
 use crate::infra::{keys::address_bucket, scripts};
@@ -38,10 +40,7 @@ use crate::{
     infra::{config::QueueLimits, metrics::Metrics, redis::Redis},
 };
 use app::api::{poll_after_ms, Drawing, LineBoard, QueueFigures, QueueStatus};
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
-use hmac::{Hmac, Mac};
 use redis::Script;
-use sha2::Sha256;
 use sqlx::PgPool;
 use std::{
     collections::{HashMap, HashSet},
@@ -60,46 +59,6 @@ pub const WINDOW_PER_UNIT: f64 = 2.0;
 const STEP: Duration = Duration::from_millis(250);
 /// A line outlives its sale by a day (for the console), then Redis drops it.
 const KEEP_AFTER_END_MS: i64 = 24 * 3600 * 1000;
-
-/// Admission tickets: `<expiry ms>.<HMAC of user, sale and expiry>`.
-#[derive(Clone)]
-pub struct Tickets {
-    key: Arc<[u8]>,
-}
-
-impl Tickets {
-    pub fn new(secret: &[u8]) -> Tickets {
-        Tickets { key: secret.into() }
-    }
-
-    fn mac(&self, user: i64, activity: i64, expires_ms: i64) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(format!("admission\0{user}\0{activity}\0{expires_ms}").as_bytes());
-        mac
-    }
-
-    pub fn issue(&self, user: i64, activity: i64, expires_ms: i64) -> String {
-        let mac = self.mac(user, activity, expires_ms).finalize().into_bytes();
-        format!("{expires_ms}.{}", B64.encode(&mac[..18]))
-    }
-
-    /// Whether `ticket` admits `user` to `activity` at `now_ms`: in-process, a few microseconds.
-    pub fn admits(&self, ticket: &str, user: i64, activity: i64, now_ms: i64) -> bool {
-        let Some((expires, mac)) = ticket.split_once('.') else {
-            return false;
-        };
-        let (Ok(expires_ms), Ok(mac)) = (expires.parse::<i64>(), B64.decode(mac)) else {
-            return false;
-        };
-        mac.len() == 18
-            && expires_ms > now_ms
-            && expires_ms <= now_ms + TICKET_MS
-            && self
-                .mac(user, activity, expires_ms)
-                .verify_truncated_left(&mac)
-                .is_ok()
-    }
-}
 
 #[derive(Clone)]
 pub struct WaitingRoom {
@@ -557,6 +516,10 @@ impl WaitingRoom {
         loop {
             tick.tick().await;
             if listed_at.is_none_or(|at| at.elapsed() > Duration::from_secs(2)) {
+                // The tickets' key generation follows a rotation within two seconds.
+                if let Err(e) = self.tickets.refresh(&self.redis).await {
+                    tracing::warn!(error = %e, "reading the tickets' key generation");
+                }
                 match self.on_now().await {
                     Ok(list) => {
                         sales = list;
@@ -651,28 +614,5 @@ mod tests {
         let (factor, why) = health(&limits, 900, Duration::from_millis(150));
         assert!((factor - 0.2).abs() < 1e-9, "{factor}");
         assert_eq!(why, Some("backlog"));
-    }
-
-    #[test]
-    fn a_ticket_is_bound_to_user_sale_and_time() {
-        let tickets = Tickets::new(b"0123456789abcdef0123456789abcdef");
-        let now = 1_700_000_000_000;
-        let ticket = tickets.issue(7, 9, now + 60_000);
-        assert!(tickets.admits(&ticket, 7, 9, now));
-        assert!(!tickets.admits(&ticket, 8, 9, now), "another user");
-        assert!(!tickets.admits(&ticket, 7, 10, now), "another sale");
-        assert!(!tickets.admits(&ticket, 7, 9, now + 60_000), "lapsed");
-        let forged = ticket.replacen(&(now + 60_000).to_string(), &(now + 80_000).to_string(), 1);
-        assert!(!tickets.admits(&forged, 7, 9, now), "expiry moved");
-        let other = Tickets::new(b"another secret of thirty-two byt").issue(7, 9, now + 60_000);
-        assert!(!tickets.admits(&other, 7, 9, now), "another secret");
-        let far = tickets.issue(7, 9, now + TICKET_MS + 1);
-        assert!(
-            !tickets.admits(&far, 7, 9, now),
-            "longer than a ticket lives"
-        );
-        for junk in ["", ".", "abc", "1.", "x.y", &ticket[..ticket.len() - 2]] {
-            assert!(!tickets.admits(junk, 7, 9, now), "{junk:?}");
-        }
     }
 }
