@@ -66,6 +66,25 @@ fn password_from(variable: &str) -> anyhow::Result<String> {
     Ok(p.trim_end_matches(['\r', '\n']).to_string())
 }
 
+/// `reconcile`'s table.
+fn print_reconciliation(report: &[server::pipeline::reconcile::Drift]) {
+    println!(
+        "{:>10} {:>10} {:>10} {:>8} {:>9}",
+        "activity", "redis", "expected", "drift", "repaired"
+    );
+    for d in report {
+        let redis = d
+            .redis_remaining
+            .map_or("missing".to_string(), |r| r.to_string());
+        println!(
+            "{:>10} {:>10} {:>10} {:>8} {:>9}",
+            d.activity_id, redis, d.expected, d.drift, d.repaired
+        );
+    }
+    let drifting = report.iter().filter(|d| d.drift != 0).count();
+    println!("{} live activities, {drifting} drifting", report.len());
+}
+
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -103,22 +122,7 @@ async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
         }
         Command::Reconcile => {
             let state = server::state::AppState::connect(config).await?;
-            let report = state.reconciler.reconcile().await?;
-            println!(
-                "{:>10} {:>10} {:>10} {:>8} {:>9}",
-                "activity", "redis", "expected", "drift", "repaired"
-            );
-            for d in &report {
-                let redis = d
-                    .redis_remaining
-                    .map_or("missing".to_string(), |r| r.to_string());
-                println!(
-                    "{:>10} {:>10} {:>10} {:>8} {:>9}",
-                    d.activity_id, redis, d.expected, d.drift, d.repaired
-                );
-            }
-            let drifting = report.iter().filter(|d| d.drift != 0).count();
-            println!("{} live activities, {drifting} drifting", report.len());
+            print_reconciliation(&state.reconciler.reconcile().await?);
             Ok(())
         }
         Command::RotateTicketKey => {
