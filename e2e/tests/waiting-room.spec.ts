@@ -282,3 +282,40 @@ test("an admission ticket is verified with the published keys by an independent 
   expect(buy.status()).toBe(403);
   expect((await buy.json()).error).toBe("not_admitted");
 });
+
+test("a shopper who allowed notifications is told at their turn while the tab is hidden", async ({ browser }) => {
+  test.setTimeout(60_000);
+  const id = await createActivity({ stock: 5, waitingRoom: true, admitPerSec: 1000 });
+  const api = await merchantApi();
+  expect((await api.post(`/api/admin/activities/${id}/pause`, { data: {} })).status()).toBe(200);
+  const context = await browser.newContext();
+  // The browser's notifications, recorded: the permission starts unasked and is given on asking.
+  await context.addInitScript(() => {
+    const shown: string[] = [];
+    let permission = "default";
+    class Recorded {
+      static get permission() { return permission; }
+      static requestPermission() { permission = "granted"; return Promise.resolve(permission); }
+      constructor(title: string) { shown.push(title); }
+    }
+    (window as any).Notification = Recorded;
+    (window as any).__notifications = shown;
+  });
+  const page = await context.newPage();
+  await signUpShopper(page);
+  await openHydrated(page, `/activities/${id}`);
+  await expect(page.getByTestId("waiting-room")).toHaveAttribute("data-state", "paused", { timeout: 20_000 });
+  await page.getByTestId("queue-notify").click();
+  await expect(page.getByTestId("queue-notify")).toBeHidden();
+  // Another tab in front: the page keeps following the line, because its turn must be told.
+  await page.evaluate(() => {
+    Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  expect((await api.post(`/api/admin/activities/${id}/resume`, { data: {} })).status()).toBe(200);
+  await expect.poll(() => page.evaluate(() => (window as any).__notifications), { timeout: 20_000 }).toEqual(["It is your turn"]);
+  await expect(page.getByTestId("queue-admitted")).toBeAttached();
+  await api.dispose();
+  await context.close();
+});

@@ -79,6 +79,18 @@ pub fn WaitingRoom(
     }
     let (status, ticket) = (line.status, line.ticket);
     let per_user = i64::from(activity.per_user_limit);
+    // Whether the browser may still be asked to show a notification at the turn (known once
+    // hydrated: the server's HTML never offers it).
+    let can_ask = RwSignal::new(false);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| can_ask.set(notify::askable()));
+    let ask = Callback::new(move |()| {
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            notify::ask().await;
+            can_ask.set(notify::askable());
+        });
+    });
     let state = Signal::derive(move || {
         if remaining.get() == Some(0) && live.get() == Phase::Live && ticket.get().is_none() {
             return "sold_out".to_string();
@@ -94,6 +106,12 @@ pub fn WaitingRoom(
             <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>
                 <LineWords state status per_user again=Callback::new(move |()| line.join_again())/>
             </div>
+            <p hidden=move || !can_ask.get() || !matches!(state.get().as_str(), "drawing" | "waiting" | "paused")>
+                <button type="button" class="secondary" data-testid="queue-notify" on:click=move |_| ask.run(())>
+                    "Tell me when it is my turn"
+                </button>
+                " (a notification, even while this tab is in the background)"
+            </p>
             <p class="error" role="alert">{move || line.error.get()}</p>
             {move || match ticket.get() {
                 Some(t) if live.get() == Phase::Live => view! {
@@ -136,8 +154,9 @@ impl Line {
         let mut join = true;
         let mut place: Option<i64> = None;
         while alive.load(Relaxed) {
-            // A hidden tab does not poll (Page Visibility): it asks again as soon as it is shown.
-            if tab_hidden() {
+            // A hidden tab does not poll (Page Visibility): it asks again as soon as it is shown;
+            // unless the shopper asked to be notified at the turn, which it must see come.
+            if tab_hidden() && !notify::granted() {
                 crate::clock::gloo_timers_sleep(500).await;
                 continue;
             }
@@ -172,6 +191,9 @@ impl Line {
                     let delay = s.poll_after_ms;
                     if s.state == "admitted" {
                         self.ticket.set(s.ticket.clone());
+                        if tab_hidden() {
+                            notify::turn();
+                        }
                     }
                     let done = s.state == "admitted" || s.state == "ended";
                     self.status.set(Some(s));
@@ -261,6 +283,47 @@ pub fn DrawingProof(
             })}
             <p><a href={format!("/api/activities/{id}/drawing")}>"The published drawing"</a></p>
         </details>
+    }
+}
+
+/// The "your turn" notification, for a shopper who allowed it (the Notifications API).
+#[cfg(feature = "hydrate")]
+mod notify {
+    use web_sys::{Notification, NotificationOptions, NotificationPermission};
+
+    fn supported() -> bool {
+        web_sys::window().is_some_and(|w| {
+            js_sys::Reflect::has(&w, &wasm_bindgen::JsValue::from_str("Notification"))
+                .unwrap_or(false)
+        })
+    }
+
+    pub fn granted() -> bool {
+        supported() && Notification::permission() == NotificationPermission::Granted
+    }
+
+    /// Whether the browser may still be asked (neither allowed nor refused yet).
+    pub fn askable() -> bool {
+        supported() && Notification::permission() == NotificationPermission::Default
+    }
+
+    pub async fn ask() {
+        if let Ok(asked) = Notification::request_permission() {
+            let _ = wasm_bindgen_futures::JsFuture::from(asked).await;
+        }
+    }
+
+    /// Says the turn has come, when the shopper allowed it.
+    pub fn turn() {
+        if !granted() {
+            return;
+        }
+        let options = NotificationOptions::new();
+        options.set_body(
+            "Come back to the sale page and buy now: an unclaimed turn lapses in a few seconds.",
+        );
+        options.set_tag("seckill-turn");
+        let _ = Notification::new_with_options("It is your turn", &options);
     }
 }
 
