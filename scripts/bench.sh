@@ -386,6 +386,8 @@ part() { # part FILE COMMAND...: the command's Markdown into FILE
 }
 echo "== the buy against its ceilings, driven alike; CPU and Redis commands per sold unit (scripts/bench-gate.sh)"
 part "$out/gate.md" env BIN="$BIN" LOAD="$LOAD" scripts/bench-gate.sh
+echo "== the waiting room at scale through nginx (scripts/bench-waiting-room.sh)"
+part "$out/waiting-room.md" env BIN="$BIN" LOAD="$LOAD" scripts/bench-waiting-room.sh
 echo "== sign-in beside a sign-up flood (scripts/bench-doors.sh)"
 part "$out/doors.md" scripts/bench-doors.sh "$BIN"
 echo "== the buy path while sessions end (scripts/bench-sessions.sh)"
@@ -475,6 +477,10 @@ $(cat "$out/crowd.txt")
 ## The gate in batches, against its ceilings (\`scripts/bench-gate.sh\`, \`make bench-gate\` alone)
 
 $(cat "$out/gate.md")
+
+<!-- bench-waiting-room -->
+$(cat "$out/waiting-room.md")
+<!-- /bench-waiting-room -->
 
 ## Sign-in beside a sign-up flood (\`scripts/bench-doors.sh\`)
 

@@ -16,7 +16,10 @@ use server::{
 };
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicU64, Ordering::Relaxed},
+        Arc, Mutex,
+    },
     time::{Duration, Instant},
 };
 
@@ -61,6 +64,35 @@ pub struct CrowdOptions {
     /// per-user limit held, one of them is refused; without it the shopper ends over the limit,
     /// which the report's invariants catch.
     pub greedy_every: usize,
+    /// On a sale with a waiting room: a window in which everyone waits and polls (the sale
+    /// paused, some seconds after the start), measured for `make bench-waiting-room`.
+    pub poll_window: Option<PollWindowOptions>,
+}
+
+/// The polling window's settings.
+#[derive(Clone, Debug)]
+pub struct PollWindowOptions {
+    /// Seconds after the start at which the sale is paused (the places numbered by then).
+    pub after_secs: u64,
+    /// Seconds measured while it is paused.
+    pub secs: u64,
+    /// Processes whose CPU time is measured over the window (the instances, nginx).
+    pub pids: Vec<u32>,
+}
+
+/// What the polling window measured.
+#[derive(Debug)]
+pub struct PollWindow {
+    pub secs: f64,
+    pub polls: u64,
+    pub board_polls: u64,
+    /// Board reads nginx (or a CDN) answered from its cache (`X-Cache-Status` HIT, STALE or
+    /// UPDATING).
+    pub cached: u64,
+    /// Redis commands over the window (`INFO commandstats`, every command), by command.
+    pub redis_calls: BTreeMap<String, u64>,
+    /// CPU time of each measured process over the window, ms.
+    pub cpu_ms: Vec<(u32, f64)>,
 }
 
 #[derive(Debug)]
@@ -105,6 +137,12 @@ pub struct QueueReport {
     pub admitted: u64,
     /// Shoppers the line told "sold out" while they waited.
     pub told_sold_out: u64,
+    /// Board reads answered by a cache in front (`X-Cache-Status`).
+    pub board_cached: u64,
+    /// Spearman's rank correlation of the places (admission order promised) and the instants
+    /// the shoppers saw their admission, over those whose place was numbered; and how many.
+    pub order_kept: Option<(f64, usize)>,
+    pub window: Option<PollWindow>,
 }
 
 impl Report {
@@ -158,6 +196,16 @@ impl Report {
             println!(
                 "wait for admission s: p50 {p50:.1}  p90 {p90:.1}  p99 {p99:.1}  max {max:.1}"
             );
+            println!(
+                "board reads answered by the cache in front: {} of {}",
+                q.board_cached, q.board_polls
+            );
+            if let Some((rho, n)) = q.order_kept {
+                println!("order kept: rank correlation of place and admission (Spearman) {rho:.4} over {n} admitted");
+            }
+            if let Some(w) = &q.window {
+                w.print();
+            }
         }
         println!(
             "invariants: sold {} of {} (accepted {}), users over the limit {}, tokens not persisted {} → {}",
@@ -169,6 +217,90 @@ impl Report {
             if self.invariants_hold() { "OK" } else { "BROKEN" }
         );
     }
+}
+
+impl PollWindow {
+    pub fn print(&self) {
+        let total: u64 = self.redis_calls.values().sum();
+        let per_poll = |n: f64| n / (self.polls.max(1) as f64);
+        println!(
+            "polling window: {} polls in {:.1} s ({:.0}/s), {} of the board, {} answered by the cache ({:.1} %)",
+            self.polls,
+            self.secs,
+            self.polls as f64 / self.secs,
+            self.board_polls,
+            self.cached,
+            100.0 * self.cached as f64 / self.board_polls.max(1) as f64
+        );
+        println!(
+            "polling window: {total} Redis commands = {:.4} per poll",
+            per_poll(total as f64)
+        );
+        let mut top: Vec<_> = self.redis_calls.iter().filter(|(_, n)| **n > 0).collect();
+        top.sort_by(|a, b| b.1.cmp(a.1));
+        for (cmd, n) in top.iter().take(8) {
+            println!(
+                "  redis {cmd:<16} {n:>9}  ({:.4} per poll)",
+                per_poll(**n as f64)
+            );
+        }
+        for (pid, ms) in &self.cpu_ms {
+            println!(
+                "polling window: process {pid} CPU {ms:.0} ms = {:.1} µs per poll",
+                1000.0 * per_poll(*ms)
+            );
+        }
+    }
+}
+
+/// A process's CPU time so far (user + system), ms, from `/proc` (Linux).
+fn cpu_ms(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // The kernel's clock ticks are 100 a second on Linux.
+    Some(ticks * 10.0)
+}
+
+/// Spearman's rank correlation of the pairs (ties share their mean rank).
+pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
+    fn ranks(values: Vec<f64>) -> Vec<f64> {
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+        let mut ranks = vec![0.0; values.len()];
+        let mut i = 0;
+        while i < order.len() {
+            let mut j = i;
+            while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
+                j += 1;
+            }
+            let mean = (i + j) as f64 / 2.0;
+            for k in i..=j {
+                ranks[order[k]] = mean;
+            }
+            i = j + 1;
+        }
+        ranks
+    }
+    if pairs.len() < 2 {
+        return None;
+    }
+    let x = ranks(pairs.iter().map(|p| p.0).collect());
+    let y = ranks(pairs.iter().map(|p| p.1).collect());
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let cov: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sx = x.iter().map(|a| (a - mx).powi(2)).sum::<f64>().sqrt();
+    let sy = y.iter().map(|b| (b - my).powi(2)).sum::<f64>().sqrt();
+    (sx > 0.0 && sy > 0.0).then(|| cov / (sx * sy))
+}
+
+/// Counters the polling window reads while the crowd runs.
+#[derive(Default)]
+struct Seen {
+    polls: AtomicU64,
+    board: AtomicU64,
+    cached: AtomicU64,
 }
 
 struct Tally {
@@ -184,6 +316,9 @@ struct Tally {
     polls: u64,
     board_polls: u64,
     told_sold_out: u64,
+    board_cached: u64,
+    /// (place, ms from the start to the admission seen) of each admitted shopper with a place.
+    admissions: Vec<(i64, u64)>,
 }
 
 pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
@@ -233,10 +368,20 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         started,
         proofs: before.proofs,
         places: before.places,
+        seen: Seen::default(),
     };
-    let tally = target
-        .crowd(&accounts.shoppers, &cookie, activity.waiting_room, opts)
-        .await?;
+    let merchant = cookie(accounts.merchant, Role::Merchant);
+    let (tally, window) = tokio::join!(
+        target.crowd(&accounts.shoppers, &cookie, activity.waiting_room, opts),
+        async {
+            match (&opts.poll_window, activity.waiting_room) {
+                (Some(w), true) => Some(target.poll_window(config, w, &merchant).await),
+                _ => None,
+            }
+        }
+    );
+    let tally = tally?;
+    let window = window.transpose()?;
     let elapsed = started.elapsed();
     let (figures, persisted_after_last_buy) = settle(
         &db,
@@ -256,6 +401,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
             elapsed,
             started,
             persisted_after_last_buy,
+            window,
         },
     ))
 }
@@ -496,6 +642,7 @@ struct Timings {
     elapsed: Duration,
     started: Instant,
     persisted_after_last_buy: Option<Duration>,
+    window: Option<PollWindow>,
 }
 
 impl Report {
@@ -515,6 +662,15 @@ impl Report {
             wait_ms: [w(0.5), w(0.9), w(0.99), t.waits.max()],
             admitted: t.waits.len(),
             told_sold_out: t.told_sold_out,
+            board_cached: t.board_cached,
+            order_kept: spearman(
+                &t.admissions
+                    .iter()
+                    .map(|&(p, w)| (p as f64, w as f64))
+                    .collect::<Vec<_>>(),
+            )
+            .map(|rho| (rho, t.admissions.len())),
+            window: timings.window,
         });
         Report {
             activity_id: activity.id,
@@ -559,6 +715,8 @@ impl Tally {
             polls: 0,
             board_polls: 0,
             told_sold_out: 0,
+            board_cached: 0,
+            admissions: Vec::new(),
         })
     }
 }
@@ -694,6 +852,7 @@ struct Target<'a> {
     proofs: Vec<String>,
     /// Each shopper's place value in the waiting room, as the join left it.
     places: Vec<Option<String>>,
+    seen: Seen,
 }
 
 /// Every shopper's proof of work for sale `id`: the challenges fetched as each shopper, solved
@@ -852,7 +1011,13 @@ impl Target<'_> {
             match status.state.as_str() {
                 "admitted" => {
                     let waited = self.started.elapsed().as_millis() as u64;
-                    let _ = tally.lock().expect("tally").waits.record(waited.max(1));
+                    {
+                        let mut t = tally.lock().expect("tally");
+                        let _ = t.waits.record(waited.max(1));
+                        if let Some(p) = place {
+                            t.admissions.push((p, waited));
+                        }
+                    }
                     let ticket = status.ticket.unwrap_or_default();
                     return self.shop(shopper, cookie, addr, Some(&ticket), tally).await;
                 }
@@ -876,6 +1041,94 @@ impl Target<'_> {
         }
     }
 
+    /// The polling window: some seconds after the start the sale is paused (admission stops,
+    /// everyone still in line waits and polls as told), then measured for `w.secs`, then resumed.
+    async fn poll_window(
+        &self,
+        config: &Config,
+        w: &PollWindowOptions,
+        merchant: &str,
+    ) -> anyhow::Result<PollWindow> {
+        let mut redis = server::infra::redis::connect(&config.redis).await?;
+        tokio::time::sleep_until((self.started + Duration::from_secs(w.after_secs)).into()).await;
+        let base = self.bases[0];
+        let pause = |action: &'static str| {
+            self.http
+                .post(format!("{base}/api/admin/activities/{}/{action}", self.id))
+                .header("cookie", merchant)
+                .json(&serde_json::json!({}))
+                .send()
+        };
+        anyhow::ensure!(
+            pause("pause").await?.status().is_success(),
+            "pausing the sale"
+        );
+        // Every instance's activity cache and board, and the cache in front, see the pause.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let calls = |info: String| -> BTreeMap<String, u64> {
+            info.lines()
+                .filter_map(|l| {
+                    let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+                    Some((name.to_string(), rest.split(',').next()?.parse().ok()?))
+                })
+                .collect()
+        };
+        let cpu = |pids: &[u32]| -> Vec<(u32, f64)> {
+            pids.iter()
+                .map(|&pid| (pid, cpu_ms(pid).unwrap_or(0.0)))
+                .collect()
+        };
+        let count = || {
+            (
+                self.seen.polls.load(Relaxed),
+                self.seen.board.load(Relaxed),
+                self.seen.cached.load(Relaxed),
+            )
+        };
+        let (redis_before, cpu_before, seen_before, at) = (
+            calls(
+                redis::cmd("INFO")
+                    .arg("commandstats")
+                    .query_async(&mut redis)
+                    .await?,
+            ),
+            cpu(&w.pids),
+            count(),
+            Instant::now(),
+        );
+        tokio::time::sleep(Duration::from_secs(w.secs)).await;
+        let (redis_after, cpu_after, seen_after, secs) = (
+            calls(
+                redis::cmd("INFO")
+                    .arg("commandstats")
+                    .query_async(&mut redis)
+                    .await?,
+            ),
+            cpu(&w.pids),
+            count(),
+            at.elapsed().as_secs_f64(),
+        );
+        anyhow::ensure!(
+            pause("resume").await?.status().is_success(),
+            "resuming the sale"
+        );
+        Ok(PollWindow {
+            secs,
+            polls: seen_after.0 - seen_before.0,
+            board_polls: seen_after.1 - seen_before.1,
+            cached: seen_after.2 - seen_before.2,
+            redis_calls: redis_after
+                .iter()
+                .map(|(k, n)| (k.clone(), n - redis_before.get(k).copied().unwrap_or(0)))
+                .collect(),
+            cpu_ms: cpu_after
+                .iter()
+                .zip(&cpu_before)
+                .map(|((pid, a), (_, b))| (*pid, a - b))
+                .collect(),
+        })
+    }
+
     /// The line's board of the sale (`None`: not read).
     async fn board(&self, base: &str, tally: &Mutex<Tally>) -> Option<LineBoard> {
         let resp = {
@@ -885,11 +1138,21 @@ impl Target<'_> {
                 .send()
                 .await
         };
+        let cached = resp.as_ref().is_ok_and(|r| {
+            r.headers()
+                .get("x-cache-status")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| matches!(v, "HIT" | "STALE" | "UPDATING"))
+        });
         {
             let mut t = tally.lock().expect("tally");
             t.polls += 1;
             t.board_polls += 1;
+            t.board_cached += u64::from(cached);
         }
+        self.seen.polls.fetch_add(1, Relaxed);
+        self.seen.board.fetch_add(1, Relaxed);
+        self.seen.cached.fetch_add(u64::from(cached), Relaxed);
         match resp {
             Ok(r) if r.status().is_success() => r.json::<LineBoard>().await.ok(),
             _ => None,
@@ -919,6 +1182,7 @@ impl Target<'_> {
                 .await
         };
         tally.lock().expect("tally").polls += 1;
+        self.seen.polls.fetch_add(1, Relaxed);
         match resp {
             Ok(r) if r.status().is_success() => {
                 let renewed = place_set(&r);
@@ -1078,4 +1342,23 @@ impl Tally {
 /// `504`: the buy may or may not have run, which the key makes safe to ask again).
 fn gateway_or_unavailable(status: u16) -> bool {
     matches!(status, 502..=504)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spearman;
+
+    #[test]
+    fn rank_correlation_of_order_kept_reversed_and_shuffled() {
+        let kept: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, (i * 7) as f64)).collect();
+        assert!((spearman(&kept).unwrap() - 1.0).abs() < 1e-12);
+        let reversed: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, -(i as f64))).collect();
+        assert!((spearman(&reversed).unwrap() + 1.0).abs() < 1e-12);
+        // Admissions seen at the same poll share a rank: a close but not perfect correlation.
+        let polled: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, (i / 10) as f64)).collect();
+        let rho = spearman(&polled).unwrap();
+        assert!(rho > 0.98 && rho < 1.0, "{rho}");
+        assert_eq!(spearman(&[(1.0, 1.0)]), None);
+        assert_eq!(spearman(&[(1.0, 1.0), (2.0, 1.0)]), None, "no spread");
+    }
 }

@@ -114,6 +114,15 @@ struct CrowdArgs {
     /// then show whether the per-user limit held.
     #[arg(long, default_value_t = 0)]
     greedy_every: usize,
+    /// On a waiting room: pause the sale this many seconds after the start and measure the
+    /// polling (Redis commands, polls, the cache in front, CPU) for --poll-window-secs.
+    #[arg(long)]
+    poll_window_after: Option<u64>,
+    #[arg(long, default_value_t = 30)]
+    poll_window_secs: u64,
+    /// Processes whose CPU time the polling window reports (comma-separated pids).
+    #[arg(long, value_delimiter = ',')]
+    pids: Vec<u32>,
 }
 
 #[derive(clap::Args)]
@@ -216,6 +225,13 @@ async fn crowd(args: CrowdArgs) -> anyhow::Result<()> {
         },
         proof_of_work: args.proof_of_work,
         greedy_every: args.greedy_every,
+        poll_window: args
+            .poll_window_after
+            .map(|after_secs| loadtest::crowd::PollWindowOptions {
+                after_secs,
+                secs: args.poll_window_secs,
+                pids: args.pids,
+            }),
     };
     let report = loadtest::crowd::run(&Config::from_env()?, &opts).await?;
     report.print();

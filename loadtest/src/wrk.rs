@@ -66,6 +66,7 @@ pub async fn run(config: &Config, opts: &WrkSaleOptions) -> anyhow::Result<()> {
         waiting_room: Some(false),
         proof_of_work: None,
         greedy_every: 0,
+        poll_window: None,
     };
     let merchant = signer.cookie(accounts.merchant, Role::Merchant);
     let sale = create_sale(&http, base, &crowd, &run, &server_now, &merchant).await?;

@@ -30,6 +30,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         // Every shopper solves the sale's proof of work, as a browser does.
         proof_of_work: Some(2_000),
         greedy_every: 0,
+        poll_window: None,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();
@@ -73,6 +74,7 @@ async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
         proof_of_work: None,
         // Every fifth shopper sends two buys of the whole limit at once.
         greedy_every: 5,
+        poll_window: None,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();
@@ -106,6 +108,7 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
         waiting_room: Some(true),
         proof_of_work: None,
         greedy_every: 0,
+        poll_window: None,
     };
     let report = run(&app.config, &opts).await.unwrap();
     report.print();

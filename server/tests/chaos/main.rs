@@ -478,6 +478,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         proof_of_work: None,
         // Every tenth shopper tries to buy twice at once: the limit must hold through the fault.
         greedy_every: 10,
+        poll_window: None,
     };
     let config = app.config.clone();
     let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
