@@ -371,17 +371,16 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         seen: Seen::default(),
     };
     let merchant = cookie(accounts.merchant, Role::Merchant);
-    let (tally, window) = tokio::join!(
-        target.crowd(&accounts.shoppers, &cookie, activity.waiting_room, opts),
-        async {
-            match (&opts.poll_window, activity.waiting_room) {
-                (Some(w), true) => Some(target.poll_window(config, w, &merchant).await),
-                _ => None,
-            }
-        }
-    );
-    let tally = tally?;
-    let window = window.transpose()?;
+    let (tally, window) = target
+        .crowd_and_window(
+            config,
+            &accounts.shoppers,
+            &cookie,
+            &merchant,
+            &activity,
+            opts,
+        )
+        .await?;
     let elapsed = started.elapsed();
     let (figures, persisted_after_last_buy) = settle(
         &db,
@@ -1039,6 +1038,28 @@ impl Target<'_> {
                 }
             }
         }
+    }
+
+    /// The crowd, and beside it the polling window when asked (a sale with a waiting room).
+    async fn crowd_and_window(
+        &self,
+        config: &Config,
+        shoppers: &[i64],
+        cookie: &impl Fn(i64, Role) -> String,
+        merchant: &str,
+        activity: &Activity,
+        opts: &CrowdOptions,
+    ) -> anyhow::Result<(Tally, Option<PollWindow>)> {
+        let (tally, window) = tokio::join!(
+            self.crowd(shoppers, cookie, activity.waiting_room, opts),
+            async {
+                match (&opts.poll_window, activity.waiting_room) {
+                    (Some(w), true) => Some(self.poll_window(config, w, merchant).await),
+                    _ => None,
+                }
+            }
+        );
+        Ok((tally?, window.transpose()?))
     }
 
     /// The polling window: some seconds after the start the sale is paused (admission stops,
