@@ -321,6 +321,15 @@ struct Tally {
     admissions: Vec<(i64, u64)>,
 }
 
+async fn server_time(http: &reqwest::Client, base: &str) -> anyhow::Result<ServerTime> {
+    Ok(http
+        .get(format!("{base}/api/time"))
+        .send()
+        .await?
+        .json()
+        .await?)
+}
+
 pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report> {
     let db = db::connect(&config.database_url, 4).await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
@@ -337,12 +346,7 @@ pub async fn run(config: &Config, opts: &CrowdOptions) -> anyhow::Result<Report>
         .map(|b| b.trim_end_matches('/'))
         .collect();
     anyhow::ensure!(!bases.is_empty(), "no base URL");
-    let server_now: ServerTime = http
-        .get(format!("{}/api/time", bases[0]))
-        .send()
-        .await?
-        .json()
-        .await?;
+    let server_now = server_time(&http, bases[0]).await?;
     let activity = match opts.activity_id {
         Some(id) => existing_sale(&http, bases[0], id).await?,
         None => {
