@@ -1090,61 +1090,25 @@ impl Target<'_> {
         );
         // Every instance's activity cache and board, and the cache in front, see the pause.
         tokio::time::sleep(Duration::from_secs(6)).await;
-        let calls = |info: String| -> BTreeMap<String, u64> {
-            info.lines()
-                .filter_map(|l| {
-                    let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
-                    Some((name.to_string(), rest.split(',').next()?.parse().ok()?))
-                })
-                .collect()
-        };
-        let cpu = |pids: &[u32]| -> Vec<(u32, f64)> {
-            pids.iter()
-                .map(|&pid| (pid, cpu_ms(pid).unwrap_or(0.0)))
-                .collect()
-        };
-        let count = || {
-            (
-                self.seen.polls.load(Relaxed),
-                self.seen.board.load(Relaxed),
-                self.seen.cached.load(Relaxed),
-            )
-        };
-        let (redis_before, cpu_before, seen_before, at) = (
-            calls(
-                redis::cmd("INFO")
-                    .arg("commandstats")
-                    .query_async(&mut redis)
-                    .await?,
-            ),
-            cpu(&w.pids),
-            count(),
-            Instant::now(),
-        );
+        let before = self.snapshot(&mut redis, &w.pids).await?;
+        let at = Instant::now();
         tokio::time::sleep(Duration::from_secs(w.secs)).await;
-        let (redis_after, cpu_after, seen_after, secs) = (
-            calls(
-                redis::cmd("INFO")
-                    .arg("commandstats")
-                    .query_async(&mut redis)
-                    .await?,
-            ),
-            cpu(&w.pids),
-            count(),
-            at.elapsed().as_secs_f64(),
-        );
+        let after = self.snapshot(&mut redis, &w.pids).await?;
+        let secs = at.elapsed().as_secs_f64();
         anyhow::ensure!(
             pause("resume").await?.status().is_success(),
             "resuming the sale"
         );
+        let (calls_before, cpu_before, seen_before) = before;
+        let (calls_after, cpu_after, seen_after) = after;
         Ok(PollWindow {
             secs,
-            polls: seen_after.0 - seen_before.0,
-            board_polls: seen_after.1 - seen_before.1,
-            cached: seen_after.2 - seen_before.2,
-            redis_calls: redis_after
+            polls: seen_after[0] - seen_before[0],
+            board_polls: seen_after[1] - seen_before[1],
+            cached: seen_after[2] - seen_before[2],
+            redis_calls: calls_after
                 .iter()
-                .map(|(k, n)| (k.clone(), n - redis_before.get(k).copied().unwrap_or(0)))
+                .map(|(k, n)| (k.clone(), n - calls_before.get(k).copied().unwrap_or(0)))
                 .collect(),
             cpu_ms: cpu_after
                 .iter()
@@ -1152,6 +1116,36 @@ impl Target<'_> {
                 .map(|((pid, a), (_, b))| (*pid, a - b))
                 .collect(),
         })
+    }
+
+    /// Redis's commands so far by command (`INFO commandstats`), the processes' CPU time, and
+    /// the polls, board reads and cache hits seen so far.
+    async fn snapshot(
+        &self,
+        redis: &mut server::infra::redis::Conn,
+        pids: &[u32],
+    ) -> anyhow::Result<(BTreeMap<String, u64>, Vec<(u32, f64)>, [u64; 3])> {
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(redis)
+            .await?;
+        let calls = info
+            .lines()
+            .filter_map(|l| {
+                let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+                Some((name.to_string(), rest.split(',').next()?.parse().ok()?))
+            })
+            .collect();
+        let cpu = pids
+            .iter()
+            .map(|&pid| (pid, cpu_ms(pid).unwrap_or(0.0)))
+            .collect();
+        let seen = [
+            self.seen.polls.load(Relaxed),
+            self.seen.board.load(Relaxed),
+            self.seen.cached.load(Relaxed),
+        ];
+        Ok((calls, cpu, seen))
     }
 
     /// The line's board of the sale (`None`: not read).

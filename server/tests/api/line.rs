@@ -42,14 +42,18 @@ fn holding(shopper: &Shopper, place: Option<&str>) -> Client {
     client_with_cookies(shopper.id, Role::Shopper, 0, &more)
 }
 
-async fn join(app: &TestApp, shopper: &Shopper, id: i64) -> (Value, String) {
-    let resp = shopper
-        .client
+/// `POST …/queue` as `client`: a join, or with `again` a join at the back after a used turn.
+async fn join_request(app: &TestApp, client: &Client, id: i64, again: bool) -> Response {
+    client
         .post(app.url(&format!("/api/activities/{id}/queue")))
-        .json(&json!({}))
+        .json(&json!({ "again": again }))
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn join(app: &TestApp, shopper: &Shopper, id: i64) -> (Value, String) {
+    let resp = join_request(app, &shopper.client, id, false).await;
     let cookie = place_cookie(&resp).expect("a join hands the shopper their place");
     let (code, body) = json(resp).await;
     assert_eq!(code, 200, "{body}");
@@ -415,13 +419,7 @@ async fn until(app: &TestApp, client: &Client, id: i64, state: &str) -> Value {
 }
 
 async fn join_again(app: &TestApp, client: &Client, id: i64) -> (u16, Value) {
-    let resp = client
-        .post(app.url(&format!("/api/activities/{id}/queue")))
-        .json(&json!({"again": true}))
-        .send()
-        .await
-        .unwrap();
-    json(resp).await
+    json(join_request(app, client, id, true).await).await
 }
 
 /// Bots left waiting: a shopper whose bot check failed past the bound joins and polls like
@@ -527,13 +525,7 @@ async fn a_blocked_client_is_left_waiting_or_told_as_configured() {
             .unwrap();
         join(&app, &other, id).await;
         until(&app, &other.client, id, "admitted").await;
-        let resp = blocked
-            .client
-            .post(app.url(&format!("/api/activities/{id}/queue")))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap();
+        let resp = join_request(&app, &blocked.client, id, false).await;
         if shadow {
             let (code, body) = json(resp).await;
             assert_eq!(code, 200, "{body}");

@@ -56,6 +56,7 @@ pub fn WaitingRoom(
     let session = Session::get();
     let line = Line {
         url: StoredValue::new(format!("/api/activities/{}/queue", activity.id)),
+        board_url: StoredValue::new(format!("/api/activities/{}/line", activity.id)),
         status: RwSignal::new(None),
         ticket: RwSignal::new(None),
         error: RwSignal::new(None),
@@ -129,6 +130,9 @@ pub fn WaitingRoom(
 #[derive(Clone, Copy)]
 struct Line {
     url: StoredValue<String>,
+    /// The line's board, the same for everyone (`GET …/line`).
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    board_url: StoredValue<String>,
     status: RwSignal<Option<QueueStatus>>,
     /// Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
     ticket: RwSignal<Option<String>>,
@@ -150,7 +154,7 @@ impl Line {
         use crate::api::LineBoard;
         use std::sync::atomic::Ordering::Relaxed;
         let url = self.url.get_value();
-        let board_url = url.replace("/queue", "/line");
+        let board_url = self.board_url.get_value();
         let mut join = true;
         let mut place: Option<i64> = None;
         while alive.load(Relaxed) {
