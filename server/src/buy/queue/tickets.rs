@@ -38,7 +38,8 @@ struct Claims {
     sale: i64,
     iat: i64,
     exp: i64,
-    /// The ticket's own id: two tickets are never the same.
+    /// The admission's id (of user, sale and the expiry to the millisecond): each poll of one
+    /// admission gets the same ticket, two admissions never do.
     jti: String,
 }
 
@@ -185,12 +186,19 @@ impl Tickets {
             aud: AUDIENCE.into(),
             sub: user.to_string(),
             sale: activity,
-            iat: chrono::Utc::now().timestamp(),
+            iat: (expires_ms - TICKET_MS).div_euclid(1000),
             exp: expires_ms.div_euclid(1000),
-            jti: hex::encode(rand::random::<[u8; 12]>()),
+            jti: self.admission_id(user, activity, expires_ms),
         };
         jsonwebtoken::encode(&header, &claims, &key.signing)
             .expect("an Ed25519 key signs any claims")
+    }
+
+    fn admission_id(&self, user: i64, activity: i64, expires_ms: i64) -> String {
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key length");
+        mac.update(format!("admission\0{user}\0{activity}\0{expires_ms}").as_bytes());
+        hex::encode(&mac.finalize().into_bytes()[..12])
     }
 
     /// The keys that verify tickets now, by id: the current one, the previous one for a ticket's
@@ -262,6 +270,16 @@ mod tests {
         let now = 1_700_000_000_000;
         let ticket = tickets.issue(7, 9, now + 60_000);
         assert!(tickets.admits(&ticket, 7, 9, now));
+        assert_eq!(
+            ticket,
+            tickets.issue(7, 9, now + 60_000),
+            "one admission, one ticket"
+        );
+        assert_ne!(
+            ticket,
+            tickets.issue(7, 9, now + 60_001),
+            "another admission"
+        );
         assert!(!tickets.admits(&ticket, 8, 9, now), "another user");
         assert!(!tickets.admits(&ticket, 7, 10, now), "another sale");
         assert!(!tickets.admits(&ticket, 7, 9, now + 60_000), "lapsed");
