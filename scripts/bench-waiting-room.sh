@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench-waiting-room` (and `make bench`): the waiting room at a crowd's scale, on this box.
 # One release instance behind nginx with its cache on (scripts/nginx.conf), a crowd of USERS
-# shoppers (250,000) for STOCK units (100,000) through the room: everyone joins before the start,
+# shoppers (100,000; the issue asks 250,000, which this box's load tool cannot drive, see CLAIM_MS)
+# for STOCK units (40,000) through the room: everyone joins before the start,
 # follows the line as the page does, and buys when admitted. Twenty seconds after the start the
 # sale is paused for 30 s: everyone still in line waits and polls as told, and that window is
 # measured — Redis commands per poll (INFO commandstats, less a quiet window of the same length
@@ -12,14 +13,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LEPTOS_OUTPUT_NAME=seckill
-USERS=${USERS:-250000}
-STOCK=${STOCK:-100000}
-LEAD=${LEAD:-120}
+USERS=${USERS:-100000}
+STOCK=${STOCK:-40000}
+LEAD=${LEAD:-60}
 # The claim window of the bench's server (SECKILL_QUEUE_CLAIM_MS). On this box the load tool shares
 # 2 cores with everything else and its 1,000 requests in flight queue the polls of 250,000
 # shoppers for seconds: with 15 s, turns lapse because the generator is late, and the lapsed
 # queue again at the back (a run of 250,000 saw 1 M lapses in 10 minutes and did not finish).
-CLAIM_MS=${CLAIM_MS:-15000}
+CLAIM_MS=${CLAIM_MS:-60000}
 PORT=3260
 NGINX_PORT=3261
 RUN=$(date +%s)
