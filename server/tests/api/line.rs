@@ -858,3 +858,51 @@ async fn tickets_name_a_published_key_and_a_rotation_keeps_old_tickets_good() {
         assert_eq!(code, 202, "{body}");
     }
 }
+
+/// Leavers: shoppers who join and never come back. Their turns lapse and go to those behind,
+/// who are admitted while, in the same crowd without leavers, the same shoppers still wait; no
+/// unit is held by a lapsed turn.
+#[tokio::test]
+async fn the_turns_of_shoppers_who_left_lapse_and_those_behind_wait_less() {
+    let app = spawn_app_with(|c| c.queue.claim = std::time::Duration::from_secs(1)).await;
+    let merchant = merchant(&app).await;
+    // Two units: four admitted at a time.
+    let with_leavers = sale_with_line(&app, &merchant, 2, 0).await;
+    let without = sale_with_line(&app, &merchant, 2, 0).await;
+    let crowd = shoppers(&app, 6).await;
+    for id in [with_leavers, without] {
+        for s in &crowd {
+            join(&app, s, id).await;
+        }
+    }
+    // On the first sale the first two leave (never poll); on the second everyone stays, and
+    // the first four come for their turns (claimed: 90 s each).
+    let stay = |id: i64, who: std::ops::Range<usize>| {
+        let (app, crowd) = (&app, &crowd);
+        async move {
+            eventually(20, "turns claimed", || async {
+                let mut all = true;
+                for s in &crowd[who.clone()] {
+                    let (_, st, _) = poll(app, &s.client, id).await;
+                    all &= st["state"] == "admitted";
+                }
+                all.then_some(())
+            })
+            .await
+        }
+    };
+    stay(without, 0..4).await;
+    // The leavers' turns lapse within the claim window, and the fifth and sixth are admitted.
+    stay(with_leavers, 2..6).await;
+    let figures = queue_figures(&app, &merchant, with_leavers).await;
+    assert_eq!(figures["lapsed"], 2, "{figures}");
+    // Without leavers, the fifth and sixth still wait behind four claimed turns.
+    for s in &crowd[4..6] {
+        let (_, st, _) = poll(&app, &s.client, without).await;
+        assert_eq!(st["state"], "waiting", "{st}");
+    }
+    assert_eq!(queue_figures(&app, &merchant, without).await["lapsed"], 0);
+    // Nothing bought and nothing held: every unit of both sales is still on sale.
+    assert_eq!(app.remaining(with_leavers).await, 2);
+    assert_eq!(app.remaining(without).await, 2);
+}
