@@ -202,13 +202,14 @@ impl Tickets {
     }
 
     /// The keys that verify tickets now, by id: the current one, the previous one for a ticket's
-    /// lifetime after the rotation.
+    /// lifetime after the rotation, and the next one (an instance that has not read a rotation
+    /// yet still takes the tickets of one that has).
     fn verifying(&self, kid: &str, now_ms: i64) -> Option<Arc<Key>> {
         let ring = self.ring.read().expect("key ring lock");
         let previous_good = now_ms < ring.since_ms + TICKET_MS;
         ring.keys
             .iter()
-            .filter(|(g, _)| **g == ring.current || (**g + 1 == ring.current && previous_good))
+            .filter(|(g, _)| **g >= ring.current || (**g + 1 == ring.current && previous_good))
             .map(|(_, k)| k)
             .find(|k| k.kid == kid)
             .cloned()
@@ -312,6 +313,9 @@ mod tests {
         assert_ne!(old, new);
         assert!(tickets.admits(&old, 7, 9, now + 1));
         assert!(tickets.admits(&new, 7, 9, now + 1));
+        // An instance that has not read the rotation yet takes the new tickets too.
+        let lagging = Tickets::new(b"0123456789abcdef0123456789abcdef");
+        assert!(lagging.admits(&new, 7, 9, now + 1));
         let kids: Vec<String> = tickets.jwks(now).keys.into_iter().map(|k| k.kid).collect();
         assert_eq!(kids, ["admission-0", "admission-1", "admission-2"]);
         assert_eq!(
