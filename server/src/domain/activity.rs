@@ -48,7 +48,8 @@ impl ActivityRow {
     pub fn into_activity(self) -> Activity {
         let bot_check = self.check();
         let line_method = self.method();
-        let drawing_commitment = (self.waiting_room && line_method == LineMethod::DrawThenOrder)
+        let drawing_commitment = self
+            .draws()
             .then(|| drawing::commitment(&self.drawing_seed));
         let drawing_seed = self
             .drawing_revealed(Utc::now())
@@ -87,9 +88,12 @@ impl ActivityRow {
     /// Whether the drawing's seed is public at `now`: a sale whose places are drawn, a little
     /// after its start (every place drawn by then, by any clock of the deployment).
     pub fn drawing_revealed(&self, now: DateTime<Utc>) -> bool {
-        self.waiting_room
-            && self.method() == LineMethod::DrawThenOrder
-            && now >= self.starts_at + drawing::REVEAL_AFTER
+        self.draws() && now >= self.starts_at + drawing::REVEAL_AFTER
+    }
+
+    /// Whether the sale's line draws the places of those who join before the start.
+    pub fn draws(&self) -> bool {
+        self.waiting_room && self.method() == LineMethod::DrawThenOrder
     }
 
     /// `403 account_too_new` when the sale is kept to accounts created before an instant and

@@ -200,17 +200,17 @@ impl WaitingRoom {
             return Ok(done.clone());
         }
         let row = self.activities.get(&self.db, id).await?;
-        if !row.waiting_room || row.method() != app::api::LineMethod::DrawThenOrder {
+        if !row.draws() {
             return Err(ApiError::NotFound);
         }
         let keys = self.redis.keys.queue(id);
         let mut conn = self.redis.conn();
-        let joined: Option<i64> = redis::cmd("HGET")
-            .arg(keys.meta())
-            .arg("drawn")
-            .query_async(&mut conn)
-            .await?;
         if !row.drawing_revealed(chrono::Utc::now()) {
+            let joined: Option<i64> = redis::cmd("HGET")
+                .arg(keys.meta())
+                .arg("drawn")
+                .query_async(&mut conn)
+                .await?;
             let joined = joined.unwrap_or(0);
             return Ok(Arc::new(drawing::drawing(
                 id,
