@@ -107,6 +107,11 @@ pub fn local_time(rfc3339: &str) -> String {
             );
         }
     }
+    utc_time(rfc3339)
+}
+
+/// "2026-11-22 10:30:00 UTC": a time from the API as the server writes it.
+pub fn utc_time(rfc3339: &str) -> String {
     rfc3339
         .replace('T', " ")
         .trim_end_matches('Z')
@@ -115,6 +120,19 @@ pub fn local_time(rfc3339: &str) -> String {
         .unwrap_or(rfc3339)
         .to_string()
         + " UTC"
+}
+
+/// A `<time>`: in UTC in the server's HTML and while the page hydrates (so both agree), then in
+/// the browser's own zone.
+#[component]
+pub fn When(at: String) -> impl IntoView {
+    let text = RwSignal::new(utc_time(&at));
+    #[cfg(feature = "hydrate")]
+    {
+        let at = at.clone();
+        Effect::new(move |_| text.set(local_time(&at)));
+    }
+    view! { <time datetime=at>{move || text.get()}</time> }
 }
 
 /// "2 d 03:04:05", "03:04:05" or "04:05".
@@ -142,7 +160,13 @@ pub fn parse_ms(rfc3339: &str) -> Option<f64> {
         let ms = js_sys::Date::parse(rfc3339);
         (!ms.is_nan()).then_some(ms)
     }
-    #[cfg(not(feature = "hydrate"))]
+    #[cfg(all(feature = "ssr", not(feature = "hydrate")))]
+    {
+        chrono::DateTime::parse_from_rfc3339(rfc3339)
+            .ok()
+            .map(|t| t.timestamp_millis() as f64)
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
     {
         let _ = rfc3339;
         None

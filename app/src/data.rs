@@ -4,8 +4,31 @@
 
 use crate::api::Activity;
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 pub type Loaded<T> = Result<T, String>;
+
+/// A sale as a page shows it. Rendered by the server, it carries what the server saw then (its
+/// clock, the units left): the HTML already says "sold out", "starts in…" or "paused", and the
+/// hydrating page starts from the same figures before it follows the live clock and stock.
+/// Fetched by the browser (a page reached by a link), both are `None` until the page learns them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SaleState {
+    pub activity: Activity,
+    pub remaining: Option<i64>,
+    /// The server's clock when it rendered the page, in ms since the epoch.
+    pub seen_at_ms: Option<f64>,
+}
+
+impl SaleState {
+    pub fn fetched(activity: Activity) -> SaleState {
+        SaleState {
+            activity,
+            remaining: None,
+            seen_at_ms: None,
+        }
+    }
+}
 
 #[cfg(feature = "ssr")]
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
@@ -13,8 +36,10 @@ pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T
 /// What the server renders pages from. Implemented by the server crate (which `app` cannot see).
 #[cfg(feature = "ssr")]
 pub trait StorefrontSource: Send + Sync + 'static {
-    fn activities(&self) -> BoxFuture<'_, Loaded<Vec<Activity>>>;
-    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<Activity>>>;
+    fn activities(&self) -> BoxFuture<'_, Loaded<Vec<SaleState>>>;
+    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<SaleState>>>;
+    /// The public report of sale `id`; `None` while it has not ended (or does not exist).
+    fn report(&self, id: i64) -> BoxFuture<'_, Loaded<Option<crate::api::SaleReport>>>;
 }
 
 #[cfg(feature = "ssr")]
@@ -29,7 +54,7 @@ where
     send_wrapper::SendWrapper::new(fut)
 }
 
-pub fn activities() -> Resource<Loaded<Vec<Activity>>> {
+pub fn activities() -> Resource<Loaded<Vec<SaleState>>> {
     Resource::new(
         || (),
         move |_| {
@@ -47,7 +72,7 @@ pub fn activities() -> Resource<Loaded<Vec<Activity>>> {
             browser(async move {
                 crate::client::get::<crate::api::ActivityList>("/api/activities")
                     .await
-                    .map(|l| l.activities)
+                    .map(|l| l.activities.into_iter().map(SaleState::fetched).collect())
                     .map_err(|f| f.message())
             })
         },
@@ -56,7 +81,7 @@ pub fn activities() -> Resource<Loaded<Vec<Activity>>> {
 
 pub fn activity(
     id: impl Fn() -> Option<i64> + Send + Sync + 'static,
-) -> Resource<Loaded<Option<Activity>>> {
+) -> Resource<Loaded<Option<SaleState>>> {
     Resource::new(id, move |id| {
         #[cfg(feature = "ssr")]
         {
@@ -73,7 +98,39 @@ pub fn activity(
         browser(async move {
             let Some(id) = id else { return Ok(None) };
             match crate::client::get::<Activity>(&format!("/api/activities/{id}")).await {
-                Ok(a) => Ok(Some(a)),
+                Ok(a) => Ok(Some(SaleState::fetched(a))),
+                Err(f) if f.status == 404 => Ok(None),
+                Err(f) => Err(f.message()),
+            }
+        })
+    })
+}
+
+/// The public report of a sale: `None` until it has ended.
+pub fn report(
+    id: impl Fn() -> Option<i64> + Send + Sync + 'static,
+) -> Resource<Loaded<Option<crate::api::SaleReport>>> {
+    Resource::new(id, move |id| {
+        #[cfg(feature = "ssr")]
+        {
+            let store = use_context::<Storefront>();
+            async move {
+                match (store, id) {
+                    (Some(s), Some(id)) => s.0.report(id).await,
+                    (_, None) => Ok(None),
+                    (None, _) => Err("no storefront".into()),
+                }
+            }
+        }
+        #[cfg(not(feature = "ssr"))]
+        browser(async move {
+            let Some(id) = id else { return Ok(None) };
+            match crate::client::get::<crate::api::SaleReport>(&format!(
+                "/api/activities/{id}/report"
+            ))
+            .await
+            {
+                Ok(r) => Ok(Some(r)),
                 Err(f) if f.status == 404 => Ok(None),
                 Err(f) => Err(f.message()),
             }

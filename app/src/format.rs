@@ -1,4 +1,4 @@
-//! Text the pages share: money, counts of units and document titles.
+//! Text the pages share: money, counts of units, durations, a chart's axis and document titles.
 
 /// Text for the document `<title>`. leptos_meta writes it into the HTML unescaped, so a title
 /// holding `</title><script>` would break out of it: angle brackets become look-alikes there
@@ -37,6 +37,36 @@ pub fn thousands(n: i64) -> String {
     out
 }
 
+/// The labels of a chart's axis from 0 to at least `max`: at most about `n` + 1 of them, a step
+/// of 1, 2 or 5 times a power of ten, so never a label twice ("0, 1, 2, 3", not "0, 1, 1, 2, 2").
+pub fn ticks(max: i64, n: i64) -> Vec<i64> {
+    let max = max.max(1);
+    let raw = (max + n.max(1) - 1) / n.max(1);
+    let mut power = 1i64;
+    let step = loop {
+        if let Some(&m) = [1, 2, 5].iter().find(|&&m| m * power >= raw) {
+            break m * power;
+        }
+        power *= 10;
+    };
+    let top = (max + step - 1) / step * step;
+    (0..=top / step).map(|i| i * step).collect()
+}
+
+/// "850 ms", "12 s", "3 min 20 s", "2 h 05 min".
+pub fn duration_ms(ms: i64) -> String {
+    let s = ms / 1000;
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if s < 60 {
+        format!("{s} s")
+    } else if s < 3600 {
+        format!("{} min {:02} s", s / 60, s % 60)
+    } else {
+        format!("{} h {:02} min", s / 3600, s % 3600 / 60)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +80,30 @@ mod tests {
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(-1234), "-1,234");
+    }
+
+    #[test]
+    fn an_axis_never_repeats_a_label() {
+        // The dashboard's old axis read "2, 2, 1, 0, 0" on a 3-unit sale.
+        assert_eq!(ticks(3, 5), vec![0, 1, 2, 3]);
+        assert_eq!(ticks(1, 5), vec![0, 1]);
+        assert_eq!(ticks(0, 5), vec![0, 1]);
+        assert_eq!(ticks(5_000, 5), vec![0, 1_000, 2_000, 3_000, 4_000, 5_000]);
+        assert_eq!(ticks(7_300, 5), vec![0, 2_000, 4_000, 6_000, 8_000]);
+        for max in 1..2_000 {
+            let t = ticks(max, 5);
+            assert!(
+                t.windows(2).all(|w| w[0] < w[1]) && *t.last().unwrap() >= max && t.len() <= 7,
+                "{max}: {t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn durations_read_as_english() {
+        assert_eq!(duration_ms(850), "850 ms");
+        assert_eq!(duration_ms(12_400), "12 s");
+        assert_eq!(duration_ms(200_000), "3 min 20 s");
+        assert_eq!(duration_ms(7_500_000), "2 h 05 min");
     }
 }

@@ -19,7 +19,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    ParamSegment, StaticSegment,
+    ParamSegment, SsrMode, StaticSegment,
 };
 
 pub use session::Session;
@@ -140,10 +140,14 @@ pub fn App() -> impl IntoView {
             <components::header::Header session/>
             <main class="page">
                 <Routes fallback=pages::not_found::NotFound>
-                    <Route path=StaticSegment("") view=pages::home::Home/>
+                    // The storefront waits for its sales before it sends a byte: the HTML itself
+                    // (not a template a script moves in) says what is on sale, what has sold out
+                    // and when the rest starts, for crawlers, shoppers without scripts and LCP.
+                    <Route path=StaticSegment("") view=pages::home::Home ssr=SsrMode::Async/>
                     <Route path=StaticSegment("login") view=pages::login::Login/>
                     <Route path=StaticSegment("register") view=pages::register::Register/>
-                    <Route path=(StaticSegment("activities"), ParamSegment("id")) view=pages::sale::ActivityPage/>
+                    <Route path=(StaticSegment("activities"), ParamSegment("id")) view=pages::sale::ActivityPage ssr=SsrMode::Async/>
+                    <Route path=(StaticSegment("activities"), ParamSegment("id"), StaticSegment("report")) view=pages::report::ReportPage ssr=SsrMode::Async/>
                     <Route path=StaticSegment("orders") view=pages::orders::OrdersPage/>
                     <Route path=(StaticSegment("orders"), ParamSegment("token")) view=pages::order::OrderPage/>
                     <Route path=StaticSegment("account") view=pages::account::AccountPage/>

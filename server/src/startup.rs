@@ -332,7 +332,16 @@ impl Application {
         let state = AppState::connect_with(config, payments).await?;
         state.reconciler.warm().await?;
         tokio::spawn(listen(&state));
-        tokio::spawn(state.attempts.clone().run(state.redis.clone()));
+        tokio::spawn(
+            state
+                .attempts
+                .clone()
+                .run(state.redis.clone(), state.db.clone()),
+        );
+        tokio::spawn(crate::domain::report::keep_lines(
+            state.db.clone(),
+            state.redis.clone(),
+        ));
         tokio::spawn(state.waiting_room.clone().run());
         tokio::spawn(
             state
@@ -448,7 +457,7 @@ fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
     let shell = move |options| app::shell(options, assets.clone());
-    let storefront = site::storefront(state.db.clone());
+    let storefront = site::storefront(state.db.clone(), state.redis.clone());
     let app = Router::new()
         .nest("/api", api_router(layers))
         .merge(http::ops::router())

@@ -1,18 +1,21 @@
 //! The countdown of a sale, from the server's clock: "Starts in 01:02", "On sale — ends in
-//! 10:00", "Sold out" (while no unit remains) or "Ended"; and the phase of a sale that the buy
-//! panel follows. The ticking text is silent for screen readers; a polite live region beside it
-//! speaks only at milestones (an hour, ten, five and one minute, ten seconds before the start) and
-//! when the sale starts, sells out or ends.
+//! 10:00", "Paused", "Sold out" (while no unit remains) or "Ended"; and the phase of a sale that
+//! the buy panel follows. The server renders it from its own clock and figures, and the hydrating
+//! page starts from the same ones (`SaleState`), so the HTML already says it. The ticking text is
+//! silent for screen readers; a polite live region beside it speaks only at milestones (an hour,
+//! ten, five and one minute, ten seconds before the start) and when the sale starts, pauses,
+//! sells out or ends.
 
 use crate::{
     api::Activity,
-    clock::{countdown_text, parse_ms, ServerClock},
+    clock::{countdown_text, parse_ms, utc_time, ServerClock},
+    components::stock::Stock,
 };
 use leptos::prelude::*;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Phase {
-    /// The server clock is not known yet (before hydration and the first sync).
+    /// The server clock is not known yet (a page reached by a link, before the first sync).
     Unknown,
     Upcoming,
     Live,
@@ -33,34 +36,82 @@ pub fn phase(a: &Activity, now: Option<f64>) -> (Phase, f64) {
     }
 }
 
-/// "Starts in 01:02", "On sale — ends in 10:00", "Sold out" or "Ended", from the server's clock
-/// and the units left (`None` until known).
+/// The server's time as the page knows it: the synced clock, else the instant the server
+/// rendered the page (`seen_at`), which is what the server's HTML was written from.
+pub fn server_now(seen_at: Option<f64>) -> Signal<Option<f64>> {
+    let clock = ServerClock::get();
+    Signal::derive(move || clock.now_ms.get().or(seen_at))
+}
+
+/// What a sale's countdown shows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Shown {
+    Unknown,
+    Upcoming,
+    OnSale,
+    Paused,
+    SoldOut,
+    Ended,
+}
+
+impl Shown {
+    pub fn of(phase: Phase, stock: Stock) -> Shown {
+        match phase {
+            Phase::Unknown => Shown::Unknown,
+            Phase::Upcoming => Shown::Upcoming,
+            Phase::Live if stock.paused.get() => Shown::Paused,
+            Phase::Live if stock.remaining.get() == Some(0) => Shown::SoldOut,
+            Phase::Live => Shown::OnSale,
+            Phase::Ended => Shown::Ended,
+        }
+    }
+
+    /// For `data-phase` (tests, styles).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shown::Unknown => "unknown",
+            Shown::Upcoming => "upcoming",
+            Shown::OnSale => "on-sale",
+            Shown::Paused => "paused",
+            Shown::SoldOut => "sold-out",
+            Shown::Ended => "ended",
+        }
+    }
+}
+
+/// "Starts in 01:02", "On sale — ends in 10:00", "Paused", "Sold out" or "Ended", from the
+/// server's clock and the sale's stock.
 #[component]
 pub fn Countdown(
     activity: Activity,
-    remaining: RwSignal<Option<i64>>,
+    stock: Stock,
+    /// When the server rendered the page (`SaleState::seen_at_ms`).
+    seen_at: Option<f64>,
     /// Whether milestones are spoken (the sale's own page; not every card of the list).
     #[prop(optional)]
     announce: bool,
 ) -> impl IntoView {
-    let clock = ServerClock::get();
+    let now = server_now(seen_at);
     let starts = activity.starts_at.clone();
     let a = activity.clone();
-    let text = move || match phase(&a, clock.now_ms.get()) {
-        (Phase::Unknown, _) => format!("Starts {starts}"),
-        (Phase::Upcoming, ms) => format!("Starts in {}", countdown_text(ms)),
-        (Phase::Live, _) if remaining.get() == Some(0) => "Sold out".to_string(),
-        (Phase::Live, ms) => format!("On sale — ends in {}", countdown_text(ms)),
-        (Phase::Ended, _) => "Ended".to_string(),
+    let timed = Memo::new(move |_| phase(&a, now.get()));
+    let shown = Memo::new(move |_| Shown::of(timed.get().0, stock));
+    let text = move || match (shown.get(), timed.get().1) {
+        (Shown::Unknown, _) => format!("Starts {}", utc_time(&starts)),
+        (Shown::Upcoming, ms) => format!("Starts in {}", countdown_text(ms)),
+        (Shown::Paused, _) => "Paused".to_string(),
+        (Shown::SoldOut, _) => "Sold out".to_string(),
+        (Shown::OnSale, ms) => format!("On sale — ends in {}", countdown_text(ms)),
+        (Shown::Ended, _) => "Ended".to_string(),
     };
-    let sold_out = move || remaining.get() == Some(0);
     // A memo: the region's text (so what is spoken) changes only when the milestone does.
     let milestone = Memo::new(move |_| {
-        let (phase, ms) = phase(&activity, clock.now_ms.get());
-        milestone_text(phase, ms, remaining.get() == Some(0))
+        let (_, ms) = timed.get();
+        milestone_text(shown.get(), ms)
     });
     view! {
-        <p class="countdown" class:sold-out=sold_out data-testid="countdown" aria-live="off">{text}</p>
+        <p class="countdown" class:sold-out=move || shown.get() == Shown::SoldOut
+            data-phase=move || shown.get().as_str() data-testid="countdown" aria-live="off">{text}</p>
         {announce.then(|| view! {
             <p class="sr-only" role="status" aria-live="polite" data-testid="countdown-announcement">{move || milestone.get()}</p>
         })}
@@ -68,7 +119,7 @@ pub fn Countdown(
 }
 
 /// What the live region says: the next milestone before the start, or the sale's state.
-pub fn milestone_text(phase: Phase, ms_left: f64, sold_out: bool) -> String {
+pub fn milestone_text(shown: Shown, ms_left: f64) -> String {
     const MARKS: [(f64, &str); 5] = [
         (10.0, "10 seconds"),
         (60.0, "1 minute"),
@@ -76,18 +127,19 @@ pub fn milestone_text(phase: Phase, ms_left: f64, sold_out: bool) -> String {
         (600.0, "10 minutes"),
         (3600.0, "an hour"),
     ];
-    match phase {
-        Phase::Unknown => String::new(),
-        Phase::Upcoming => MARKS
+    match shown {
+        Shown::Unknown => String::new(),
+        Shown::Upcoming => MARKS
             .iter()
             .find(|(secs, _)| ms_left <= secs * 1000.0)
             .map_or_else(
                 || "The sale has not started yet.".to_string(),
                 |(_, label)| format!("The sale starts in less than {label}."),
             ),
-        Phase::Live if sold_out => "Sold out.".to_string(),
-        Phase::Live => "The sale is on: you can buy now.".to_string(),
-        Phase::Ended => "The sale has ended.".to_string(),
+        Shown::Paused => "The sale is paused.".to_string(),
+        Shown::SoldOut => "Sold out.".to_string(),
+        Shown::OnSale => "The sale is on: you can buy now.".to_string(),
+        Shown::Ended => "The sale has ended.".to_string(),
     }
 }
 
@@ -98,14 +150,14 @@ mod tests {
     #[test]
     fn the_live_region_speaks_at_milestones_only() {
         let said: std::collections::BTreeSet<String> = (0..7_200)
-            .map(|s| milestone_text(Phase::Upcoming, f64::from(7_200 - s) * 1000.0, false))
+            .map(|s| milestone_text(Shown::Upcoming, f64::from(7_200 - s) * 1000.0))
             .collect();
         // Two hours of ticking seconds say six different things, not 7,200.
         assert_eq!(said.len(), 6, "{said:?}");
         assert_eq!(
-            milestone_text(Phase::Upcoming, 9_000.0, false),
+            milestone_text(Shown::Upcoming, 9_000.0),
             "The sale starts in less than 10 seconds."
         );
-        assert_eq!(milestone_text(Phase::Live, 1.0, true), "Sold out.");
+        assert_eq!(milestone_text(Shown::SoldOut, 1.0), "Sold out.");
     }
 }

@@ -75,8 +75,13 @@ impl Work {
     }
 
     /// Compute a new solution (the last one was spent, refused or is about to expire).
+    /// The payload is written only when there is one to drop: an effect that reads it and asks
+    /// for a renewal (the buy panel's, mounted before the check has started) would otherwise
+    /// wake itself forever.
     pub fn renew(self) {
-        self.payload.set(None);
+        if self.payload.with_untracked(Option::is_some) {
+            self.payload.set(None);
+        }
         self.renewals.update(|n| *n += 1);
     }
 

@@ -1,14 +1,29 @@
-//! A sale's remaining stock: polled while the page is open and the sale has not ended (the API
-//! allows it to be 1 s stale; a CDN may answer it) and shown as "Stock left: n of N".
+//! A sale's remaining stock and whether it is paused: polled while the page is open and the sale
+//! has not ended (the API allows them to be 1 s stale; a CDN may answer them) and shown as "Stock
+//! left: n of N".
 
+use crate::data::SaleState;
 use leptos::prelude::*;
 
-/// The remaining stock of sale `a`, refreshed every two seconds until the page is left or the
-/// sale has ended; `None` until the first answer (and on the server).
-pub fn poll_remaining(a: &crate::api::Activity) -> RwSignal<Option<i64>> {
+/// What a page follows of a sale while it is open.
+#[derive(Clone, Copy)]
+pub struct Stock {
+    /// Units left; `None` until known.
+    pub remaining: RwSignal<Option<i64>>,
+    /// Whether the merchant has paused the sale.
+    pub paused: RwSignal<bool>,
+}
+
+/// The stock of a sale, starting from what the server saw when it rendered the page, refreshed
+/// every two seconds until the page is left or the sale has ended.
+pub fn poll_stock(sale: &SaleState) -> Stock {
+    let a = &sale.activity;
     let id = a.id;
     let ends_ms = crate::clock::parse_ms(&a.ends_at).unwrap_or(f64::MAX);
-    let remaining = RwSignal::new(None::<i64>);
+    let stock = Stock {
+        remaining: RwSignal::new(sale.remaining),
+        paused: RwSignal::new(a.paused),
+    };
     #[cfg(feature = "hydrate")]
     {
         let alive = crate::clock::while_mounted();
@@ -22,7 +37,8 @@ pub fn poll_remaining(a: &crate::api::Activity) -> RwSignal<Option<i64>> {
                     ))
                     .await
                     {
-                        remaining.try_set(Some(r.remaining));
+                        stock.remaining.try_set(Some(r.remaining));
+                        stock.paused.try_set(r.paused);
                     }
                     if ended {
                         break;
@@ -34,7 +50,7 @@ pub fn poll_remaining(a: &crate::api::Activity) -> RwSignal<Option<i64>> {
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = (id, ends_ms);
-    remaining
+    stock
 }
 
 #[component]
@@ -46,7 +62,7 @@ pub fn StockLeft(
     view! {
         <p class="muted">
             "Stock left: "
-            <strong data-testid="stock-remaining">{move || remaining.get().map_or("…".to_string(), |r| r.to_string())}</strong>
+            <strong data-testid="stock-remaining">{move || remaining.get().map_or("…".to_string(), crate::format::thousands)}</strong>
             " of " {crate::format::thousands(total)}
             " · at most " {per_user_limit} " per shopper"
         </p>

@@ -2,9 +2,8 @@
 //! per-user data (it is cacheable).
 
 use crate::{
-    api::Activity,
-    components::{countdown::Countdown, stock::poll_remaining},
-    data,
+    components::{countdown::Countdown, stock::poll_stock},
+    data::{self, SaleState},
     format::{money, units},
 };
 use leptos::prelude::*;
@@ -24,7 +23,7 @@ pub fn Home() -> impl IntoView {
                 Ok(list) if list.is_empty() => view! { <p>"No sales yet. Come back soon."</p> }.into_any(),
                 Ok(list) => view! {
                     <ul class="cards">
-                        {list.into_iter().map(|a| view! { <ActivityCard activity=a/> }).collect_view()}
+                        {list.into_iter().map(|sale| view! { <ActivityCard sale/> }).collect_view()}
                     </ul>
                 }.into_any(),
                 Err(e) => view! { <p class="error" role="alert">"Could not load the sales: " {e}</p> }.into_any(),
@@ -34,9 +33,10 @@ pub fn Home() -> impl IntoView {
 }
 
 #[component]
-fn ActivityCard(activity: Activity) -> impl IntoView {
+fn ActivityCard(sale: SaleState) -> impl IntoView {
     // Live, so that a sold-out sale says so (and reopens when units come back) without a click.
-    let remaining = poll_remaining(&activity);
+    let stock = poll_stock(&sale);
+    let activity = sale.activity;
     let href = format!("/activities/{}", activity.id);
     view! {
         <li class="card activity-card" data-testid="activity-card">
@@ -48,7 +48,7 @@ fn ActivityCard(activity: Activity) -> impl IntoView {
                 " " <s class="was">{money(activity.price_cents)}</s>
             </p>
             <p class="muted">{units(activity.total_stock)}</p>
-            <Countdown activity=activity remaining/>
+            <Countdown activity=activity stock seen_at=sale.seen_at_ms/>
         </li>
     }
 }

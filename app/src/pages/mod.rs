@@ -12,4 +12,5 @@ pub mod operator;
 pub mod order;
 pub mod orders;
 pub mod register;
+pub mod report;
 pub mod sale;

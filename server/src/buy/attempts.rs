@@ -1,10 +1,13 @@
-//! Buy attempts per activity and second, for the merchant's live dashboard. Every attempt counts,
-//! including those answered in-process (sold out, bad path), so each instance counts in memory
-//! (one uncontended lock, no Redis round trip on the hot path) and adds its counts to per-second
-//! Redis counters four times a second; the dashboard reads the last complete second, summed over
-//! every instance behind the load balancer.
+//! Buy attempts per activity and second: for the merchant's live dashboard (all of them, in
+//! Redis for ten minutes) and, by outcome, for the sale's public report (in PostgreSQL for good).
+//! Every attempt counts, including those answered in-process (sold out, bad path), so each
+//! instance counts in memory (one uncontended lock, no round trip on the hot path), adds its
+//! counts to per-second Redis counters four times a second, and its counts by outcome to
+//! `sale_attempts` once a second; the dashboard reads the last complete second, summed over every
+//! instance behind the load balancer.
 
 use crate::infra::redis::Redis;
+use sqlx::PgPool;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -14,26 +17,39 @@ use std::{
 /// How long a per-second counter is kept in Redis.
 const KEEP_SECS: i64 = 600;
 const FLUSH_EVERY: Duration = Duration::from_millis(250);
+/// Redis flushes per PostgreSQL one.
+const FLUSHES_PER_TALLY: u32 = 4;
+/// Seconds by outcome an instance keeps while PostgreSQL cannot take them (beyond: dropped, and
+/// said so), so that an outage costs bounded memory.
+const MAX_TALLY: usize = 100_000;
+
+/// (activity, second) → attempts; (activity, second, outcome) → attempts.
+#[derive(Default)]
+struct Counts {
+    per_second: HashMap<(i64, i64), u64>,
+    by_outcome: HashMap<(i64, i64, &'static str), u64>,
+}
 
 #[derive(Clone, Default)]
 pub struct Attempts {
-    counts: Arc<Mutex<HashMap<(i64, i64), u64>>>,
+    counts: Arc<Mutex<Counts>>,
 }
 
 impl Attempts {
-    /// Counts one buy attempt on `activity` now.
-    pub fn record(&self, activity: i64) {
+    /// Counts one buy attempt on `activity` now, answered `outcome` (`accepted` or the error
+    /// code).
+    pub fn record(&self, activity: i64, outcome: &'static str) {
         let second = chrono::Utc::now().timestamp();
-        *self
-            .counts
-            .lock()
-            .expect("attempts lock")
-            .entry((activity, second))
+        let mut counts = self.counts.lock().expect("attempts lock");
+        *counts.per_second.entry((activity, second)).or_default() += 1;
+        *counts
+            .by_outcome
+            .entry((activity, second, outcome))
             .or_default() += 1;
     }
 
     fn take(&self) -> HashMap<(i64, i64), u64> {
-        std::mem::take(&mut *self.counts.lock().expect("attempts lock"))
+        std::mem::take(&mut self.counts.lock().expect("attempts lock").per_second)
     }
 
     /// Writes this instance's counts to Redis; on failure they are kept for the next flush.
@@ -63,7 +79,50 @@ impl Attempts {
             let oldest = chrono::Utc::now().timestamp() - KEEP_SECS;
             let mut kept = self.counts.lock().expect("attempts lock");
             for ((activity, second), n) in counts.into_iter().filter(|((_, s), _)| *s > oldest) {
-                *kept.entry((activity, second)).or_default() += n;
+                *kept.per_second.entry((activity, second)).or_default() += n;
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Adds this instance's counts by outcome to `sale_attempts` (one statement); on failure
+    /// they are kept for the next time, up to [`MAX_TALLY`] seconds by outcome.
+    pub async fn tally(&self, db: &PgPool) -> sqlx::Result<()> {
+        let taken = std::mem::take(&mut self.counts.lock().expect("attempts lock").by_outcome);
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let (mut ids, mut seconds, mut outcomes, mut ns) = (vec![], vec![], vec![], vec![]);
+        for (&(id, second, outcome), &n) in &taken {
+            ids.push(id);
+            seconds.push(second as f64);
+            outcomes.push(outcome.to_string());
+            ns.push(n as i64);
+        }
+        let written = sqlx::query!(
+            "INSERT INTO sale_attempts (activity_id, second, outcome, n)
+             SELECT id, to_timestamp(second), outcome, n
+             FROM unnest($1::bigint[], $2::float8[], $3::text[], $4::bigint[]) AS t(id, second, outcome, n)
+             ON CONFLICT (activity_id, second, outcome) DO UPDATE SET n = sale_attempts.n + EXCLUDED.n",
+            &ids,
+            &seconds,
+            &outcomes,
+            &ns
+        )
+        .execute(db)
+        .await;
+        if let Err(e) = written {
+            let mut counts = self.counts.lock().expect("attempts lock");
+            if counts.by_outcome.len() + taken.len() > MAX_TALLY {
+                tracing::error!(
+                    dropped = taken.len(),
+                    "buy attempt tallies dropped: PostgreSQL has been unreachable too long"
+                );
+            } else {
+                for (key, n) in taken {
+                    *counts.by_outcome.entry(key).or_default() += n;
+                }
             }
             return Err(e);
         }
@@ -71,13 +130,18 @@ impl Attempts {
     }
 
     /// Flushes until the process ends.
-    pub async fn run(self, redis: Redis) {
+    pub async fn run(self, redis: Redis, db: PgPool) {
         let mut every = tokio::time::interval(FLUSH_EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
+        for tick in 1u32.. {
             every.tick().await;
             if let Err(e) = self.flush(&redis).await {
                 tracing::warn!(error = %e, "buy attempt counts not written; kept for the next flush");
+            }
+            if tick.is_multiple_of(FLUSHES_PER_TALLY) {
+                if let Err(e) = self.tally(&db).await {
+                    tracing::warn!(error = %e, "buy attempt tallies not written; kept for the next time");
+                }
             }
         }
     }

@@ -212,10 +212,7 @@ impl Gate {
 
     /// Counts a buy request's outcome (`accepted` or its error code) in the metrics.
     pub fn count(&self, outcome: &ApiResult<String>) {
-        self.parts.metrics.buy(match outcome {
-            Ok(_) => "accepted",
-            Err(e) => e.code(),
-        });
+        self.parts.metrics.buy(outcome_code(outcome));
     }
 
     /// Whether a buy of sale `id` can be answered `409 sold_out` before anything of the request
@@ -236,7 +233,7 @@ impl Gate {
 
     /// Counts an early sold-out answer of sale `id` as [`Gate::decide`]'s would be.
     pub fn count_sold_out(&self, id: i64) {
-        self.parts.attempts.record(id);
+        self.parts.attempts.record(id, ApiError::SoldOut.code());
         self.count(&Err(ApiError::SoldOut));
     }
 
@@ -253,12 +250,12 @@ impl Gate {
     ) -> ApiResult<String> {
         let state = &self.parts;
         let activity = state.activities.get(&state.db, id).await?;
-        // Counted once the activity is known to exist: made-up ids must not grow the counters.
-        state.attempts.record(id);
         let outcome = match activity.admits_account(joined) {
             Ok(()) => self.judge(&activity, user, ip, idempotency, req).await,
             Err(too_new) => Err(too_new),
         };
+        // Counted once the activity is known to exist: made-up ids must not grow the counters.
+        state.attempts.record(id, outcome_code(&outcome));
         // An admitted shopper who bought, or who can buy nothing more, leaves the admitted
         // window: the waiting room admits the next in line.
         if activity.waiting_room
@@ -695,6 +692,14 @@ fn check_window(
         return Err(ApiError::Ended);
     }
     Ok(())
+}
+
+/// A buy's outcome as the metrics and the sale's report name it: `accepted` or the error code.
+pub fn outcome_code(outcome: &ApiResult<String>) -> &'static str {
+    match outcome {
+        Ok(_) => "accepted",
+        Err(e) => e.code(),
+    }
 }
 
 #[cfg(test)]

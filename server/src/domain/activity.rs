@@ -150,7 +150,16 @@ pub async fn live(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
 
 /// Newest start first.
 pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
-    let rows = sqlx::query_as!(
+    Ok(list_rows(db)
+        .await?
+        .into_iter()
+        .map(ActivityRow::into_activity)
+        .collect())
+}
+
+/// The storefront's sales (their rows), newest start first, at most 500.
+pub async fn list_rows(db: &PgPool) -> ApiResult<Vec<ActivityRow>> {
+    Ok(sqlx::query_as!(
         ActivityRow,
         "SELECT id, title, description, image_url, price_cents, seckill_price_cents, starts_at, ends_at,
                   total_stock, sold, per_user_limit, captcha_required, payment_window_secs, paused,
@@ -159,8 +168,7 @@ pub async fn list(db: &PgPool) -> ApiResult<Vec<Activity>> {
          FROM activities ORDER BY starts_at DESC, id DESC LIMIT 500"
     )
     .fetch_all(db)
-    .await?;
-    Ok(rows.into_iter().map(ActivityRow::into_activity).collect())
+    .await?)
 }
 
 /// A shop's sales, newest start first, at most `limit`.

@@ -1,5 +1,5 @@
 //! The product's own vocabulary, free of the web layer: activities and their rules, accounts, shops,
-//! sessions, the audit log and passwords, payments, and the error codes every room answers with. Built on `infra` only.
+//! sessions, the audit log and passwords, payments, the public report of a sale, and the error codes every room answers with. Built on `infra` only.
 
 pub mod account;
 pub mod activity;
@@ -10,6 +10,7 @@ pub mod error;
 pub mod order;
 pub mod password;
 pub mod payment;
+pub mod report;
 pub mod sessions;
 pub mod shop;
 

@@ -10,7 +10,7 @@ use crate::{
     },
     domain::{
         activity::{list, load, remaining},
-        rfc3339, ApiError, ApiResult,
+        report, rfc3339, ApiError, ApiResult,
     },
     infra::{keys::address_bucket, redis::Redis},
 };
@@ -32,6 +32,7 @@ pub fn router() -> Router<AppState> {
         .route("/activities", get(list_activities))
         .route("/activities/{id}", get(get_activity))
         .route("/activities/{id}/stock", get(get_stock))
+        .route("/activities/{id}/report", get(get_report))
 }
 
 async fn server_time() -> Response {
@@ -97,7 +98,21 @@ async fn get_stock(
     let remaining = remaining(&redis, id, activity.stock_shards).await?;
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
-        Json(Remaining { remaining }),
+        Json(Remaining {
+            remaining,
+            paused: activity.paused,
+        }),
+    )
+        .into_response())
+}
+
+/// The public report of an ended sale (`404` until it ends). Cached a minute: it is computed
+/// from every order of the sale.
+async fn get_report(State(db): State<PgPool>, Path(id): Path<String>) -> ApiResult<Response> {
+    let report = report::of_sale(&db, parse_id(&id)?).await?;
+    Ok((
+        [(header::CACHE_CONTROL, "public, max-age=60")],
+        Json(report),
     )
         .into_response())
 }

@@ -5,10 +5,16 @@
 //! when set. HTML is never immutable: storefront pages may be cached for a few seconds (they hold
 //! no per-user data), the rest must be revalidated.
 
-use crate::{domain::activity, infra::config::Config};
+use crate::{
+    domain::{
+        activity::{self, ActivityRow},
+        report, ApiError,
+    },
+    infra::{config::Config, redis::Redis},
+};
 use app::{
-    api::Activity,
-    data::{BoxFuture, Loaded, Storefront, StorefrontSource},
+    api::SaleReport,
+    data::{BoxFuture, Loaded, SaleState, Storefront, StorefrontSource},
     Assets,
 };
 use axum::{
@@ -17,6 +23,7 @@ use axum::{
     middleware::Next,
     response::Response,
 };
+use chrono::{DateTime, Utc};
 use leptos::config::LeptosOptions;
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc};
@@ -109,34 +116,82 @@ pub fn check_assets(site_root: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Pages read activities straight from the database.
-pub struct CatalogStorefront(pub PgPool);
+/// Pages read activities straight from the database, and their stock from Redis: the server
+/// renders each sale's phase from what it sees as it renders the page.
+pub struct CatalogStorefront {
+    db: PgPool,
+    redis: Redis,
+}
+
+impl CatalogStorefront {
+    /// A sale as the server renders it now. Its units left are Redis's (the database's count for
+    /// a sale Redis no longer holds, and for an ended one in a list); with Redis unreachable they
+    /// are unknown, and the page says "…" rather than fail.
+    async fn state(&self, row: ActivityRow, now: DateTime<Utc>, ask_redis: bool) -> SaleState {
+        let in_db = (row.total_stock - row.sold).max(0);
+        let remaining = match ask_redis {
+            false => Some(in_db),
+            true => match activity::in_redis(&self.redis, row.id, row.stock_shards).await {
+                Ok(n) => Some(n.unwrap_or(in_db)),
+                Err(e) => {
+                    tracing::warn!(error = %e, activity.id = row.id, "rendering a sale without its stock");
+                    None
+                }
+            },
+        };
+        SaleState {
+            activity: row.into_activity(),
+            remaining,
+            seen_at_ms: Some(now.timestamp_millis() as f64),
+        }
+    }
+}
 
 impl StorefrontSource for CatalogStorefront {
-    fn activities(&self) -> BoxFuture<'_, Loaded<Vec<Activity>>> {
+    fn activities(&self) -> BoxFuture<'_, Loaded<Vec<SaleState>>> {
         Box::pin(async move {
-            activity::list(&self.0).await.map_err(|e| {
+            let rows = activity::list_rows(&self.db).await.map_err(|e| {
                 tracing::error!(error = ?e, "rendering the activity list");
                 "The sales could not be loaded.".to_string()
+            })?;
+            let now = Utc::now();
+            Ok(futures_util::future::join_all(
+                rows.into_iter()
+                    .map(|row| self.state(row.clone(), now, row.ends_at > now)),
+            )
+            .await)
+        })
+    }
+
+    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<SaleState>>> {
+        Box::pin(async move {
+            let row = activity::load(&self.db, id).await.map_err(|e| {
+                tracing::error!(error = ?e, activity.id = id, "rendering an activity");
+                "The sale could not be loaded.".to_string()
+            })?;
+            Ok(match row {
+                Some(row) => Some(self.state(row, Utc::now(), true).await),
+                None => None,
             })
         })
     }
 
-    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<Activity>>> {
+    fn report(&self, id: i64) -> BoxFuture<'_, Loaded<Option<SaleReport>>> {
         Box::pin(async move {
-            activity::load(&self.0, id)
-                .await
-                .map(|r| r.map(activity::ActivityRow::into_activity))
-                .map_err(|e| {
-                    tracing::error!(error = ?e, activity.id = id, "rendering an activity");
-                    "The sale could not be loaded.".to_string()
-                })
+            match report::of_sale(&self.db, id).await {
+                Ok(report) => Ok(Some(report)),
+                Err(ApiError::NotFound) => Ok(None),
+                Err(e) => {
+                    tracing::error!(error = ?e, activity.id = id, "rendering a sale's report");
+                    Err("The report could not be made.".to_string())
+                }
+            }
         })
     }
 }
 
-pub fn storefront(db: PgPool) -> Storefront {
-    Storefront(Arc::new(CatalogStorefront(db)))
+pub fn storefront(db: PgPool, redis: Redis) -> Storefront {
+    Storefront(Arc::new(CatalogStorefront { db, redis }))
 }
 
 /// One response header set, then the next.

@@ -202,6 +202,14 @@ impl QueueKeys {
     pub fn suspects(&self) -> String {
         format!("{}:suspects", self.base)
     }
+    /// When each shopper who joined after the start joined (ms), until their turn is claimed.
+    pub fn joined(&self) -> String {
+        format!("{}:joined", self.base)
+    }
+    /// The waits from joining to the turn: shoppers by bucket (see `status.lua`).
+    pub fn waits(&self) -> String {
+        format!("{}:waits", self.base)
+    }
 }
 
 impl Keys {

@@ -21,6 +21,7 @@ mod limits;
 mod line;
 mod queue;
 mod replication;
+mod report;
 mod seckill;
 mod sessions;
 mod shards;

@@ -190,3 +190,121 @@ async fn a_server_whose_site_folder_lacks_the_assets_its_pages_name_refuses_to_s
     );
     std::fs::remove_dir_all(empty).unwrap();
 }
+
+/// The HTML of `path` as a client without scripts sees it: what is in the document itself, not
+/// in a streamed `<template>` only a script would move into place (and without the empty comments
+/// hydration uses as markers).
+async fn html(app: &TestApp, path: &str) -> String {
+    let resp = reqwest::Client::new()
+        .get(app.url(path))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200, "{path}");
+    let html = resp.text().await.unwrap();
+    match html.find("<template") {
+        Some(at) => html[..at].to_string(),
+        None => html,
+    }
+    .replace("<!>", "")
+}
+
+/// The card of sale `id` in the storefront's HTML.
+fn card_of(list: &str, id: i64) -> String {
+    let link = format!(r#"href="/activities/{id}""#);
+    let at = list
+        .find(&link)
+        .unwrap_or_else(|| panic!("no card of sale {id}"));
+    let start = list[..at].rfind("<li ").unwrap();
+    let end = at + list[at..].find("</li>").unwrap();
+    list[start..end].to_string()
+}
+
+#[tokio::test]
+async fn the_server_html_says_each_sales_phase() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let title = unique_name("Phase");
+    let sold_out = live_activity(&app, &merchant, 1, json!({"title": title})).await["id"]
+        .as_i64()
+        .unwrap();
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let path = app.path(&shopper.client, sold_out).await;
+    let (status, body) = json(
+        app.buy(&shopper.client, sold_out, json!({"path": path}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+
+    let starts_at = (chrono::Utc::now() + chrono::Duration::hours(30)).to_rfc3339();
+    let later = live_activity(
+        &app,
+        &merchant,
+        5_000,
+        json!({"starts_at": starts_at, "ends_at": (chrono::Utc::now() + chrono::Duration::hours(31)).to_rfc3339()}),
+    )
+    .await;
+    let (later, starts_at) = (
+        later["id"].as_i64().unwrap(),
+        later["starts_at"].as_str().unwrap().to_string(),
+    );
+
+    let paused = live_activity(&app, &merchant, 3, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let resp = merchant
+        .post(app.url(&format!("/api/admin/activities/{paused}/pause")))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let on_sale = live_activity(&app, &merchant, 2_500, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+
+    // A sold-out sale says so, on its page and on its card, with the stock line from Redis.
+    let page = html(&app, &format!("/activities/{sold_out}")).await;
+    assert!(page.contains(r#"data-phase="sold-out""#), "{page}");
+    assert!(page.contains(">Sold out</p>"), "{page}");
+    assert!(
+        page.contains(r#"<strong data-testid="stock-remaining">0</strong>"#),
+        "{page}"
+    );
+    let list = html(&app, "/").await;
+    let card = card_of(&list, sold_out);
+    assert!(card.contains(">Sold out</p>"), "{card}");
+    assert!(card.contains(r#"data-phase="sold-out""#), "{card}");
+
+    // A sale not started names its start: a countdown and the instant itself.
+    let page = html(&app, &format!("/activities/{later}")).await;
+    assert!(page.contains(r#"data-phase="upcoming""#), "{page}");
+    assert!(page.contains(">Starts in 1 d 0"), "{page}");
+    assert!(
+        page.contains(&format!(r#"<time datetime="{starts_at}">"#)),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("{} UTC</time>", starts_at[..19].replace('T', " "))),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"<strong data-testid="stock-remaining">5,000</strong>"#),
+        "{page}"
+    );
+    assert!(card_of(&list, later).contains(r#"data-phase="upcoming""#));
+
+    // A paused one says paused; one on sale says it ends.
+    let page = html(&app, &format!("/activities/{paused}")).await;
+    assert!(page.contains(r#"data-phase="paused""#), "{page}");
+    assert!(page.contains(">Paused</p>"), "{page}");
+    assert!(card_of(&list, paused).contains(">Paused</p>"));
+    let page = html(&app, &format!("/activities/{on_sale}")).await;
+    assert!(page.contains(r#"data-phase="on-sale""#), "{page}");
+    assert!(page.contains(">On sale — ends in "), "{page}");
+    assert!(
+        page.contains(r#"<strong data-testid="stock-remaining">2,500</strong>"#),
+        "{page}"
+    );
+}

@@ -4,18 +4,19 @@
 //! the page loads (`components/proof_of_work.rs`); an image-captcha sale offers it instead.
 //! A sale with a waiting room puts the shopper in its line first (`waiting_room.rs`)
 //! and opens the buy panel at their turn. "Sold out" while no unit remains, reopening by itself
-//! when units come back. The HTML carries no per-user data (it is cacheable); everything live
-//! comes after hydration.
+//! when units come back. The server renders the sale's phase from its own clock and stock (so the
+//! HTML says "sold out", "paused" or when it starts); the HTML carries no per-user data (it is
+//! cacheable), and everything live comes after hydration.
 
 use crate::{
-    api::{Activity, BotCheck},
-    clock::ServerClock,
+    api::BotCheck,
+    clock::When,
     components::{
-        countdown::{phase, Countdown, Phase},
+        countdown::{phase, server_now, Countdown, Phase},
         proof_of_work::{Work, WorkStatus},
-        stock::{poll_remaining, StockLeft},
+        stock::{poll_stock, StockLeft},
     },
-    data,
+    data::{self, SaleState},
     format::{money, page_title},
     Session,
 };
@@ -41,7 +42,7 @@ pub fn ActivityPage() -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <p>"Loading…"</p> }>
             {move || activity.get().map(|r| match r {
-                Ok(Some(a)) => view! { <ActivityView activity=a/> }.into_any(),
+                Ok(Some(sale)) => view! { <ActivityView sale/> }.into_any(),
                 Ok(None) => view! { <Title text="Not found — Seckill"/><section class="card narrow"><h1>"No such sale"</h1><p><a href="/">"Back to the sales"</a></p></section> }.into_any(),
                 Err(e) => view! { <p class="error" role="alert">"Could not load the sale: " {e}</p> }.into_any(),
             })}
@@ -50,11 +51,14 @@ pub fn ActivityPage() -> impl IntoView {
 }
 
 #[component]
-fn ActivityView(activity: Activity) -> impl IntoView {
-    let clock = ServerClock::get();
-    let remaining = poll_remaining(&activity);
+fn ActivityView(sale: SaleState) -> impl IntoView {
+    let activity = sale.activity.clone();
+    let stock = poll_stock(&sale);
+    let remaining = stock.remaining;
+    let now = server_now(sale.seen_at_ms);
     let a = activity.clone();
-    let live_phase = Memo::new(move |_| phase(&a, clock.now_ms.get()).0);
+    let live_phase = Memo::new(move |_| phase(&a, now.get()).0);
+    let starts_at = activity.starts_at.clone();
     let waiting_room = activity.waiting_room;
     let work = activity
         .bot_check
@@ -86,11 +90,18 @@ fn ActivityView(activity: Activity) -> impl IntoView {
                 }
             })}
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
-            <Countdown activity=activity.clone() remaining announce=true/>
+            <Countdown activity=activity.clone() stock seen_at=sale.seen_at_ms announce=true/>
+            {move || matches!(live_phase.get(), Phase::Upcoming | Phase::Unknown).then(|| view! {
+                <p class="muted" data-testid="starts-at">"Starts " <When at=starts_at.clone()/></p>
+            })}
             {move || match live_phase.get() {
                 Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase receipt/> }.into_any(),
                 Phase::Live => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
-                Phase::Ended => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
+                Phase::Ended => view! {
+                    <p class="notice">"This sale has ended. "
+                        <a href=format!("/activities/{}/report", activity.id) data-testid="report-link">"How it went: the sale's report"</a>
+                    </p>
+                }.into_any(),
                 _ => view! {
                     <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
                     <p class="muted">"The buy button opens when the sale starts."</p>

@@ -11,7 +11,8 @@
 -- A shopper whose bot check failed `bound` times on the sale (0: no bound) takes no place: the
 -- score is -1, and a place held is dropped unless it was drawn and the drawing is over (a drawn
 -- place never moves once the start has published the seed).
--- KEYS: line, in, meta, suspects, receipts, unclaimed. ARGV: user, start_ms, drawn score, again
+-- An arrival after the start is timed (`joined`), so that its wait is known at its turn.
+-- KEYS: line, in, meta, suspects, receipts, unclaimed, joined. ARGV: user, start_ms, drawn score, again
 -- (0|1), expire_at_ms, bound, receipt, method, rate (0: none now), claim_ms.
 -- Returns {the place's score, places numbered before the start, the receipt of a drawn place or
 -- ''}: a place after the start is the `numbered + (score - 2^50)`-th in admission order.
@@ -58,6 +59,8 @@ if not score then
     redis.call('HINCRBY', KEYS[3], 'drawn', 1)
   else
     score = AFTER_START + redis.call('HINCRBY', KEYS[3], 'seq', 1)
+    redis.call('HSET', KEYS[7], user, now)
+    redis.call('PEXPIREAT', KEYS[7], ARGV[5])
   end
   redis.call('ZADD', KEYS[1], score, user)
   redis.call('PEXPIREAT', KEYS[1], ARGV[5])

@@ -5,7 +5,10 @@
 -- as the admitter last saw them (-1: not yet seen); place in admission order (1 = the first
 -- admitted), 0 before the start. A shopper whose bot check failed `bound` times on the sale (0: no
 -- bound) is `shadow`: kept waiting, never admitted, nothing claimed.
--- KEYS: line, in, meta, unclaimed, suspects. ARGV: user, start_ms, ticket_ms, bound.
+-- The claim also counts the shopper's wait, from joining (the start, for a place drawn before
+-- it) to the claim, in bucket ceil(8·log2(ms + 1)) of `waits`: bucket b holds waits up to
+-- 2^(b/8) − 1 ms, each 9 % wider than the one before.
+-- KEYS: line, in, meta, unclaimed, suspects, joined, waits. ARGV: user, start_ms, ticket_ms, bound.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local m = redis.call('HMGET', KEYS[3], 'cursor', 'stock', 'admitted')
@@ -28,6 +31,15 @@ if expiry and tonumber(expiry) > now then
   if redis.call('ZREM', KEYS[4], ARGV[1]) == 1 then
     expiry = now + tonumber(ARGV[3])
     redis.call('ZADD', KEYS[2], expiry, ARGV[1])
+    local start = tonumber(ARGV[2])
+    local joined = math.max(tonumber(redis.call('HGET', KEYS[6], ARGV[1])) or start, start)
+    redis.call('HDEL', KEYS[6], ARGV[1])
+    local bucket = math.ceil(8 * math.log(math.max(0, now - joined) + 1) / math.log(2))
+    redis.call('HINCRBY', KEYS[7], bucket, 1)
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl > 0 then
+      redis.call('PEXPIRE', KEYS[7], ttl)
+    end
   end
   return {'admitted', 0, waiting, tonumber(expiry), stock, 0}
 end
