@@ -647,6 +647,9 @@ pub struct ActivityStats {
     /// The waiting room, when the sale has one (an addition to docs/api.md; absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<QueueFigures>,
+    /// Shoppers who asked to be reminded of the sale (an addition to docs/api.md).
+    #[serde(default)]
+    pub reminders: i64,
 }
 
 /// Where an activity stands, as the admin console shows it.
@@ -829,4 +832,14 @@ pub struct TimelineStep {
     pub attempts: i64,
     /// Units reserved in the step (by the orders' reservation times).
     pub sold: i64,
+}
+
+/// A shopper's reminder of a sale: `POST /api/activities/{id}/reminder` (`201`, or `200` with the
+/// same reminder when asked again), `GET` the same path, `DELETE /api/reminders/{id}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reminder {
+    pub id: i64,
+    pub activity_id: i64,
+    pub starts_at: String,
+    pub created_at: String,
 }

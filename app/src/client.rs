@@ -79,6 +79,20 @@ mod imp {
         decode(resp).await
     }
 
+    /// A DELETE (with the empty JSON body every change of state carries); `204` is `Ok`.
+    pub async fn delete(url: &str) -> Result<(), Failure> {
+        let resp = Request::delete(url)
+            .json(&serde_json::json!({}))
+            .map_err(network)?
+            .send()
+            .await
+            .map_err(network)?;
+        if resp.ok() {
+            return Ok(());
+        }
+        decode::<serde_json::Value>(resp).await.map(|_| ())
+    }
+
     /// A POST that may be retried safely: the server answers a repeated key with its first answer.
     pub async fn post_with_key<B: Serialize, R: DeserializeOwned>(
         url: &str,
@@ -131,9 +145,13 @@ mod imp {
     ) -> Result<R, Failure> {
         Err(browser_only())
     }
+
+    pub async fn delete(_url: &str) -> Result<(), Failure> {
+        Err(browser_only())
+    }
 }
 
-pub use imp::{get, post, post_with_key};
+pub use imp::{delete, get, post, post_with_key};
 
 /// A fresh `Idempotency-Key` (128 random bits as hex) for one write the page may retry.
 pub fn new_key() -> String {

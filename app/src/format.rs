@@ -56,7 +56,9 @@ pub fn ticks(max: i64, n: i64) -> Vec<i64> {
 /// "850 ms", "12 s", "3 min 20 s", "2 h 05 min".
 pub fn duration_ms(ms: i64) -> String {
     let s = ms / 1000;
-    if ms < 1000 {
+    if ms == 0 {
+        "0 s".to_string()
+    } else if ms < 1000 {
         format!("{ms} ms")
     } else if s < 60 {
         format!("{s} s")
@@ -101,6 +103,7 @@ mod tests {
 
     #[test]
     fn durations_read_as_english() {
+        assert_eq!(duration_ms(0), "0 s");
         assert_eq!(duration_ms(850), "850 ms");
         assert_eq!(duration_ms(12_400), "12 s");
         assert_eq!(duration_ms(200_000), "3 min 20 s");

@@ -12,6 +12,8 @@ pub mod clock;
 mod components;
 pub mod data;
 mod format;
+#[cfg(feature = "hydrate")]
+mod notify;
 mod pages;
 mod session;
 

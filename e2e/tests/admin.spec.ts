@@ -22,13 +22,13 @@ async function buy(api: APIRequestContext, id: number): Promise<{ status: number
 
 /** A figure of the dashboard's stats panel, as a number. */
 async function stat(page: Page, name: string): Promise<number> {
-  return Number(await page.getByTestId(`stat-${name}`).textContent());
+  return Number((await page.getByTestId(`stat-${name}`).textContent())?.replaceAll(",", ""));
 }
 
 /** Several figures read from the page at one instant (one refresh, not two). */
 async function statsAtOnce(page: Page, names: string[]): Promise<number[]> {
   return page.evaluate(
-    (ids) => ids.map((n) => Number(document.querySelector(`[data-testid="stat-${n}"]`)?.textContent)),
+    (ids) => ids.map((n) => Number(document.querySelector(`[data-testid="stat-${n}"]`)?.textContent?.replaceAll(",", ""))),
     names,
   );
 }
@@ -198,7 +198,7 @@ test("the dashboard stays correct while a crowd buys about 1,000 times a second"
   const id = await createActivity({ startsInSecs: 6, stock, captcha: false });
   await page.context().addCookies((await (await merchantApi()).storageState()).cookies);
   await openHydrated(page, `/admin/activities/${id}`);
-  await expect(page.getByTestId("stat-remaining")).toHaveText(String(stock));
+  await expect(page.getByTestId("stat-remaining")).toHaveText(stock.toLocaleString("en-US"));
 
   // The load tool drives 3,000 shoppers at 1,000 a second (one buy each) and checks the invariants.
   const crowd = spawn(
@@ -239,7 +239,7 @@ test("the dashboard stays correct while a crowd buys about 1,000 times a second"
 
   // Once the crowd is done, the dashboard shows exactly what the database holds.
   await expect(page.getByTestId("stat-remaining")).toHaveText("0");
-  await expect(page.getByTestId("stat-confirmed")).toHaveText(String(stock));
+  await expect(page.getByTestId("stat-confirmed")).toHaveText(stock.toLocaleString("en-US"));
   await expect(page.getByTestId("stat-queued")).toHaveText("0");
   await expect(page.getByTestId("stat-failed")).toHaveText("0");
   const api = await merchantApi();

@@ -45,6 +45,8 @@ export async function merchantApi(): Promise<APIRequestContext> {
 
 export interface ActivityOptions {
   startsInSecs?: number;
+  /** How long the sale lasts (an hour unless told). */
+  durationSecs?: number;
   stock?: number;
   captcha?: boolean;
   perUserLimit?: number;
@@ -72,7 +74,7 @@ export async function createActivity(o: ActivityOptions = {}): Promise<number> {
       price_cents: 49900,
       seckill_price_cents: 9900,
       starts_at: new Date(starts).toISOString(),
-      ends_at: new Date(starts + 3600_000).toISOString(),
+      ends_at: new Date(starts + (o.durationSecs ?? 3600) * 1000).toISOString(),
       stock: o.stock ?? 10,
       per_user_limit: o.perUserLimit ?? 1,
       ...(o.botCheck ? { bot_check: o.botCheck } : { captcha_required: o.captcha ?? false }),

@@ -483,6 +483,7 @@ fn api_router(layers: Layers) -> Router<AppState> {
         .merge(http::activities::router())
         .merge(http::buy::router())
         .merge(http::orders::router())
+        .merge(http::reminders::router())
         .merge(http::admin::activities::router())
         .merge(http::admin::orders::router())
         .merge(http::admin::audit::router())

@@ -6,7 +6,7 @@
 
 use crate::{
     api::{SaleReport, TimelineStep},
-    format::{duration_ms, page_title, thousands, ticks},
+    format::{duration_ms, page_title, thousands, ticks, units},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -57,8 +57,8 @@ fn Report(report: SaleReport) -> impl IntoView {
     let a = &report.attempts;
     let r = &a.refused;
     let sums = format!(
-        "{} units in confirmed and paid orders = {} counted sold ≤ {} on sale",
-        thousands(u.in_orders),
+        "{} in confirmed and paid orders = {} counted sold ≤ {} on sale",
+        units(u.in_orders),
         thousands(u.sold),
         thousands(u.on_sale)
     );

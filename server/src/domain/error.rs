@@ -32,6 +32,8 @@ pub enum ApiError {
     NotStarted { starts_at: String },
     #[error("the sale has ended")]
     Ended,
+    #[error("the sale has already started")]
+    AlreadyStarted,
     #[error("the sale is paused")]
     Paused,
     #[error("you already hold as many units as one shopper may buy")]
@@ -81,6 +83,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::NotStarted { .. } => "not_started",
             ApiError::Ended => "ended",
+            ApiError::AlreadyStarted => "already_started",
             ApiError::Paused => "paused",
             ApiError::LimitReached => "limit_reached",
             ApiError::Blocked { .. } => "blocked",

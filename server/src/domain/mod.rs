@@ -10,6 +10,7 @@ pub mod error;
 pub mod order;
 pub mod password;
 pub mod payment;
+pub mod reminder;
 pub mod report;
 pub mod sessions;
 pub mod shop;

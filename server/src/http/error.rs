@@ -27,6 +27,7 @@ pub fn status(e: &ApiError) -> StatusCode {
         ApiError::UsernameTaken
         | ApiError::ShopTaken
         | ApiError::SoldOut
+        | ApiError::AlreadyStarted
         | ApiError::NotConfirmed
         | ApiError::PaymentWindowClosed => StatusCode::CONFLICT,
         ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,

@@ -16,6 +16,7 @@ pub mod input;
 pub mod operator;
 pub mod ops;
 pub mod orders;
+pub mod reminders;
 pub mod session;
 pub mod site;
 pub mod state;

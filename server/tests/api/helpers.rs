@@ -892,13 +892,15 @@ pub fn api_routes() -> Vec<(reqwest::Method, String)> {
 }
 
 /// The routes anyone may call without signing in.
-pub const PUBLIC_ROUTES: [(&str, &str); 11] = [
+pub const PUBLIC_ROUTES: [(&str, &str); 13] = [
     ("GET", "/api/time"),
     ("GET", "/api/activities"),
     ("GET", "/api/activities/{id}"),
     ("GET", "/api/activities/{id}/stock"),
     ("GET", "/api/activities/{id}/line"),
     ("GET", "/api/activities/{id}/drawing"),
+    ("GET", "/api/activities/{id}/report"),
+    ("GET", "/api/activities/{id}/calendar.ics"),
     ("GET", "/api/captcha"),
     ("GET", "/api/auth/challenge"),
     ("POST", "/api/auth/register"),

@@ -20,6 +20,7 @@ mod lifecycle;
 mod limits;
 mod line;
 mod queue;
+mod reminders;
 mod replication;
 mod report;
 mod seckill;

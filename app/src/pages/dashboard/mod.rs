@@ -218,7 +218,12 @@ pub fn StatsPanel(
     updated: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let figure = move |pick: fn(&ActivityStats) -> i64| {
-        move || stats.with(|s| s.as_ref().map_or("…".to_string(), |s| pick(s).to_string()))
+        move || {
+            stats.with(|s| {
+                s.as_ref()
+                    .map_or("…".to_string(), |s| crate::format::thousands(pick(s)))
+            })
+        }
     };
     view! {
         <dl class="stats" data-testid="admin-stats" aria-live="off">
@@ -230,6 +235,7 @@ pub fn StatsPanel(
             <div><dt>"Cancelled"</dt><dd data-testid="stat-cancelled">{figure(|s| s.cancelled)}</dd></div>
             <div><dt>"Failed"</dt><dd data-testid="stat-failed">{figure(|s| s.failed)}</dd></div>
             <div><dt>"Buy attempts / s"</dt><dd data-testid="stat-attempts_per_sec">{figure(|s| s.attempts_per_sec)}</dd></div>
+            <div><dt>"Reminders asked"</dt><dd data-testid="stat-reminders">{figure(|s| s.reminders)}</dd></div>
         </dl>
         {move || stats.with(|s| s.as_ref().and_then(|s| s.queue.clone())).map(|q| view! {
             <dl class="stats" data-testid="admin-queue" aria-label="Waiting room">

@@ -22,9 +22,11 @@ use crate::{
 };
 use buy_panel::BuyPanel;
 use leptos::prelude::*;
+use reminder::ReminderPanel;
 use waiting_room::{DrawingProof, WaitingRoom};
 
 mod buy_panel;
+mod reminder;
 mod waiting_room;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -93,6 +95,11 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
             <Countdown activity=activity.clone() stock seen_at=sale.seen_at_ms announce=true/>
             {move || matches!(live_phase.get(), Phase::Upcoming | Phase::Unknown).then(|| view! {
                 <p class="muted" data-testid="starts-at">"Starts " <When at=starts_at.clone()/></p>
+            })}
+            // Kept mounted past the start: its notification fires as the phase turns live.
+            {(phase(&activity, sale.seen_at_ms).0 != Phase::Ended).then(|| {
+                let started = Signal::derive(move || live_phase.get() != Phase::Upcoming && live_phase.get() != Phase::Unknown);
+                view! { <div hidden=move || started.get()><ReminderPanel activity=activity.clone() started/></div> }
             })}
             {move || match live_phase.get() {
                 Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase receipt/> }.into_any(),

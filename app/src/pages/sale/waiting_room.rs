@@ -84,12 +84,12 @@ pub fn WaitingRoom(
     // hydrated: the server's HTML never offers it).
     let can_ask = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
-    Effect::new(move |_| can_ask.set(notify::askable()));
+    Effect::new(move |_| can_ask.set(crate::notify::askable()));
     let ask = Callback::new(move |()| {
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
-            notify::ask().await;
-            can_ask.set(notify::askable());
+            crate::notify::ask().await;
+            can_ask.set(crate::notify::askable());
         });
     });
     let state = Signal::derive(move || {
@@ -160,7 +160,7 @@ impl Line {
         while alive.load(Relaxed) {
             // A hidden tab does not poll (Page Visibility): it asks again as soon as it is shown;
             // unless the shopper asked to be notified at the turn, which it must see come.
-            if tab_hidden() && !notify::granted() {
+            if tab_hidden() && !crate::notify::granted() {
                 crate::clock::gloo_timers_sleep(500).await;
                 continue;
             }
@@ -196,7 +196,7 @@ impl Line {
                     if s.state == "admitted" {
                         self.ticket.set(s.ticket.clone());
                         if tab_hidden() {
-                            notify::turn();
+                            crate::notify::turn();
                         }
                     }
                     let done = s.state == "admitted" || s.state == "ended";
@@ -287,47 +287,6 @@ pub fn DrawingProof(
             })}
             <p><a href={format!("/api/activities/{id}/drawing")}>"The published drawing"</a></p>
         </details>
-    }
-}
-
-/// The "your turn" notification, for a shopper who allowed it (the Notifications API).
-#[cfg(feature = "hydrate")]
-mod notify {
-    use web_sys::{Notification, NotificationOptions, NotificationPermission};
-
-    fn supported() -> bool {
-        web_sys::window().is_some_and(|w| {
-            js_sys::Reflect::has(&w, &wasm_bindgen::JsValue::from_str("Notification"))
-                .unwrap_or(false)
-        })
-    }
-
-    pub fn granted() -> bool {
-        supported() && Notification::permission() == NotificationPermission::Granted
-    }
-
-    /// Whether the browser may still be asked (neither allowed nor refused yet).
-    pub fn askable() -> bool {
-        supported() && Notification::permission() == NotificationPermission::Default
-    }
-
-    pub async fn ask() {
-        if let Ok(asked) = Notification::request_permission() {
-            let _ = wasm_bindgen_futures::JsFuture::from(asked).await;
-        }
-    }
-
-    /// Says the turn has come, when the shopper allowed it.
-    pub fn turn() {
-        if !granted() {
-            return;
-        }
-        let options = NotificationOptions::new();
-        options.set_body(
-            "Come back to the sale page and buy now: an unclaimed turn lapses in a few seconds.",
-        );
-        options.set_tag("seckill-turn");
-        let _ = Notification::new_with_options("It is your turn", &options);
     }
 }
 

@@ -11,7 +11,7 @@ use crate::{
             self, add_to_stock, admin_item, in_redis, insert, load_in_shop, remaining, warm,
             ActivityRow, ActivitySpec,
         },
-        audit, ApiError, ApiResult,
+        audit, reminder, ApiError, ApiResult,
     },
     http::{
         admin::replay,
@@ -278,6 +278,7 @@ async fn stats(
         cancelled: count("cancelled"),
         failed: count("failed"),
         attempts_per_sec,
+        reminders: reminder::count(&db, id).await?,
     }))
 }
 

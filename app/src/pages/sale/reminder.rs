@@ -1,0 +1,109 @@
+//! Before a sale starts: "Remind me" for a signed-in shopper (one reminder per shopper and sale,
+//! withdrawable), the sale's calendar entry (`.ics`) for anyone, and, with the browser's leave, a
+//! notification at the start while the page is open.
+
+use crate::{
+    api::{Activity, Reminder},
+    client, Session,
+};
+use leptos::prelude::*;
+
+#[component]
+pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView {
+    let session = Session::get();
+    let id = activity.id;
+    let reminder = RwSignal::new(None::<Reminder>);
+    let busy = RwSignal::new(false);
+    let message = RwSignal::new(None::<String>);
+    // The shopper's reminder, once they are known to be signed in.
+    Effect::new(move |_| {
+        if matches!(session.user.get(), Some(Some(_))) {
+            leptos::task::spawn_local(async move {
+                let url = format!("/api/activities/{id}/reminder");
+                if let Ok(r) = client::get::<Reminder>(&url).await {
+                    reminder.set(Some(r));
+                }
+            });
+        }
+    });
+    let ask = move |_| {
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            #[cfg(feature = "hydrate")]
+            if crate::notify::askable() {
+                crate::notify::ask().await;
+            }
+            let url = format!("/api/activities/{id}/reminder");
+            let empty = std::collections::HashMap::<&str, i64>::new();
+            match client::post::<_, Reminder>(&url, &empty).await {
+                Ok(r) => {
+                    reminder.set(Some(r));
+                    message.set(None);
+                }
+                Err(f) => message.set(Some(f.message())),
+            }
+            busy.set(false);
+        });
+    };
+    let withdraw = move |_| {
+        let Some(r) = reminder.get_untracked() else {
+            return;
+        };
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            match client::delete(&format!("/api/reminders/{}", r.id)).await {
+                Ok(()) => {
+                    reminder.set(None);
+                    message.set(None);
+                }
+                Err(f) => message.set(Some(f.message())),
+            }
+            busy.set(false);
+        });
+    };
+    notify_at_start(&activity, started, reminder);
+    view! {
+        <section class="reminder" aria-label="Reminder" data-testid="reminder">
+            {move || match (session.user.get(), reminder.get()) {
+                (Some(None), _) => view! { <p><a href="/login">"Sign in"</a> " to be reminded when it starts."</p> }.into_any(),
+                (_, Some(_)) => view! {
+                    <p data-testid="reminder-set">"You will be reminded when this sale starts (on this page, and in your calendar if you add it). "
+                        <button type="button" class="link" data-testid="reminder-withdraw" disabled=move || busy.get() on:click=withdraw>"Withdraw the reminder"</button>
+                    </p>
+                }.into_any(),
+                _ => view! {
+                    <button type="button" class="secondary" data-testid="reminder-ask" disabled=move || busy.get() || session.user.get().is_none() on:click=ask>"Remind me when it starts"</button>
+                }.into_any(),
+            }}
+            <p class="muted small">
+                <a href=format!("/api/activities/{id}/calendar.ics") data-testid="reminder-ics" download=format!("sale-{id}.ics")>"Add it to your calendar (.ics)"</a>
+            </p>
+            <p class="error" role="alert">{move || message.get()}</p>
+        </section>
+    }
+}
+
+/// At the start, with a reminder and the browser's leave: a notification.
+fn notify_at_start(
+    activity: &Activity,
+    started: Signal<bool>,
+    reminder: RwSignal<Option<Reminder>>,
+) {
+    #[cfg(feature = "hydrate")]
+    {
+        let (id, title) = (activity.id, activity.title.clone());
+        Effect::new(move |was: Option<bool>| {
+            let now = started.get();
+            if now && was == Some(false) && reminder.get_untracked().is_some() {
+                crate::notify::show(
+                    &format!("{title} is on sale now"),
+                    "The sale you asked to be reminded of has started.",
+                    &format!("seckill-start-{id}"),
+                );
+            }
+            now
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (activity, started, reminder);
+}
