@@ -835,11 +835,18 @@ pub struct TimelineStep {
 }
 
 /// A shopper's reminder of a sale: `POST /api/activities/{id}/reminder` (`201`, or `200` with the
-/// same reminder when asked again), `GET` the same path, `DELETE /api/reminders/{id}`.
+/// same reminder when asked again), `DELETE /api/reminders/{id}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reminder {
     pub id: i64,
     pub activity_id: i64,
     pub starts_at: String,
     pub created_at: String,
+}
+
+/// `GET /api/activities/{id}/reminder`: the shopper's reminder of the sale, if they asked one
+/// (a shopper without one is not an error: a page asks on every visit).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MyReminder {
+    pub reminder: Option<Reminder>,
 }

@@ -1,9 +1,22 @@
-import { expect, Page } from "@playwright/test";
+import { expect, Locator, Page } from "@playwright/test";
 import { createHash } from "node:crypto";
 
 /** A username no other test (or earlier run) has used. */
 export function uniqueName(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}${Math.floor(Math.random() * 1e6).toString(36)}`;
+}
+
+/**
+ * Opens the page of the storefront's list that holds sale `id`'s card (the list is grouped and
+ * paginated), hydrated; returns the card.
+ */
+export async function openListWith(page: Page, id: number): Promise<Locator> {
+  for (let n = 1; ; n++) {
+    await openHydrated(page, `/?page=${n}`);
+    const card = page.getByTestId("activity-card").filter({ has: page.locator(`a[href="/activities/${id}"]`) });
+    if ((await card.count()) > 0) return card;
+    expect(await page.getByTestId("page-next").count(), `no card of sale ${id}`).toBe(1);
+  }
 }
 
 /** Opens a page and waits until the wasm app has hydrated it (it sets `data-hydrated` on <body>). */

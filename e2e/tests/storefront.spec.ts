@@ -5,6 +5,7 @@ import {
   createActivity,
   failOnConsoleErrors,
   openHydrated,
+  openListWith,
   signUpShopper,
   uniqueName,
 } from "./helpers";
@@ -22,8 +23,7 @@ test("the full shopper journey: register, countdown, captcha, buy, confirmed, pa
   await expect(page.getByTestId("current-user")).toHaveText(username);
 
   // The sale is on the list, with its own countdown.
-  await openHydrated(page, "/");
-  const card = page.getByTestId("activity-card").filter({ has: page.locator(`a[href="/activities/${id}"]`) });
+  const card = await openListWith(page, id);
   await expect(card.getByTestId("countdown")).toContainText("Starts in");
 
   await openHydrated(page, `/activities/${id}`);
@@ -201,9 +201,8 @@ test("a title with markup is shown as text and runs nothing, rendered by the ser
   await openHydrated(page, `/activities/${id}`);
   await expect(page.getByRole("heading", { name: title })).toBeVisible();
   // Rendered by the wasm app: from the storefront list to the sale without a page load.
-  await openHydrated(page, "/");
-  const card = page.getByTestId("activity-card").filter({ hasText: title });
-  await expect(card).toBeVisible();
+  const card = await openListWith(page, id);
+  await expect(card).toContainText(title);
   await card.getByRole("link").first().click();
   await expect(page).toHaveURL(new RegExp(`/activities/${id}$`));
   await expect(page.getByRole("heading", { name: title })).toBeVisible();

@@ -1,7 +1,7 @@
 import { test, expect, Browser, BrowserContext, Page } from "@playwright/test";
 import { createHash } from "node:crypto";
 import { createLocalJWKSet, jwtVerify } from "jose";
-import { createActivity, merchantApi, openHydrated, signUpShopper } from "./helpers";
+import { createActivity, merchantApi, openHydrated, openListWith, signUpShopper } from "./helpers";
 
 interface Shopper {
   context: BrowserContext;
@@ -131,8 +131,7 @@ test("a sold-out sale says so on the list and its page without a click, and reop
   const path = (await (await page.request.get(`/api/activities/${id}/path`)).json()).path;
   expect((await page.request.post(`/api/activities/${id}/buy`, { data: { path } })).status()).toBe(202);
 
-  await openHydrated(page, "/");
-  const card = page.getByTestId("activity-card").filter({ has: page.locator(`a[href="/activities/${id}"]`) });
+  const card = await openListWith(page, id);
   await expect(card).toContainText("1 unit");
   await expect(card).not.toContainText("1 units");
   await expect(card.getByTestId("countdown")).toHaveText("Sold out");

@@ -7,7 +7,7 @@ use crate::{
     buy::activities::ActivityCache,
     domain::{reminder, ApiError, ApiResult},
 };
-use app::api::Reminder;
+use app::api::{MyReminder, Reminder};
 use axum::{
     extract::{Path, State},
     http::{header, HeaderMap, StatusCode},
@@ -48,12 +48,11 @@ async fn my_reminder(
     State(activities): State<ActivityCache>,
     SignedIn(user): SignedIn,
     Path(id): Path<String>,
-) -> ApiResult<Json<Reminder>> {
+) -> ApiResult<Json<MyReminder>> {
     let sale = activities.get(&db, parse_id(&id)?).await?;
-    reminder::of_shopper(&db, user.user_id, &sale)
-        .await?
-        .map(Json)
-        .ok_or(ApiError::NotFound)
+    Ok(Json(MyReminder {
+        reminder: reminder::of_shopper(&db, user.user_id, &sale).await?,
+    }))
 }
 
 async fn withdraw(

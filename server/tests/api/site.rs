@@ -209,7 +209,26 @@ async fn html(app: &TestApp, path: &str) -> String {
     .replace("<!>", "")
 }
 
-/// The card of sale `id` in the storefront's HTML.
+/// The card of sale `id` in the storefront's HTML, on whichever page of the list it is, after
+/// the name of its group.
+async fn card_in_list(app: &TestApp, id: i64) -> String {
+    for page in 1.. {
+        let list = html(app, &format!("/?page={page}")).await;
+        let link = format!(r#"href="/activities/{id}""#);
+        if let Some(at) = list.find(&link) {
+            let group = list[..at].rfind("data-group=").unwrap();
+            let group = list[group..].split('"').nth(1).unwrap();
+            return format!("{group} {}", card_of(&list, id));
+        }
+        assert!(
+            list.contains(r#"data-testid="page-next""#),
+            "no card of sale {id}"
+        );
+    }
+    unreachable!()
+}
+
+/// The card of sale `id` in a page of the storefront's HTML.
 fn card_of(list: &str, id: i64) -> String {
     let link = format!(r#"href="/activities/{id}""#);
     let at = list
@@ -272,10 +291,11 @@ async fn the_server_html_says_each_sales_phase() {
         page.contains(r#"<strong data-testid="stock-remaining">0</strong>"#),
         "{page}"
     );
-    let list = html(&app, "/").await;
-    let card = card_of(&list, sold_out);
+    let card = card_in_list(&app, sold_out).await;
     assert!(card.contains(">Sold out</p>"), "{card}");
     assert!(card.contains(r#"data-phase="sold-out""#), "{card}");
+    // Grouped: sold out with the ended sales, behind those on sale and those to come.
+    assert!(card.starts_with("Over "), "{card}");
 
     // A sale not started names its start: a countdown and the instant itself.
     let page = html(&app, &format!("/activities/{later}")).await;
@@ -293,13 +313,21 @@ async fn the_server_html_says_each_sales_phase() {
         page.contains(r#"<strong data-testid="stock-remaining">5,000</strong>"#),
         "{page}"
     );
-    assert!(card_of(&list, later).contains(r#"data-phase="upcoming""#));
+    let card = card_in_list(&app, later).await;
+    assert!(
+        card.starts_with("Soon ") && card.contains(r#"data-phase="upcoming""#),
+        "{card}"
+    );
 
     // A paused one says paused; one on sale says it ends.
     let page = html(&app, &format!("/activities/{paused}")).await;
     assert!(page.contains(r#"data-phase="paused""#), "{page}");
     assert!(page.contains(">Paused</p>"), "{page}");
-    assert!(card_of(&list, paused).contains(">Paused</p>"));
+    let card = card_in_list(&app, paused).await;
+    assert!(
+        card.starts_with("OnSale ") && card.contains(">Paused</p>"),
+        "{card}"
+    );
     let page = html(&app, &format!("/activities/{on_sale}")).await;
     assert!(page.contains(r#"data-phase="on-sale""#), "{page}");
     assert!(page.contains(">On sale — ends in "), "{page}");

@@ -3,7 +3,7 @@
 //! notification at the start while the page is open.
 
 use crate::{
-    api::{Activity, Reminder},
+    api::{Activity, MyReminder, Reminder},
     client, Session,
 };
 use leptos::prelude::*;
@@ -20,8 +20,8 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
         if matches!(session.user.get(), Some(Some(_))) {
             leptos::task::spawn_local(async move {
                 let url = format!("/api/activities/{id}/reminder");
-                if let Ok(r) = client::get::<Reminder>(&url).await {
-                    reminder.set(Some(r));
+                if let Ok(mine) = client::get::<MyReminder>(&url).await {
+                    reminder.set(mine.reminder);
                 }
             });
         }
