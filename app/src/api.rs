@@ -850,3 +850,54 @@ pub struct Reminder {
 pub struct MyReminder {
     pub reminder: Option<Reminder>,
 }
+
+/// `GET /api/admin/activities/{id}/forecast`: the demand a sale can expect, from the interest
+/// shown so far, and the settings that would serve it, each with its reason; after the sale, what
+/// happened beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forecast {
+    /// Reminders asked now.
+    pub reminders: i64,
+    /// Renders of the sale's page by this platform before the start (a CDN's cached copies are
+    /// not counted).
+    pub page_views: i64,
+    /// Shoppers in the waiting room's line (a sale with one).
+    pub joined: i64,
+    /// At least this many shoppers are expected at the start.
+    pub expected_crowd: i64,
+    /// The time to sell out at the recommended admission rate; `None`: the crowd expected would
+    /// not buy every unit.
+    pub expected_sell_out_ms: Option<i64>,
+    pub recommended: Recommended,
+    /// Why, one sentence a line.
+    pub reasons: Vec<String>,
+    /// The measured figures the advice rests on (`make bench`, docs/benchmarks.md).
+    pub basis: ForecastBasis,
+    /// After the sale: what happened.
+    pub actual: Option<ForecastActual>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recommended {
+    pub admit_per_sec: i64,
+    pub stock_shards: i64,
+    pub waiting_room: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForecastBasis {
+    /// In-stock buys one instance's box served per second.
+    pub buys_per_sec: i64,
+    /// CPU-ms one buy costs over every process.
+    pub cpu_ms_per_buy: f64,
+    /// Gate script calls one Redis (one stock shard) runs per second.
+    pub gate_calls_per_sec: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForecastActual {
+    pub attempts: i64,
+    pub unique_buyers: i64,
+    pub joined: Option<i64>,
+    pub sold_out_after_ms: Option<i64>,
+}

@@ -51,14 +51,25 @@ pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
                         data.iter().rev().take(TABLE_ROWS).map(|s| view! {
                             <tr>
                                 <td>{format!("{:.0}", (last - s.at_ms) / 1000.0)}</td>
-                                <td>{s.remaining}</td>
-                                <td>{s.sold}</td>
+                                <td>{crate::format::thousands(s.remaining)}</td>
+                                <td>{crate::format::thousands(s.sold)}</td>
                             </tr>
                         }).collect_view()
                     })}
                 </tbody>
             </table>
         </figure>
+    }
+}
+
+/// A label of the chart's unit axis: a whole number of units with its separators, nothing at a
+/// point between two (so no label is written twice: "2, 2, 1, 0, 0" was a 3-unit sale's axis).
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+pub fn y_label(y: f64) -> String {
+    let whole = y.round();
+    match (y - whole).abs() < 1e-6 {
+        true => crate::format::thousands(whole as i64),
+        false => String::new(),
     }
 }
 
@@ -77,8 +88,9 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
         .map(|s| s.remaining.max(s.sold))
         .max()
         .unwrap_or(1)
-        .max(1) as f64
-        * 1.1;
+        .max(1);
+    let axis = crate::format::ticks(top, 5);
+    let top = *axis.last().unwrap_or(&top) as f64;
     let mut chart = ChartBuilder::on(&root)
         .margin(10)
         .x_label_area_size(30)
@@ -90,7 +102,8 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
         .x_desc("seconds ago")
         .y_desc("units")
         .x_label_formatter(&|x| format!("{:.0}", x.abs()))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_labels(axis.len())
+        .y_label_formatter(&|y| y_label(*y))
         .draw()
         .map_err(|e| e.to_string())?;
     let at = |s: &Sample| (s.at_ms - last) / 1000.0;
@@ -109,4 +122,22 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
         ))
         .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_unit_axis_labels_whole_units_once() {
+        // Where plotters may put five labels over a 3-unit axis.
+        let labels: Vec<String> = [0.0, 0.75, 1.5, 2.25, 3.0]
+            .into_iter()
+            .map(y_label)
+            .collect();
+        assert_eq!(labels, ["0", "", "", "", "3"]);
+        let labels: Vec<String> = [0.0, 1.0, 2.0, 3.0].into_iter().map(y_label).collect();
+        assert_eq!(labels, ["0", "1", "2", "3"]);
+        assert_eq!(y_label(5_000.0), "5,000");
+    }
 }

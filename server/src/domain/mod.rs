@@ -7,6 +7,7 @@ pub mod admin_requests;
 pub mod audit;
 pub mod drawing;
 pub mod error;
+pub mod forecast;
 pub mod order;
 pub mod password;
 pub mod payment;

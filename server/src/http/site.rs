@@ -8,7 +8,7 @@
 use crate::{
     domain::{
         activity::{self, ActivityRow},
-        report, ApiError,
+        forecast, report, ApiError,
     },
     infra::{config::Config, redis::Redis},
 };
@@ -170,7 +170,12 @@ impl StorefrontSource for CatalogStorefront {
                 "The sale could not be loaded.".to_string()
             })?;
             Ok(match row {
-                Some(row) => Some(self.state(row, Utc::now(), true).await),
+                Some(row) => {
+                    if let Err(e) = forecast::count_view(&self.redis, &row).await {
+                        tracing::warn!(error = %e, activity.id = id, "a page view not counted");
+                    }
+                    Some(self.state(row, Utc::now(), true).await)
+                }
                 None => None,
             })
         })

@@ -277,6 +277,10 @@ impl Keys {
         format!("{}sessions", self.prefix)
     }
     /// Buy attempts on an activity during one second (summed over instances).
+    /// Renders of a sale's page before its start (the forecast's page views).
+    pub fn views(&self, activity: i64) -> String {
+        format!("{}views:{{a:{activity}}}", self.prefix)
+    }
     pub fn attempts(&self, activity: i64, second: i64) -> String {
         format!("{}tries:{{a:{activity}}}:{second}", self.prefix)
     }

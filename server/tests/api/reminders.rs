@@ -207,3 +207,64 @@ async fn a_sales_calendar_entry_names_its_start_in_utc_and_links_back() {
     assert!(ics.contains(&format!("/activities/{id}")), "{ics}");
     assert!(ics.starts_with("BEGIN:VCALENDAR"), "{ics}");
 }
+
+#[tokio::test]
+async fn the_forecast_counts_the_interest_shown_and_advises_from_the_bench() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let (id, _) = upcoming(&app, &merchant).await;
+    for shopper in shoppers(&app, 3).await {
+        assert_eq!(ask(&app, &shopper.client, id).await.0, 201);
+    }
+    for _ in 0..5 {
+        let page = reqwest::Client::new()
+            .get(app.url(&format!("/activities/{id}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status().as_u16(), 200);
+    }
+    let forecast_of = |client: &reqwest::Client| {
+        client
+            .get(app.url(&format!("/api/admin/activities/{id}/forecast")))
+            .send()
+    };
+    let (status, f) = json(forecast_of(&merchant).await.unwrap()).await;
+    assert_eq!(status, 200, "{f}");
+    assert_eq!(
+        (f["reminders"].as_i64(), f["page_views"].as_i64()),
+        (Some(3), Some(5)),
+        "{f}"
+    );
+    assert_eq!(f["expected_crowd"], 5);
+    // Five shoppers for ten units, one each: no sell-out, no line needed, one shard.
+    assert_eq!(f["expected_sell_out_ms"], Value::Null);
+    assert_eq!(f["recommended"]["waiting_room"], false);
+    assert_eq!(f["recommended"]["stock_shards"], 1);
+    // The advice rests on the bench's figures, and says so.
+    let basis = f["basis"]["buys_per_sec"].as_i64().unwrap();
+    assert_eq!(f["recommended"]["admit_per_sec"], basis * 8 / 10);
+    assert!(
+        f["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("make bench")),
+        "{f}"
+    );
+    assert_eq!(f["actual"], Value::Null);
+
+    // Another shop's merchant: not found.
+    let other = merchant_of(&app, &unique_name("other shop")).await;
+    assert_error(forecast_of(&other).await.unwrap(), 404, "not_found").await;
+    // After the sale: what happened beside it.
+    sqlx::query("UPDATE activities SET starts_at = now() - interval '2 minutes', ends_at = now() WHERE id = $1")
+        .bind(id)
+        .execute(&app.db)
+        .await
+        .unwrap();
+    let (status, f) = json(forecast_of(&merchant).await.unwrap()).await;
+    assert_eq!(status, 200, "{f}");
+    assert_eq!(f["actual"]["attempts"], 0, "{f}");
+    assert_eq!(f["actual"]["sold_out_after_ms"], Value::Null);
+}

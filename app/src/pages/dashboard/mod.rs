@@ -3,6 +3,7 @@
 //! (`actions.rs`), the stock-addition audit (`actions.rs`) and the orders with CSV (`orders.rs`).
 
 mod actions;
+mod forecast;
 mod orders;
 
 use crate::{
@@ -102,6 +103,7 @@ pub fn Dashboard(id: i64) -> impl IntoView {
                     <PauseSwitch id activity/>
                 </div>
             })}
+            <forecast::ForecastPanel id/>
             <StockAudit id changes/>
             <OrdersTable id changes/>
         </section>

@@ -11,7 +11,7 @@ use crate::{
             self, add_to_stock, admin_item, in_redis, insert, load_in_shop, remaining, warm,
             ActivityRow, ActivitySpec,
         },
-        audit, reminder, ApiError, ApiResult,
+        audit, forecast, reminder, ApiError, ApiResult,
     },
     http::{
         admin::replay,
@@ -22,7 +22,8 @@ use crate::{
     infra::{config::Config, redis::Redis},
 };
 use app::api::{
-    Activity, ActivityStats, AddStock, AdminActivityList, NewActivity, StockAdditions, StockLevel,
+    Activity, ActivityStats, AddStock, AdminActivityList, Forecast, NewActivity, StockAdditions,
+    StockLevel,
 };
 use axum::{
     extract::{Path, State},
@@ -46,6 +47,7 @@ pub fn router() -> Router<AppState> {
         .route("/admin/activities/{id}/pause", post(pause))
         .route("/admin/activities/{id}/resume", post(resume))
         .route("/admin/activities/{id}/stats", get(stats))
+        .route("/admin/activities/{id}/forecast", get(forecast_of))
         .route(
             "/admin/activities/{id}/stock-additions",
             get(stock_additions),
@@ -280,6 +282,18 @@ async fn stats(
         attempts_per_sec,
         reminders: reminder::count(&db, id).await?,
     }))
+}
+
+async fn forecast_of(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    merchant: Merchant,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Forecast>> {
+    let row = load_in_shop(&db, parse_id(&id)?, merchant.shop_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(Json(forecast::of_sale(&db, &redis, &row).await?))
 }
 
 async fn list(
