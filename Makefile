@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -216,6 +216,10 @@ bench-waiting-room: setup test-tools build-release
 	cargo build --release -p loadtest
 	scripts/bench-waiting-room.sh | tee target/bench-waiting-room.md
 	python3 -c 'import re,sys; d=open("docs/benchmarks.md").read(); s=open("target/bench-waiting-room.md").read(); 	  a,b="<!-- bench-waiting-room -->","<!-- /bench-waiting-room -->"; 	  d=re.sub(re.escape(a)+".*?"+re.escape(b), lambda _: a+"\n"+s+b, d, flags=re.S) if a in d else d+"\n"+a+"\n"+s+b+"\n"; 	  open("docs/benchmarks.md","w").write(d)'
+
+# The public report's generation time for a sale of 100,000 orders (release build).
+bench-report: setup build-release
+	scripts/bench-report.sh 100000
 
 # Each deliberate breakage of mutants/mutations.toml applied to a copy of the product, and the tests
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.

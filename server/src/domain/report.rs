@@ -199,28 +199,32 @@ async fn timeline(db: &PgPool, row: &ActivityRow) -> ApiResult<Vec<TimelineStep>
             sold: 0,
         })
         .collect();
-    let place = |at_ms: i64| usize::try_from((at_ms / step).clamp(0, steps - 1)).unwrap_or(0);
+    // Summed per step by PostgreSQL (a step's number; before the start counts in the first,
+    // after the last attempt in the last): a few rows, not one per order.
+    let place = |step_no: i64| usize::try_from(step_no.clamp(0, steps - 1)).unwrap_or(0);
     let attempts = sqlx::query!(
-        r#"SELECT (extract(epoch FROM second - $2) * 1000)::bigint AS "at_ms!", sum(n)::bigint AS "n!"
-           FROM sale_attempts WHERE activity_id = $1 GROUP BY second"#,
+        r#"SELECT floor(extract(epoch FROM second - $2) * 1000 / $3)::bigint AS "step!", sum(n)::bigint AS "n!"
+           FROM sale_attempts WHERE activity_id = $1 GROUP BY 1"#,
         row.id,
-        row.starts_at
+        row.starts_at,
+        step as f64
     )
     .fetch_all(db)
     .await?;
     for a in attempts {
-        timeline[place(a.at_ms)].attempts += a.n;
+        timeline[place(a.step)].attempts += a.n;
     }
     let sold = sqlx::query!(
-        r#"SELECT (extract(epoch FROM reserved_at - $2) * 1000)::bigint AS "at_ms!", quantity::bigint AS "n!"
-           FROM orders WHERE activity_id = $1 AND status <> 'failed'"#,
+        r#"SELECT floor(extract(epoch FROM reserved_at - $2) * 1000 / $3)::bigint AS "step!", sum(quantity)::bigint AS "n!"
+           FROM orders WHERE activity_id = $1 AND status <> 'failed' GROUP BY 1"#,
         row.id,
-        row.starts_at
+        row.starts_at,
+        step as f64
     )
     .fetch_all(db)
     .await?;
     for s in sold {
-        timeline[place(s.at_ms)].sold += s.n;
+        timeline[place(s.step)].sold += s.n;
     }
     Ok(timeline)
 }
