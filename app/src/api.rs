@@ -901,3 +901,20 @@ pub struct ForecastActual {
     pub joined: Option<i64>,
     pub sold_out_after_ms: Option<i64>,
 }
+
+/// `GET /api/admin/shop` and the answer of `POST /api/admin/shop`: the merchant's shop and its
+/// settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShopSettings {
+    pub id: i64,
+    pub name: String,
+    /// An IANA time zone ("Asia/Shanghai"): the console shows the shop's times in it.
+    pub time_zone: String,
+}
+
+/// Body of `POST /api/admin/shop`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShopSettingsChange {
+    pub time_zone: String,
+}

@@ -110,6 +110,53 @@ pub fn local_time(rfc3339: &str) -> String {
     utc_time(rfc3339)
 }
 
+/// The merchant's shop time zone, once the app has read it (`None`: not a merchant, or not yet).
+#[derive(Clone, Copy)]
+pub struct ShopZone(pub RwSignal<Option<String>>);
+
+impl ShopZone {
+    /// Provided with the app; read from `GET /api/admin/shop` once the visitor is known to be a
+    /// merchant.
+    pub(crate) fn provide(session: crate::Session) {
+        let zone = ShopZone(RwSignal::new(None));
+        provide_context(zone);
+        Effect::new(move |_| {
+            let merchant = session
+                .user
+                .with(|u| matches!(u, Some(Some(u)) if u.role == crate::api::Role::Merchant));
+            if merchant {
+                leptos::task::spawn_local(async move {
+                    if let Ok(shop) =
+                        crate::client::get::<crate::api::ShopSettings>("/api/admin/shop").await
+                    {
+                        zone.0.set(Some(shop.time_zone));
+                    }
+                });
+            }
+        });
+    }
+}
+
+/// A time from the API as the console shows it: in the shop's time zone, with the zone's short
+/// name ("26/11/2026, 18:30:00 GMT+8"), once the app knows it; until then (and for anyone but a
+/// merchant) as [`local_time`]. Reactive: called in a closure, it follows the zone.
+pub fn console_time(rfc3339: &str) -> String {
+    let zone = use_context::<ShopZone>().and_then(|z| z.0.get());
+    #[cfg(feature = "hydrate")]
+    if let Some(zone) = zone {
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
+        if !date.get_time().is_nan() {
+            let options = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&options, &"timeZone".into(), &zone.as_str().into());
+            let _ = js_sys::Reflect::set(&options, &"timeZoneName".into(), &"short".into());
+            return String::from(date.to_locale_string("default", &options));
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = zone;
+    local_time(rfc3339)
+}
+
 /// "2026-11-22 10:30:00 UTC": a time from the API as the server writes it.
 pub fn utc_time(rfc3339: &str) -> String {
     rfc3339

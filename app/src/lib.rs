@@ -135,6 +135,7 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     let session = Session::provide();
     clock::ServerClock::provide();
+    clock::ShopZone::provide(session);
 
     view! {
         <Title text="Seckill — flash sales"/>

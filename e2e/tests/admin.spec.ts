@@ -261,3 +261,33 @@ test("the dashboard stays correct while a crowd buys about 1,000 times a second"
   await expect(page.getByTestId("admin-orders-range")).toHaveText(`1–20 of ${stock}`);
   await api.dispose();
 });
+
+test("the console shows its times in the shop's time zone, a setting of the shop", async ({ page }) => {
+  const id = await createActivity({ startsInSecs: 3600 });
+  const api = await merchantApi();
+  try {
+    await page.goto("/admin");
+    await expect(page).toHaveURL(/\/login\?next=%2Fadmin$/);
+    await expect(page.locator("body[data-hydrated=true]")).toHaveCount(1);
+    await page.getByTestId("login-username").fill(MERCHANT.username);
+    await page.getByTestId("login-password").fill(MERCHANT.password);
+    await page.getByTestId("login-submit").click();
+    await expect(page).toHaveURL(/\/admin$/);
+    await page.getByTestId("shop-time-zone-input").fill("Asia/Shanghai");
+    await page.getByTestId("shop-time-zone-save").click();
+    await expect(page.getByTestId("shop-time-zone")).toHaveText("Asia/Shanghai");
+    const row = page.locator(`[data-testid=admin-activity-row][data-id="${id}"]`);
+    await expect(row.getByTestId("admin-starts-at")).toContainText("GMT+8");
+    // A name no time zone has: the API's message, nothing changed.
+    await page.getByTestId("shop-time-zone-input").fill("Mars/Olympus_Mons");
+    await page.getByTestId("shop-time-zone-save").click();
+    await expect(page.getByTestId("shop-time-zone-message")).toContainText("time_zone");
+    await expect(page.getByTestId("shop-time-zone")).toHaveText("Asia/Shanghai");
+    // The dashboard too, after a reload (the setting is the shop's, not the page's).
+    await openHydrated(page, `/admin/activities/${id}`);
+    await expect(page.locator(".dashboard p.muted", { hasText: "→" })).toContainText("GMT+8");
+  } finally {
+    expect((await api.post("/api/admin/shop", { data: { time_zone: "UTC" } })).status()).toBe(200);
+    await api.dispose();
+  }
+});

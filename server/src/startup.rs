@@ -487,6 +487,7 @@ fn api_router(layers: Layers) -> Router<AppState> {
         .merge(http::admin::activities::router())
         .merge(http::admin::orders::router())
         .merge(http::admin::audit::router())
+        .merge(http::admin::shop::router())
         .merge(http::operator::router())
         .fallback(|| async { ApiError::NotFound });
     if layers.on("require_json") {

@@ -4,7 +4,7 @@
 use crate::client;
 use crate::{
     api::{AdminActivity, SaleStatus},
-    clock::local_time,
+    clock::console_time,
     components::merchant_only::MerchantOnly,
 };
 use leptos::prelude::*;
@@ -24,7 +24,49 @@ pub fn AdminHome() -> impl IntoView {
         <Title text="Admin — Seckill"/>
         <MerchantOnly>
             <ActivityTable/>
+            <ShopTimeZone/>
         </MerchantOnly>
+    }
+}
+
+/// The shop's time zone, in which the console shows its times (a shop setting).
+#[component]
+fn ShopTimeZone() -> impl IntoView {
+    let zone = use_context::<crate::clock::ShopZone>().map(|z| z.0);
+    let typed = RwSignal::new(String::new());
+    let message = RwSignal::new(None::<String>);
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = crate::api::ShopSettingsChange {
+            time_zone: typed.get_untracked(),
+        };
+        leptos::task::spawn_local(async move {
+            match crate::client::post::<_, crate::api::ShopSettings>("/api/admin/shop", &body).await
+            {
+                Ok(shop) => {
+                    if let Some(zone) = zone {
+                        zone.set(Some(shop.time_zone.clone()));
+                    }
+                    message.set(Some(format!("Times are shown in {}.", shop.time_zone)));
+                }
+                Err(f) => message.set(Some(f.message())),
+            }
+        });
+    };
+    view! {
+        <section class="card narrow">
+            <h2>"Shop time zone"</h2>
+            <p class="muted">"The console shows every time in it: "
+                <strong data-testid="shop-time-zone">{move || zone.and_then(|z| z.get()).unwrap_or_else(|| "your browser's".to_string())}</strong> "."
+            </p>
+            <form on:submit=save>
+                <label for="time-zone">"Time zone (an IANA name such as Asia/Shanghai or Europe/Paris)"</label>
+                <input id="time-zone" data-testid="shop-time-zone-input" autocomplete="off"
+                    prop:value=move || typed.get() on:input=move |ev| typed.set(event_target_value(&ev))/>
+                <button type="submit" data-testid="shop-time-zone-save">"Save"</button>
+                <p role="status" data-testid="shop-time-zone-message">{move || message.get()}</p>
+            </form>
+        </section>
     }
 }
 
@@ -80,10 +122,10 @@ pub fn ActivityTable() -> impl IntoView {
                                         <tr data-testid="admin-activity-row" data-id=a.activity.id.to_string()>
                                             <td><a href=href>{a.activity.title.clone()}</a></td>
                                             <td><span class=class data-testid="admin-activity-status">{badge}</span></td>
-                                            <td>{local_time(&a.activity.starts_at)}</td>
-                                            <td class="num">{a.remaining}</td>
-                                            <td class="num">{a.sold}</td>
-                                            <td class="num">{a.activity.total_stock}</td>
+                                            <td data-testid="admin-starts-at">{let at = a.activity.starts_at.clone(); move || console_time(&at)}</td>
+                                            <td class="num">{crate::format::thousands(a.remaining)}</td>
+                                            <td class="num">{crate::format::thousands(a.sold)}</td>
+                                            <td class="num">{crate::format::thousands(a.activity.total_stock)}</td>
                                         </tr>
                                     }
                                 }).collect_view()}

@@ -2,7 +2,7 @@
 //! creates them; the sales that predate shops are in the default shop.
 
 use super::{rfc3339, ApiError, ApiResult};
-use app::api::{AccountSummary, Role, Shop};
+use app::api::{AccountSummary, Role, Shop, ShopSettings};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -52,6 +52,46 @@ pub async fn name_of(db: &PgPool, id: i64) -> ApiResult<Option<String>> {
             .fetch_optional(db)
             .await?,
     )
+}
+
+/// Shop `id`'s settings.
+pub async fn settings(db: &PgPool, id: i64) -> ApiResult<ShopSettings> {
+    sqlx::query_as!(
+        ShopSettings,
+        "SELECT id, name, time_zone FROM shops WHERE id = $1",
+        id
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or(ApiError::NotFound)
+}
+
+/// Sets shop `id`'s time zone: a name PostgreSQL knows (`pg_timezone_names`, the IANA database),
+/// else `400 invalid_input` naming `time_zone`.
+pub async fn set_time_zone(db: &PgPool, id: i64, zone: &str) -> ApiResult<ShopSettings> {
+    let unknown = || {
+        ApiError::invalid(
+            "time_zone",
+            "is not a time zone name such as Asia/Shanghai or UTC",
+        )
+    };
+    // Names browsers know too: not PostgreSQL's `posix/…`, `right/…`, `posixrules`, `localtime`
+    // or `Factory`, which a browser's `Intl` would refuse.
+    let browsable = zone.starts_with(|c: char| c.is_ascii_uppercase()) && zone != "Factory";
+    if !browsable || zone.len() > 64 {
+        return Err(unknown());
+    }
+    sqlx::query_as!(
+        ShopSettings,
+        "UPDATE shops SET time_zone = $2 WHERE id = $1
+           AND EXISTS (SELECT 1 FROM pg_timezone_names WHERE name = $2)
+         RETURNING id, name, time_zone",
+        id,
+        zone
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(unknown)
 }
 
 /// Every shop with its merchants and how many sales it has, oldest first.

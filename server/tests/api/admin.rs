@@ -312,3 +312,82 @@ async fn admin_pages_send_visitors_to_sign_in_and_refuse_shoppers() {
         "the console itself is rendered"
     );
 }
+
+#[tokio::test]
+async fn a_merchant_sets_the_shops_time_zone_to_a_known_one_only() {
+    let app = spawn_app().await;
+    let merchant = merchant_of(&app, &unique_name("Zoned shop")).await;
+    let set = |zone: &str| {
+        merchant
+            .post(app.url("/api/admin/shop"))
+            .json(&serde_json::json!({ "time_zone": zone }))
+            .send()
+    };
+    let (status, shop) = json(
+        merchant
+            .get(app.url("/api/admin/shop"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, shop["time_zone"].as_str()),
+        (200, Some("UTC")),
+        "{shop}"
+    );
+    let (status, shop) = json(set("Asia/Shanghai").await.unwrap()).await;
+    assert_eq!(
+        (status, shop["time_zone"].as_str()),
+        (200, Some("Asia/Shanghai")),
+        "{shop}"
+    );
+    for bad in [
+        "Mars/Olympus_Mons",
+        "",
+        "posixrules",
+        "Factory",
+        "Asia/Shanghai'; --",
+    ] {
+        let body = assert_error(set(bad).await.unwrap(), 400, "invalid_input").await;
+        assert!(
+            body["message"].as_str().unwrap().contains("time_zone"),
+            "{body}"
+        );
+    }
+    // Unchanged by the refusals; written to the shop's audit.
+    let (_, shop) = json(
+        merchant
+            .get(app.url("/api/admin/shop"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(shop["time_zone"], "Asia/Shanghai");
+    let (_, audit) = json(
+        merchant
+            .get(app.url("/api/admin/audit"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        audit["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["action"] == "shop.time_zone" && e["detail"] == "Asia/Shanghai"),
+        "{audit}"
+    );
+    // Shoppers may not.
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let resp = shopper
+        .client
+        .get(app.url("/api/admin/shop"))
+        .send()
+        .await
+        .unwrap();
+    assert_error(resp, 403, "forbidden").await;
+}

@@ -6,7 +6,7 @@ use crate::pages::new_sale::parse_int;
 use crate::{
     api::{Activity, StockAdditions, StockLevel},
     client,
-    clock::local_time,
+    clock::console_time,
 };
 use leptos::{ev::SubmitEvent, prelude::*};
 
@@ -191,7 +191,7 @@ pub fn StockAudit(id: i64, changes: RwSignal<u32>) -> impl IntoView {
                 Some(Ok(list)) => view! {
                     <ul class="audit" data-testid="admin-stock-additions">
                         {list.additions.into_iter().map(|a| view! {
-                            <li data-testid="admin-stock-addition">"+" {crate::format::units(a.added)} " by " <strong>{a.merchant}</strong> " at " {local_time(&a.at)}</li>
+                            <li data-testid="admin-stock-addition">"+" {crate::format::units(a.added)} " by " <strong>{a.merchant}</strong> " at " {console_time(&a.at)}</li>
                         }).collect_view()}
                     </ul>
                 }.into_any(),

@@ -8,7 +8,7 @@ mod orders;
 
 use crate::{
     api::{ActivityStats, AdminActivity},
-    clock::local_time,
+    clock::console_time,
     components::{
         chart::{Chart, Sample},
         merchant_only::MerchantOnly,
@@ -205,7 +205,7 @@ pub fn DashboardHead(a: AdminActivity, activity: SaleSignal) -> impl IntoView {
             <span class="badge" data-testid="admin-activity-status">{badge}</span>
         </div>
         <p class="muted">
-            {local_time(&a.activity.starts_at)} " → " {local_time(&a.activity.ends_at)}
+            {let at = a.activity.starts_at.clone(); move || console_time(&at)} " → " {let at = a.activity.ends_at.clone(); move || console_time(&at)}
             " · " {money(a.activity.seckill_price_cents)} " (was " {money(a.activity.price_cents)} ")"
             " · " {a.activity.per_user_limit} " per shopper · "
             <a href=shop>"Storefront page"</a>

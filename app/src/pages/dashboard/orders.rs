@@ -2,7 +2,7 @@
 
 #[cfg(feature = "hydrate")]
 use crate::client;
-use crate::{api::AdminOrderPage, clock::local_time};
+use crate::{api::AdminOrderPage, clock::console_time};
 use leptos::prelude::*;
 
 pub const ORDER_STATUSES: [&str; 5] = ["confirmed", "paid", "cancelled", "failed", "queued"];
@@ -116,8 +116,8 @@ fn OrdersPage(page: AdminOrderPage) -> impl IntoView {
                             <td>{o.username}</td>
                             <td class="num">{o.quantity}</td>
                             <td>{o.status}{o.reason.map(|r| format!(" ({r})"))}</td>
-                            <td>{local_time(&o.reserved_at)}</td>
-                            <td>{o.pay_by.as_deref().map(local_time)}</td>
+                            <td>{console_time(&o.reserved_at)}</td>
+                            <td>{o.pay_by.as_deref().map(console_time)}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>

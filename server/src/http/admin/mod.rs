@@ -6,6 +6,7 @@ pub mod activities;
 pub mod audit;
 pub mod orders;
 pub mod replay;
+pub mod shop;
 
 use super::session::{SessionKeys, SignedIn};
 use app::api::Role;
