@@ -19,7 +19,7 @@ password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 DATABASE_URL=postgres://seckill@127.0.0.1:55432/$DB SECKILL_ADDR=127.0.0.1:$PORT LEPTOS_SITE_ROOT=target/site \
   SECKILL_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') SECKILL_REDIS_PREFIX="bw:$(date +%s%N):" \
   SECKILL_ADMIN_USER=bench_merchant SECKILL_ADMIN_PASSWORD="$password" SECKILL_DEMO=0 RUST_LOG=warn \
-  SECKILL_SIGNUP_POW_DIFFICULTY=0 \
+  SECKILL_SIGNUP_POW_DIFFICULTY=0 SECKILL_SIGNUPS_PER_ADDRESS=1000 \
   target/release/server serve &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT

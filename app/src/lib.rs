@@ -31,12 +31,30 @@ pub use session::Session;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageViewer(pub api::Role);
 
-/// Where the static assets are: `root` is the CDN prefix (empty: this server), `css` the path of
-/// the (content-hashed) stylesheet.
+/// Where the static assets are: `root` is the CDN prefix (empty: this server), `css`, `js` and
+/// `wasm` the paths of the (content-hashed) stylesheet, script and wasm app.
 #[derive(Clone, Debug, Default)]
 pub struct Assets {
     pub root: String,
     pub css: String,
+    pub js: String,
+    pub wasm: String,
+}
+
+/// Starts the wasm app once the browser is idle after the first paint (at most 2 s later), with
+/// no preload in the head: the script and the wasm are not fetched before the page's content is
+/// painted, so they are off the path to its largest paint (a page's content is in its HTML: it
+/// is readable, and its phase right, before the app runs). Interactivity comes that much later.
+#[component]
+fn Hydration(assets: Assets) -> impl IntoView {
+    let nonce = leptos::nonce::use_nonce();
+    let start = format!(
+        "const start = () => import({js:?}).then((app) => app.default({{ module_or_path: {wasm:?} }}).then(() => app.hydrate()));\n\
+         if ('requestIdleCallback' in window) requestIdleCallback(start, {{ timeout: 2000 }}); else setTimeout(start, 0);",
+        js = format!("{}{}", assets.root, assets.js),
+        wasm = format!("{}{}", assets.root, assets.wasm),
+    );
+    view! { <script type="module" nonce=nonce>{start}</script> }
 }
 
 /// The Content-Security-Policy of an HTML page: scripts only from this site (or the asset CDN)
@@ -69,8 +87,10 @@ fn asset_origin(root: &str) -> Option<&str> {
     (clean && host_len > 0).then_some(origin)
 }
 
-/// The HTML document around the app; the server renders it for every page.
+/// The HTML document around the app; the server renders it for every page. (`options` is Leptos'
+/// own; the asset paths the page names are in `assets`.)
 pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
+    let _ = options;
     #[cfg(feature = "ssr")]
     if let (Some(nonce), Some(resp)) = (
         leptos::nonce::use_nonce(),
@@ -80,7 +100,6 @@ pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
             resp.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
         }
     }
-    let root = assets.root.clone();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -89,7 +108,7 @@ pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
                 <link rel="stylesheet" href=format!("{}{}", assets.root, assets.css)/>
-                <HydrationScripts options root/>
+                <Hydration assets=assets.clone()/>
                 <MetaTags/>
             </head>
             <body>

@@ -175,8 +175,8 @@ test("hashed assets are immutable and precompressed; HTML is not immutable; brot
   expect(htmlCache).toMatch(/max-age=5|no-cache/);
   const html = await page.text();
   const css = html.match(/href="([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.css)"/)?.[1];
-  const js = html.match(/href="([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.js)"/)?.[1];
-  const wasm = html.match(/href="([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.wasm)"/)?.[1];
+  const js = html.match(/"([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.js)"/)?.[1];
+  const wasm = html.match(/"([^"]*\/pkg\/seckill\.[A-Za-z0-9_-]+\.wasm)"/)?.[1];
   expect(css && js && wasm, html.slice(0, 2000)).toBeTruthy();
 
   for (const asset of [css!, js!, wasm!]) {

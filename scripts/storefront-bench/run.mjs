@@ -87,6 +87,8 @@ async function lighthouseRuns(url) {
       cls: lhr.audits["cumulative-layout-shift"].numericValue,
       si: lhr.audits["speed-index"].numericValue,
       wasm, total,
+      // What Lighthouse took as the largest paint (a node's selector and snippet).
+      lcpElement: JSON.stringify(lhr.audits["largest-contentful-paint-element"]?.details?.items?.[0]?.items?.[0]?.node?.snippet ?? null),
       failing: Object.values(lhr.audits)
         .filter((a) => a.score !== null && a.score < 0.9 && a.scoreDisplayMode === "numeric" || a.scoreDisplayMode === "binary" && a.score === 0)
         .map((a) => a.id),
@@ -137,5 +139,8 @@ for (const [name, rows] of results) {
 }
 const failing = [...new Set(results.flatMap(([, rows]) => rows.flatMap((r) => r.failing)))];
 out += `\nAudits under 0.9 in any run: ${failing.length ? failing.map((f) => `\`${f}\``).join(", ") : "none"}.\n`;
+for (const [name, rows] of results) {
+  out += `\nLargest contentful paint of ${name}, run by run: ${rows.map((r) => `${ms(r.lcp)} ms ${r.lcpElement}`).join("; ")}.\n`;
+}
 out += `\nProof of work at the default difficulty (${upcoming.pow_difficulty} hashes on average), solved by the page's wasm in Chromium with the CPU slowed 4x (DevTools \`Emulation.setCPUThrottlingRate\`), ${solves.length} shoppers: p50 ${ms(quantile(solves, 0.5))} ms, p95 ${ms(quantile(solves, 0.95))} ms, max ${ms(Math.max(...solves))} ms.\n`;
 console.log(out);

@@ -70,12 +70,14 @@ impl Site {
             .hash_files(hashed)
             .hash_file(Arc::<str>::from(HASH_FILE))
             .build();
-        let css = format!("/pkg/{}", asset_names(&hashes)[2]);
+        let [js, wasm, css] = asset_names(&hashes).map(|name| format!("/pkg/{name}"));
         Site {
             options,
             assets: Assets {
                 root: config.asset_base_url.clone(),
                 css,
+                js,
+                wasm,
             },
             hashed,
         }
