@@ -1,6 +1,6 @@
 import { test, expect } from "@playwright/test";
 import ICAL from "ical.js";
-import { createActivity, merchantApi, openHydrated, signUpShopper, uniqueName } from "./helpers";
+import { createActivity, merchantApi, openHydrated, recordNotifications, signUpShopper, uniqueName } from "./helpers";
 
 // The time before a sale (reminders, its calendar entry, the phase in the server's HTML) and after
 // it (its public report).
@@ -10,18 +10,7 @@ test("a shopper is reminded of a sale: a calendar entry in UTC, withdrawn, asked
   const title = uniqueName("Reminded phone");
   const id = await createActivity({ startsInSecs: 15, stock: 3, title });
   const context = await browser.newContext();
-  // The browser's notifications, recorded: the permission starts unasked, is given on asking and
-  // kept across reloads (as the browser keeps it for the site).
-  await context.addInitScript(() => {
-    const shown: string[] = [];
-    class Recorded {
-      static get permission() { return localStorage.getItem("notifications") ?? "default"; }
-      static requestPermission() { localStorage.setItem("notifications", "granted"); return Promise.resolve("granted"); }
-      constructor(title: string) { shown.push(title); }
-    }
-    (window as any).Notification = Recorded;
-    (window as any).__notifications = shown;
-  });
+  await recordNotifications(context);
   const page = await context.newPage();
   await signUpShopper(page);
   await openHydrated(page, `/activities/${id}`);

@@ -1,4 +1,4 @@
-import { expect, Locator, Page } from "@playwright/test";
+import { BrowserContext, expect, Locator, Page } from "@playwright/test";
 import { createHash } from "node:crypto";
 
 /** A username no other test (or earlier run) has used. */
@@ -17,6 +17,24 @@ export async function openListWith(page: Page, id: number): Promise<Locator> {
     if ((await card.count()) > 0) return card;
     expect(await page.getByTestId("page-next").count(), `no card of sale ${id}`).toBe(1);
   }
+}
+
+/**
+ * Records the browser's notifications in `context`'s pages (`window.__notifications`, their
+ * titles): the permission starts unasked, is given on asking, and is kept across reloads, as the
+ * browser keeps it for the site.
+ */
+export async function recordNotifications(context: BrowserContext): Promise<void> {
+  await context.addInitScript(() => {
+    const shown: string[] = [];
+    class Recorded {
+      static get permission() { return localStorage.getItem("notifications") ?? "default"; }
+      static requestPermission() { localStorage.setItem("notifications", "granted"); return Promise.resolve("granted"); }
+      constructor(title: string) { shown.push(title); }
+    }
+    (window as any).Notification = Recorded;
+    (window as any).__notifications = shown;
+  });
 }
 
 /** Opens a page and waits until the wasm app has hydrated it (it sets `data-hydrated` on <body>). */

@@ -1,7 +1,7 @@
 import { test, expect, Browser, BrowserContext, Page } from "@playwright/test";
 import { createHash } from "node:crypto";
 import { createLocalJWKSet, jwtVerify } from "jose";
-import { createActivity, merchantApi, openHydrated, openListWith, signUpShopper } from "./helpers";
+import { createActivity, merchantApi, openHydrated, openListWith, recordNotifications, signUpShopper } from "./helpers";
 
 interface Shopper {
   context: BrowserContext;
@@ -288,18 +288,7 @@ test("a shopper who allowed notifications is told at their turn while the tab is
   const api = await merchantApi();
   expect((await api.post(`/api/admin/activities/${id}/pause`, { data: {} })).status()).toBe(200);
   const context = await browser.newContext();
-  // The browser's notifications, recorded: the permission starts unasked and is given on asking.
-  await context.addInitScript(() => {
-    const shown: string[] = [];
-    let permission = "default";
-    class Recorded {
-      static get permission() { return permission; }
-      static requestPermission() { permission = "granted"; return Promise.resolve(permission); }
-      constructor(title: string) { shown.push(title); }
-    }
-    (window as any).Notification = Recorded;
-    (window as any).__notifications = shown;
-  });
+  await recordNotifications(context);
   const page = await context.newPage();
   await signUpShopper(page);
   await openHydrated(page, `/activities/${id}`);
