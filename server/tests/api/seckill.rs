@@ -729,7 +729,7 @@ async fn activity_reads_are_cacheable_and_time_is_not() {
 
     let resp = app.get(&format!("/api/activities/{id}/stock")).await;
     assert_eq!(resp.headers()["cache-control"], "public, max-age=1");
-    assert_eq!(json(resp).await.1, json!({"remaining": 7}));
+    assert_eq!(json(resp).await.1, json!({"remaining": 7, "paused": false}));
     assert_error(app.get("/api/activities/424242").await, 404, "not_found").await;
     assert_error(app.get("/api/activities/-1").await, 400, "invalid_input").await;
 
@@ -769,7 +769,7 @@ async fn stats_and_metrics_count_the_sale() {
     assert!(stats.remove("attempts_per_sec").unwrap().as_i64().unwrap() <= 7);
     assert_eq!(
         serde_json::Value::Object(stats),
-        json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0})
+        json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0, "reminders": 0})
     );
     let metrics = app.metrics().await;
     assert!(
