@@ -138,7 +138,8 @@ pub async fn of_sale(db: &PgPool, redis: &Redis, row: &ActivityRow) -> ApiResult
     };
     let basis = basis();
     let (expected_crowd, expected_sell_out_ms, recommended, reasons) = advise(interest, &basis);
-    let actual = match report::of_sale(db, row.id).await {
+    // The row read for the forecast serves the report: no second read of it.
+    let actual = match report::of_row(db, row).await {
         Ok(r) => Some(ForecastActual {
             attempts: r.attempts.total,
             unique_buyers: r.unique_buyers,

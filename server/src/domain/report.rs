@@ -25,6 +25,12 @@ const KEEP_EVERY: Duration = Duration::from_secs(5);
 /// The report of sale `id`; `404` while it has not ended (or does not exist).
 pub async fn of_sale(db: &PgPool, id: i64) -> ApiResult<SaleReport> {
     let row = activity::load(db, id).await?.ok_or(ApiError::NotFound)?;
+    of_row(db, &row).await
+}
+
+/// The report of the sale whose row the caller has read; `404` while it has not ended.
+pub async fn of_row(db: &PgPool, row: &ActivityRow) -> ApiResult<SaleReport> {
+    let id = row.id;
     let now = Utc::now();
     if now < row.ends_at {
         return Err(ApiError::NotFound);
@@ -35,7 +41,7 @@ pub async fn of_sale(db: &PgPool, id: i64) -> ApiResult<SaleReport> {
         starts_at: rfc3339(row.starts_at),
         ends_at: rfc3339(row.ends_at),
         generated_at: rfc3339(now),
-        units: units(db, &row).await?,
+        units: units(db, row).await?,
         orders: orders(db, id).await?,
         unique_buyers: sqlx::query_scalar!(
             r#"SELECT count(DISTINCT user_id) AS "n!" FROM orders
@@ -44,7 +50,7 @@ pub async fn of_sale(db: &PgPool, id: i64) -> ApiResult<SaleReport> {
         )
         .fetch_one(db)
         .await?,
-        sold_out_after_ms: sold_out_after(db, &row).await?,
+        sold_out_after_ms: sold_out_after(db, row).await?,
         attempts: attempts(db, id).await?,
         waiting_room: match row.waiting_room {
             true => line(db, id).await?,
@@ -54,7 +60,7 @@ pub async fn of_sale(db: &PgPool, id: i64) -> ApiResult<SaleReport> {
             commitment: drawing::commitment(&row.drawing_seed),
             seed: hex(&row.drawing_seed),
         }),
-        timeline: timeline(db, &row).await?,
+        timeline: timeline(db, row).await?,
     })
 }
 
