@@ -14,8 +14,18 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// The refusal in the page's language (`error.<code>` of its catalog, with `{secs}` from
+    /// `Retry-After`); the API's own message when the catalog has none for the code (those
+    /// that name a field or a date).
     pub fn message(&self) -> String {
-        self.body.message.clone()
+        let key = format!("error.{}", self.body.error);
+        let secs = self.retry_after.unwrap_or(1).to_string();
+        let text = crate::i18n::tr_with(&key, &[("secs", &secs)]);
+        if text == key {
+            self.body.message.clone()
+        } else {
+            text
+        }
     }
 }
 
@@ -30,7 +40,7 @@ mod imp {
             retry_after: None,
             body: ErrorBody {
                 error: "network".into(),
-                message: format!("The server could not be reached ({e}). Please try again."),
+                message: crate::i18n::tr_with("error.network", &[("detail", &e.to_string())]),
             },
         }
     }

@@ -95,16 +95,18 @@ pub(crate) fn while_mounted() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     alive
 }
 
-/// A time from the API in the browser's time zone ("22/11/2026, 10:30:00" as the locale writes
-/// it); the server, which does not know the zone, writes it in UTC.
+/// A time from the API in the browser's time zone, as the page's language writes it
+/// ("11/22/2026, 10:30:00 AM", "2026/11/22 10:30:00"); the server, which does not know the zone,
+/// writes it in UTC.
 pub fn local_time(rfc3339: &str) -> String {
     #[cfg(feature = "hydrate")]
     {
         let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(rfc3339));
         if !date.get_time().is_nan() {
-            return String::from(
-                date.to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED),
-            );
+            return String::from(date.to_locale_string(
+                &crate::i18n::current().tag,
+                &wasm_bindgen::JsValue::UNDEFINED,
+            ));
         }
     }
     utc_time(rfc3339)
@@ -192,7 +194,13 @@ pub fn countdown_text(ms: f64) -> String {
         total % 60,
     );
     if d > 0 {
-        format!("{d} d {h:02}:{m:02}:{s:02}")
+        crate::i18n::tr_with(
+            "countdown.days",
+            &[
+                ("d", &d.to_string()),
+                ("clock", &format!("{h:02}:{m:02}:{s:02}")),
+            ],
+        )
     } else if h > 0 {
         format!("{h:02}:{m:02}:{s:02}")
     } else {

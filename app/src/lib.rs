@@ -12,6 +12,7 @@ pub mod clock;
 mod components;
 pub mod data;
 mod format;
+pub mod i18n;
 #[cfg(feature = "hydrate")]
 mod notify;
 mod pages;
@@ -87,6 +88,21 @@ fn asset_origin(root: &str) -> Option<&str> {
     (clean && host_len > 0).then_some(origin)
 }
 
+/// `en` on the console's pages (`/admin`, `/operator`), which stay English; none elsewhere.
+fn console_lang() -> Option<&'static str> {
+    let path = leptos_router::hooks::use_location().pathname.get();
+    (path.starts_with("/admin") || path.starts_with("/operator")).then_some("en")
+}
+
+/// The request's language, put in context for the page (the server), or the one the page was
+/// rendered in (the browser).
+fn current_language() -> std::sync::Arc<i18n::Catalog> {
+    #[cfg(feature = "ssr")]
+    return i18n::provide_for_request();
+    #[cfg(not(feature = "ssr"))]
+    i18n::current()
+}
+
 /// The HTML document around the app; the server renders it for every page. (`options` is Leptos'
 /// own; the asset paths the page names are in `assets`.)
 pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
@@ -100,14 +116,16 @@ pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
             resp.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
         }
     }
+    let lang = current_language();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang=lang.tag.clone()>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
                 <link rel="stylesheet" href=format!("{}{}", assets.root, assets.css)/>
+                <script type="application/json" id=i18n::SCRIPT_ID inner_html=lang.to_script()></script>
                 <Hydration assets=assets.clone()/>
                 <MetaTags/>
             </head>
@@ -151,16 +169,19 @@ mod tests {
 
 #[component]
 pub fn App() -> impl IntoView {
+    #[cfg(feature = "hydrate")]
+    i18n::load_from_page();
     provide_meta_context();
     let session = Session::provide();
     clock::ServerClock::provide();
     clock::ShopZone::provide(session);
 
     view! {
-        <Title text="Seckill — flash sales"/>
+        <Title text=format::page_title(&i18n::tr("home.title"))/>
         <Router>
             <components::header::Header session/>
-            <main class="page">
+            // The console stays English, whatever the storefront's language.
+            <main class="page" lang=console_lang>
                 <Routes fallback=pages::not_found::NotFound>
                     // The storefront waits for its sales before it sends a byte: the HTML itself
                     // (not a template a script moves in) says what is on sale, what has sold out

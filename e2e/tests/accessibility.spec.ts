@@ -50,84 +50,128 @@ async function expectVisibleFocus(page: Page): Promise<void> {
   expect(style.outline !== "none" && style.width >= 2 || style.shadow !== "none", JSON.stringify(style)).toBe(true);
 }
 
-test("every storefront page in every state passes axe-core (WCAG 2.2 AA)", async ({ page, browser }) => {
-  test.setTimeout(180_000);
-  // A missing page (its 404 is logged by the browser, so before the console is watched).
-  await openHydrated(page, "/no-such-page");
-  await expectAccessible(page, "a missing page");
-  const errors = failOnConsoleErrors(page);
-  // A visitor: the list, sign-in and register pages.
-  const upcoming = await createActivity({ startsInSecs: 600, botCheck: "proof_of_work", powDifficulty: 1000 });
-  for (const path of ["/", "/login", "/register"]) {
-    await openHydrated(page, path);
-    await expectAccessible(page, path);
-  }
+/** What the storefront says, in each of its languages (as a browser asking for it gets it). */
+const SAID = {
+  "en-US": {
+    startsIn: "Starts in",
+    tenMinutes: "The sale starts in less than 10 minutes.",
+    onSale: "The sale is on: you can buy now.",
+    confirmed: "confirmed",
+    paid: "paid",
+  },
+  "zh-CN": {
+    startsIn: "距开始还有",
+    tenMinutes: "秒杀将在 10 分钟内开始。",
+    onSale: "秒杀进行中：现在可以抢购。",
+    confirmed: "已确认",
+    paid: "已付款",
+  },
+};
 
-  // A shopper: the countdown with the bot check passed in the background.
-  await signUpShopper(page);
-  await openHydrated(page, `/activities/${upcoming}`);
-  await expect(page.getByTestId("countdown")).toContainText("Starts in");
-  await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
-  await expectAccessible(page, "countdown");
-  // The ticking text is silent; the live region says the milestone, and not again each second.
-  const countdown = page.getByTestId("countdown");
-  const announcement = page.getByTestId("countdown-announcement");
-  await expect(countdown).toHaveAttribute("aria-live", "off");
-  await expect(announcement).toHaveAttribute("aria-live", "polite");
-  await expect(announcement).toHaveText("The sale starts in less than 10 minutes.");
-  const before = await countdown.textContent();
-  await expect(countdown).not.toHaveText(before ?? "");
-  await expect(announcement).toHaveText("The sale starts in less than 10 minutes.");
+// The storefront's pages and the keyboard-only buy, in each language.
+for (const [locale, said] of Object.entries(SAID)) {
+  test.describe(locale, () => {
+    test.use({ locale });
 
-  // The buy panel, with the proof of work ready.
-  const live = await createActivity({ stock: 1, botCheck: "proof_of_work", powDifficulty: 1000 });
-  await openHydrated(page, `/activities/${live}`);
-  await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
-  await expect(page.getByTestId("buy-button")).toBeEnabled();
-  await expect(page.getByTestId("countdown-announcement")).toHaveText("The sale is on: you can buy now.");
-  await expectAccessible(page, "buy panel (proof of work)");
+    test(`every storefront page in every state passes axe-core (WCAG 2.2 AA), in ${locale}`, async ({ page, browser }) => {
+      test.setTimeout(180_000);
+      // A missing page (its 404 is logged by the browser, so before the console is watched).
+      await openHydrated(page, "/no-such-page");
+      await expect(page.locator("html")).toHaveAttribute("lang", locale === "zh-CN" ? "zh-CN" : "en");
+      await expectAccessible(page, "a missing page");
+      const errors = failOnConsoleErrors(page);
+      // A visitor: the list, sign-in and register pages.
+      const upcoming = await createActivity({ startsInSecs: 600, botCheck: "proof_of_work", powDifficulty: 1000 });
+      for (const path of ["/", "/login", "/register"]) {
+        await openHydrated(page, path);
+        await expectAccessible(page, path);
+      }
 
-  // The image captcha with its alternative.
-  const image = await createActivity({ stock: 3, botCheck: "image", powDifficulty: 1000 });
-  await openHydrated(page, `/activities/${image}`);
-  await expect(page.getByTestId("captcha-image")).toBeVisible();
-  await expectAccessible(page, "buy panel (image captcha)");
+      // A shopper: the countdown with the bot check passed in the background.
+      await signUpShopper(page);
+      await openHydrated(page, `/activities/${upcoming}`);
+      await expect(page.getByTestId("countdown")).toContainText(said.startsIn);
+      await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
+      await expectAccessible(page, "countdown");
+      // The ticking text is silent; the live region says the milestone, and not again each second.
+      const countdown = page.getByTestId("countdown");
+      const announcement = page.getByTestId("countdown-announcement");
+      await expect(countdown).toHaveAttribute("aria-live", "off");
+      await expect(announcement).toHaveAttribute("aria-live", "polite");
+      await expect(announcement).toHaveText(said.tenMinutes);
+      const before = await countdown.textContent();
+      await expect(countdown).not.toHaveText(before ?? "");
+      await expect(announcement).toHaveText(said.tenMinutes);
 
-  // Queued, then confirmed.
-  await openHydrated(page, `/activities/${live}`);
-  await expect(page.getByTestId("buy-button")).toBeEnabled();
-  await page.getByTestId("buy-button").click();
-  await expect(page.getByTestId("order-status")).toBeVisible();
-  await expectAccessible(page, "queued");
-  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
-  await expectAccessible(page, "confirmed");
+      // The buy panel, with the proof of work ready.
+      const live = await createActivity({ stock: 1, botCheck: "proof_of_work", powDifficulty: 1000 });
+      await openHydrated(page, `/activities/${live}`);
+      await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
+      await expect(page.getByTestId("buy-button")).toBeEnabled();
+      await expect(page.getByTestId("countdown-announcement")).toHaveText(said.onSale);
+      await expectAccessible(page, "buy panel (proof of work)");
 
-  // Sold out (the one unit is gone), as another shopper sees it.
-  const other = await (await browser.newContext()).newPage();
-  await signUpShopper(other);
-  await openHydrated(other, `/activities/${live}`);
-  await expect(other.getByTestId("sold-out")).toBeVisible();
-  await expectAccessible(other, "sold out");
+      // The image captcha with its alternative.
+      const image = await createActivity({ stock: 3, botCheck: "image", powDifficulty: 1000 });
+      await openHydrated(page, `/activities/${image}`);
+      await expect(page.getByTestId("captcha-image")).toBeVisible();
+      await expectAccessible(page, "buy panel (image captcha)");
 
-  // A waiting room before the start.
-  const room = await createActivity({ startsInSecs: 600, waitingRoom: true });
-  await openHydrated(other, `/activities/${room}`);
-  await expect(other.getByTestId("waiting-room")).toHaveAttribute("data-state", "drawing");
-  await expectAccessible(other, "waiting room");
-  await other.context().close();
+      // Queued, then confirmed.
+      await openHydrated(page, `/activities/${live}`);
+      await expect(page.getByTestId("buy-button")).toBeEnabled();
+      await page.getByTestId("buy-button").click();
+      await expect(page.getByTestId("order-status")).toBeVisible();
+      await expectAccessible(page, "queued");
+      await expect(page.getByTestId("order-status")).toHaveText(said.confirmed);
+      await expectAccessible(page, "confirmed");
 
-  // The shopper's orders, one order, the account page.
-  await openHydrated(page, "/orders");
-  await expect(page.locator("ul.orders li").first()).toBeVisible();
-  await expectAccessible(page, "orders");
-  const token = (await (await page.request.get("/api/orders")).json()).orders[0].token;
-  await openHydrated(page, `/orders/${token}`);
-  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
-  await expectAccessible(page, "order");
-  await openHydrated(page, "/account");
-  await expectAccessible(page, "account");
-  expect(errors).toEqual([]);
-});
+      // Sold out (the one unit is gone), as another shopper sees it.
+      const other = await (await browser.newContext({ locale })).newPage();
+      await signUpShopper(other);
+      await openHydrated(other, `/activities/${live}`);
+      await expect(other.getByTestId("sold-out")).toBeVisible();
+      await expectAccessible(other, "sold out");
+
+      // A waiting room before the start.
+      const room = await createActivity({ startsInSecs: 600, waitingRoom: true });
+      await openHydrated(other, `/activities/${room}`);
+      await expect(other.getByTestId("waiting-room")).toHaveAttribute("data-state", "drawing");
+      await expectAccessible(other, "waiting room");
+      await other.context().close();
+
+      // The shopper's orders, one order, the account page.
+      await openHydrated(page, "/orders");
+      await expect(page.locator("ul.orders li").first()).toBeVisible();
+      await expectAccessible(page, "orders");
+      const token = (await (await page.request.get("/api/orders")).json()).orders[0].token;
+      await openHydrated(page, `/orders/${token}`);
+      await expect(page.getByTestId("order-status")).toHaveText(said.confirmed);
+      await expectAccessible(page, "order");
+      await openHydrated(page, "/account");
+      await expectAccessible(page, "account");
+      expect(errors).toEqual([]);
+    });
+
+    test(`a shopper buys and pays with the keyboard alone, the focus always visible, in ${locale}`, async ({ page }) => {
+      const errors = failOnConsoleErrors(page);
+      const id = await createActivity({ stock: 2, botCheck: "proof_of_work", powDifficulty: 1000 });
+      await signUpShopper(page);
+      await openHydrated(page, `/activities/${id}`);
+      await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
+      await tabTo(page, "buy-button");
+      await expectVisibleFocus(page);
+      await page.keyboard.press("Enter");
+      const status = page.getByTestId("order-status");
+      await expect(status).toHaveText(said.confirmed);
+      await tabTo(page, "pay-button");
+      await expectVisibleFocus(page);
+      await page.keyboard.press("Enter");
+      await expect(status).toHaveText(said.paid);
+      expect(errors).toEqual([]);
+    });
+  });
+}
 
 test("every console page passes axe-core (WCAG 2.2 AA), the live chart with its figures as a table", async ({ page }) => {
   test.setTimeout(120_000);
@@ -154,24 +198,6 @@ test("every console page passes axe-core (WCAG 2.2 AA), the live chart with its 
     await openHydrated(page, path);
     await expectAccessible(page, path);
   }
-});
-
-test("a shopper buys and pays with the keyboard alone, the focus always visible", async ({ page }) => {
-  const errors = failOnConsoleErrors(page);
-  const id = await createActivity({ stock: 2, botCheck: "proof_of_work", powDifficulty: 1000 });
-  await signUpShopper(page);
-  await openHydrated(page, `/activities/${id}`);
-  await expect(page.getByTestId("pow-status")).toHaveAttribute("data-ready", "true");
-  await tabTo(page, "buy-button");
-  await expectVisibleFocus(page);
-  await page.keyboard.press("Enter");
-  const status = page.getByTestId("order-status");
-  await expect(status).toHaveText("confirmed");
-  await tabTo(page, "pay-button");
-  await expectVisibleFocus(page);
-  await page.keyboard.press("Enter");
-  await expect(status).toHaveText("paid");
-  expect(errors).toEqual([]);
 });
 
 test("a proof-of-work sale is bought with no puzzle; an image sale's alternative is reached by keyboard", async ({ page }) => {

@@ -461,6 +461,7 @@ fn router(state: AppState) -> Router {
     let app = Router::new()
         .nest("/api", api_router(layers))
         .merge(http::ops::router())
+        .route("/language", axum::routing::post(site::choose_language))
         .leptos_routes_with_context(
             &state,
             routes,

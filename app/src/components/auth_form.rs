@@ -5,6 +5,7 @@ use crate::{
     api::{Credentials, User},
     client,
     components::proof_of_work::{Work, WorkStatus},
+    i18n::{tr, tr_split},
     Session,
 };
 use leptos::{ev::SubmitEvent, prelude::*};
@@ -46,22 +47,30 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
         .then(|| Work::provide_at("/api/auth/challenge".to_string(), false));
     let submit = submitter(mode, username, password, work, busy, error);
     let (heading, action, other) = match mode {
-        AuthMode::Login => (
-            "Sign in",
-            "Sign in",
-            view! { <p>"New here? " <a href="/register">"Create an account"</a></p> }.into_any(),
-        ),
-        AuthMode::Register => (
-            "Create an account",
-            "Create account",
-            view! { <p>"Have an account? " <a href="/login">"Sign in"</a></p> }.into_any(),
-        ),
+        AuthMode::Login => {
+            let (ahead, behind) = tr_split("auth.new_here");
+            (
+                tr("header.sign_in"),
+                tr("header.sign_in"),
+                view! { <p>{ahead}<a href="/register">{tr("auth.create_account")}</a>{behind}</p> }
+                    .into_any(),
+            )
+        }
+        AuthMode::Register => {
+            let (ahead, behind) = tr_split("auth.have_account");
+            (
+                tr("auth.create_account"),
+                tr("auth.create"),
+                view! { <p>{ahead}<a href="/login">{tr("header.sign_in")}</a>{behind}</p> }
+                    .into_any(),
+            )
+        }
     };
     view! {
         <section class="card narrow">
             <h1>{heading}</h1>
             <form class="stack" on:submit=submit data-testid=format!("{p}-form")>
-                <label for=format!("{p}-username")>"Username"</label>
+                <label for=format!("{p}-username")>{tr("auth.username")}</label>
                 <input
                     id=format!("{p}-username")
                     data-testid=format!("{p}-username")
@@ -100,7 +109,7 @@ fn PasswordInput(mode: AuthMode, password: RwSignal<String>) -> impl IntoView {
     let p = mode.prefix();
     let register = mode == AuthMode::Register;
     view! {
-        <label for=format!("{p}-password")>"Password"</label>
+        <label for=format!("{p}-password")>{tr("auth.password")}</label>
         <div class="password-row">
             <input
                 id=format!("{p}-password")
@@ -122,10 +131,10 @@ fn PasswordInput(mode: AuthMode, password: RwSignal<String>) -> impl IntoView {
                 disabled=move || !session.hydrated.get()
                 on:click=move |_| show.update(|s| *s = !*s)
             >
-                {move || if show.get() { "Hide" } else { "Show" }}
+                {move || if show.get() { tr("auth.hide") } else { tr("auth.show") }}
             </button>
         </div>
-        {register.then(|| view! { <small id="password-hint">"8 to 128 characters."</small> })}
+        {register.then(|| view! { <small id="password-hint">{tr("auth.password_hint")}</small> })}
     }
 }
 

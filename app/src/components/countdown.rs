@@ -10,6 +10,7 @@ use crate::{
     api::Activity,
     clock::{countdown_text, parse_ms, utc_time, ServerClock},
     components::stock::Stock,
+    i18n::{tr, tr_with},
 };
 use leptos::prelude::*;
 
@@ -97,12 +98,12 @@ pub fn Countdown(
     let timed = Memo::new(move |_| phase(&a, now.get()));
     let shown = Memo::new(move |_| Shown::of(timed.get().0, stock));
     let text = move || match (shown.get(), timed.get().1) {
-        (Shown::Unknown, _) => format!("Starts {}", utc_time(&starts)),
-        (Shown::Upcoming, ms) => format!("Starts in {}", countdown_text(ms)),
-        (Shown::Paused, _) => "Paused".to_string(),
-        (Shown::SoldOut, _) => "Sold out".to_string(),
-        (Shown::OnSale, ms) => format!("On sale — ends in {}", countdown_text(ms)),
-        (Shown::Ended, _) => "Ended".to_string(),
+        (Shown::Unknown, _) => tr_with("sale.starts_at", &[("time", &utc_time(&starts))]),
+        (Shown::Upcoming, ms) => tr_with("countdown.starts_in", &[("left", &countdown_text(ms))]),
+        (Shown::Paused, _) => tr("countdown.paused"),
+        (Shown::SoldOut, _) => tr("countdown.sold_out"),
+        (Shown::OnSale, ms) => tr_with("countdown.on_sale", &[("left", &countdown_text(ms))]),
+        (Shown::Ended, _) => tr("countdown.ended"),
     };
     // A memo: the region's text (so what is spoken) changes only when the milestone does.
     let milestone = Memo::new(move |_| {
@@ -120,26 +121,19 @@ pub fn Countdown(
 
 /// What the live region says: the next milestone before the start, or the sale's state.
 pub fn milestone_text(shown: Shown, ms_left: f64) -> String {
-    const MARKS: [(f64, &str); 5] = [
-        (10.0, "10 seconds"),
-        (60.0, "1 minute"),
-        (300.0, "5 minutes"),
-        (600.0, "10 minutes"),
-        (3600.0, "an hour"),
-    ];
+    let secs = ms_left / 1000.0;
     match shown {
         Shown::Unknown => String::new(),
-        Shown::Upcoming => MARKS
-            .iter()
-            .find(|(secs, _)| ms_left <= secs * 1000.0)
-            .map_or_else(
-                || "The sale has not started yet.".to_string(),
-                |(_, label)| format!("The sale starts in less than {label}."),
-            ),
-        Shown::Paused => "The sale is paused.".to_string(),
-        Shown::SoldOut => "Sold out.".to_string(),
-        Shown::OnSale => "The sale is on: you can buy now.".to_string(),
-        Shown::Ended => "The sale has ended.".to_string(),
+        Shown::Upcoming if secs <= 10.0 => tr("milestone.10s"),
+        Shown::Upcoming if secs <= 60.0 => tr("milestone.1min"),
+        Shown::Upcoming if secs <= 300.0 => tr("milestone.5min"),
+        Shown::Upcoming if secs <= 600.0 => tr("milestone.10min"),
+        Shown::Upcoming if secs <= 3600.0 => tr("milestone.1h"),
+        Shown::Upcoming => tr("milestone.not_started"),
+        Shown::Paused => tr("milestone.paused"),
+        Shown::SoldOut => tr("milestone.sold_out"),
+        Shown::OnSale => tr("milestone.on_sale"),
+        Shown::Ended => tr("milestone.ended"),
     }
 }
 

@@ -1,8 +1,13 @@
-//! The header on every page: the site's name, the shopper's links, and who is signed in.
+//! The header on every page: the site's name, the shopper's links, who is signed in, and the
+//! language switch.
 
-use crate::{client, Session};
+use crate::{
+    client,
+    i18n::{self, tr, tr_with},
+    Session,
+};
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
+use leptos_router::hooks::{use_location, use_navigate};
 
 #[component]
 pub fn Header(session: Session) -> impl IntoView {
@@ -19,8 +24,8 @@ pub fn Header(session: Session) -> impl IntoView {
     view! {
         <header class="site-header">
             <a class="brand" href="/">"Seckill"</a>
-            <nav aria-label="Account">
-                <a href="/orders">"My orders"</a>
+            <nav aria-label=tr("header.account")>
+                <a href="/orders">{tr("header.orders")}</a>
                 {move || match session.user.get() {
                     Some(Some(user)) => view! {
                         {match user.role {
@@ -29,17 +34,50 @@ pub fn Header(session: Session) -> impl IntoView {
                             crate::api::Role::Shopper => None,
                         }}
                         <a href="/account" class="who" data-testid="current-user"
-                            title=user.shop.as_ref().map(|s| format!("Merchant of {}", s.name))>{user.username}</a>
+                            title=user.shop.as_ref().map(|s| tr_with("header.merchant_of", &[("shop", &s.name)]))>{user.username}</a>
                         <button type="button" class="link" data-testid="logout-button" on:click=sign_out.clone()>
-                            "Sign out"
+                            {tr("header.sign_out")}
                         </button>
                     }.into_any(),
                     _ => view! {
-                        <a href="/login">"Sign in"</a>
-                        <a href="/register">"Register"</a>
+                        <a href="/login">{tr("header.sign_in")}</a>
+                        <a href="/register">{tr("header.register")}</a>
                     }.into_any(),
                 }}
             </nav>
+            <LanguageSwitch/>
         </header>
+    }
+}
+
+/// Every language by its own name; choosing one asks the server to remember it (the `lang`
+/// cookie) and to send this page again in it. A plain form: it works before the app has started,
+/// and without scripts.
+#[component]
+fn LanguageSwitch() -> impl IntoView {
+    let lang = i18n::current();
+    let location = use_location();
+    let back = move || format!("{}{}", location.pathname.get(), location.search.get());
+    let buttons = lang
+        .languages
+        .iter()
+        .map(|(tag, name)| {
+            if *tag == lang.tag {
+                view! { <span class="current" lang=tag.clone() aria-current="true">{name.clone()}</span> }.into_any()
+            } else {
+                view! {
+                    <button type="submit" name="to" value=tag.clone() lang=tag.clone() class="link"
+                        data-testid=format!("language-{tag}")>{name.clone()}</button>
+                }
+                .into_any()
+            }
+        })
+        .collect_view();
+    view! {
+        <form class="language-switch" method="post" action="/language" aria-label=tr("header.language")
+            data-testid="language-switch">
+            <input type="hidden" name="back" value=back/>
+            {buttons}
+        </form>
     }
 }

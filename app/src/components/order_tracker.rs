@@ -5,6 +5,7 @@ use crate::{
     api::{OrderStatus, PaymentResult},
     client,
     clock::{countdown_text, parse_ms, ServerClock},
+    i18n::{tr, tr_with},
 };
 use leptos::prelude::*;
 
@@ -13,14 +14,26 @@ fn is_final(status: &str) -> bool {
     matches!(status, "paid" | "cancelled" | "failed")
 }
 
-fn label(status: &str) -> &'static str {
+fn label(status: &str) -> String {
     match status {
-        "queued" => "Queued — your unit is reserved; confirming your order…",
-        "confirmed" => "Confirmed — pay before the deadline to keep it",
-        "paid" => "Paid — thank you!",
-        "cancelled" => "Cancelled",
-        "failed" => "Failed — the unit went back on sale",
-        _ => "Unknown",
+        "queued" => tr("order.queued"),
+        "confirmed" => tr("order.confirmed"),
+        "paid" => tr("order.paid"),
+        "cancelled" => tr("order.cancelled"),
+        "failed" => tr("order.failed"),
+        _ => tr("order.unknown"),
+    }
+}
+
+/// The status's badge: its name in the API ("confirmed"), in the page's language.
+pub fn badge(status: &str) -> String {
+    match status {
+        "queued" => tr("order.badge.queued"),
+        "confirmed" => tr("order.badge.confirmed"),
+        "paid" => tr("order.badge.paid"),
+        "cancelled" => tr("order.badge.cancelled"),
+        "failed" => tr("order.badge.failed"),
+        other => other.to_string(),
     }
 }
 
@@ -50,20 +63,20 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
             // Announced when the status changes (not the deadline below, which ticks every second).
             <p class="status" role="status" aria-live="polite" aria-atomic="true">
                 <span class=move || format!("badge {}", shown.get()) data-testid="order-status" data-history=move || t.history.get().join(",")>
-                    {move || shown.get()}
+                    {move || badge(&shown.get())}
                 </span>
                 " " {move || label(&shown.get())}
             </p>
-            {move || status.get().and_then(|s| s.reason).map(|r| view! { <p class="muted">"Reason: " {r}</p> })}
-            {move || status.get().and_then(|s| s.order_id).map(|id| view! { <p class="muted">"Order #" {id}</p> })}
+            {move || status.get().and_then(|s| s.reason).map(|r| view! { <p class="muted">{tr_with("order.reason", &[("reason", &r)])}</p> })}
+            {move || status.get().and_then(|s| s.order_id).map(|id| view! { <p class="muted">{tr_with("order.number", &[("id", &id.to_string())])}</p> })}
             <p class="deadline" data-testid="pay-deadline">{move || t.deadline(clock)}</p>
             {move || (shown.get() == "confirmed").then(|| view! {
                 <button type="button" data-testid="pay-button" disabled=move || paying.get() on:click=move |_| t.pay()>
-                    {move || if paying.get() { "Paying…" } else { "Pay now" }}
+                    {move || if paying.get() { tr("order.paying") } else { tr("order.pay") }}
                 </button>
             })}
             <p class="error" role="alert">{move || t.error.get()}</p>
-            <p class="muted small">"Token " <code>{token}</code></p>
+            <p class="muted small">{tr("order.token")} " " <code>{token}</code></p>
         </div>
     }
 }
@@ -151,9 +164,9 @@ impl Tracker {
         }
         let left = parse_ms(s.pay_by.as_deref()?)? - clock.now_ms.get()?;
         Some(if left > 0.0 {
-            format!("Pay within {}", countdown_text(left))
+            tr_with("order.pay_within", &[("left", &countdown_text(left))])
         } else {
-            "The payment window has closed".into()
+            tr("order.window_closed")
         })
     }
 }

@@ -122,8 +122,7 @@ impl Work {
                 .ok()?;
                 web_sys::window()?.btoa(&json).ok()
             }) else {
-                self.failure
-                    .set(Some("Your browser could not complete the check.".into()));
+                self.failure.set(Some(crate::i18n::tr("work.failed")));
                 self.solving.set(false);
                 return;
             };
@@ -148,11 +147,9 @@ impl Work {
 #[component]
 pub fn WorkStatus(work: Work) -> impl IntoView {
     let text = move || match (work.payload.get(), work.failure.get()) {
-        (Some(_), _) => "Bot check passed: your browser proved it is not a bot.".to_string(),
+        (Some(_), _) => crate::i18n::tr("work.passed"),
         (None, Some(failure)) => failure,
-        (None, None) => {
-            "Bot check: your browser is proving it is not a bot (no puzzle to solve)…".to_string()
-        }
+        (None, None) => crate::i18n::tr("work.solving"),
     };
     view! {
         <p class="muted" role="status" data-testid="pow-status" hidden=move || !work.asked.get()

@@ -3,6 +3,7 @@
 //! left: n of N".
 
 use crate::data::SaleState;
+use crate::i18n::{number, tr_split, tr_with};
 use leptos::prelude::*;
 
 /// What a page follows of a sale while it is open.
@@ -59,12 +60,12 @@ pub fn StockLeft(
     total: i64,
     per_user_limit: i32,
 ) -> impl IntoView {
+    let line = tr_split("stock.left");
     view! {
         <p class="muted">
-            "Stock left: "
-            <strong data-testid="stock-remaining">{move || remaining.get().map_or("…".to_string(), crate::format::thousands)}</strong>
-            " of " {crate::format::thousands(total)}
-            " · at most " {per_user_limit} " per shopper"
+            {line.0}
+            <strong data-testid="stock-remaining">{move || remaining.get().map_or("…".to_string(), number)}</strong>
+            {tr_with("stock.of", &[("total", &number(total)), ("limit", &number(i64::from(per_user_limit)))])}
         </p>
     }
 }

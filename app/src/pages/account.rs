@@ -1,7 +1,14 @@
 //! `/account`: the signed-in user's account: change the password (every other session ends) and
 //! sign out everywhere.
 
-use crate::{api::PasswordChange, api::User, client, Session};
+use crate::{
+    api::PasswordChange,
+    api::User,
+    client,
+    format::page_title,
+    i18n::{tr, tr_split, tr_with},
+    Session,
+};
 use leptos::{ev::SubmitEvent, prelude::*};
 use leptos_meta::Title;
 use leptos_router::hooks::use_navigate;
@@ -24,32 +31,38 @@ pub fn AccountPage() -> impl IntoView {
         });
     };
     view! {
-        <Title text="Your account — Seckill"/>
+        <Title text=page_title(&tr("account.title"))/>
         {move || match session.user.get() {
-            None => view! { <p>"Loading…"</p> }.into_any(),
-            Some(None) => view! {
+            None => view! { <p>{tr("loading")}</p> }.into_any(),
+            Some(None) => {
+                let (ahead, behind) = tr_split("account.sign_in");
+                view! {
+                    <section class="card narrow">
+                        <h1>{tr("account.title")}</h1>
+                        <p>{ahead}<a href="/login?next=%2Faccount">{tr("header.sign_in")}</a>{behind}</p>
+                    </section>
+                }.into_any()
+            }
+            Some(Some(user)) => {
+                let signed_in = tr_split("account.signed_in_as");
+                view! {
                 <section class="card narrow">
-                    <h1>"Your account"</h1>
-                    <p><a href="/login?next=%2Faccount">"Sign in"</a> " to manage your account."</p>
-                </section>
-            }.into_any(),
-            Some(Some(user)) => view! {
-                <section class="card narrow">
-                    <h1>"Your account"</h1>
-                    <p>"Signed in as " <strong>{user.username}</strong>
-                        {user.shop.map(|s| format!(" of {}", s.name))}"."</p>
+                    <h1>{tr("account.title")}</h1>
+                    <p>{signed_in.0} <strong>{user.username}</strong>
+                        {user.shop.map(|s| tr_with("account.of_shop", &[("shop", &s.name)]))}{signed_in.1}</p>
                     <PasswordChangeForm message/>
                     <p role="status" data-testid="account-message"
                         class=move || if message.get().is_some_and(|(ok, _)| ok) { "ok" } else { "error" }>
                         {move || message.get().map(|(_, m)| m)}
                     </p>
-                    <h2>"Sessions"</h2>
-                    <p class="muted small">"Signs you out on every device, this one too (a lost phone, a shared computer)."</p>
+                    <h2>{tr("account.sessions")}</h2>
+                    <p class="muted small">{tr("account.sessions.note")}</p>
                     <button type="button" class="secondary" data-testid="account-logout-everywhere" on:click=everywhere.clone()>
-                        "Sign out everywhere"
+                        {tr("account.sign_out_everywhere")}
                     </button>
                 </section>
-            }.into_any(),
+            }.into_any()
+            }
         }}
     }
 }
@@ -72,10 +85,7 @@ fn PasswordChangeForm(message: RwSignal<Option<(bool, String)>>) -> impl IntoVie
                 Ok(_) => {
                     current.set(String::new());
                     new.set(String::new());
-                    message.set(Some((
-                        true,
-                        "Password changed. Every other session of yours has ended.".into(),
-                    )));
+                    message.set(Some((true, tr("account.password_changed"))));
                 }
                 Err(f) => message.set(Some((false, f.message()))),
             }
@@ -84,16 +94,16 @@ fn PasswordChangeForm(message: RwSignal<Option<(bool, String)>>) -> impl IntoVie
     };
     view! {
         <form on:submit=change data-testid="account-password-form">
-            <h2>"Change your password"</h2>
-            <label for="current-password">"Current password"</label>
+            <h2>{tr("account.change_password")}</h2>
+            <label for="current-password">{tr("account.current_password")}</label>
             <input id="current-password" type="password" required autocomplete="current-password"
                 data-testid="account-current-password"
                 prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
-            <label for="new-password">"New password (8 to 128 characters, not a common one)"</label>
+            <label for="new-password">{tr("account.new_password")}</label>
             <input id="new-password" type="password" required minlength="8" maxlength="128" autocomplete="new-password"
                 data-testid="account-new-password"
                 prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
-            <button type="submit" data-testid="account-password-submit" disabled=move || busy.get()>"Change password"</button>
+            <button type="submit" data-testid="account-password-submit" disabled=move || busy.get()>{tr("account.change")}</button>
         </form>
     }
 }

@@ -8,7 +8,8 @@ use crate::{
     clock::{parse_ms, ServerClock},
     components::{countdown::Countdown, stock::poll_stock},
     data::{self, SaleState},
-    format::{money, units},
+    format::page_title,
+    i18n::{money, tr, tr_count, tr_with},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -26,11 +27,11 @@ pub enum Group {
 }
 
 impl Group {
-    fn heading(self) -> &'static str {
+    fn heading(self) -> String {
         match self {
-            Group::OnSale => "On sale now",
-            Group::Soon => "Starting soon",
-            Group::Over => "Ended or sold out",
+            Group::OnSale => tr("home.on_sale"),
+            Group::Soon => tr("home.soon"),
+            Group::Over => tr("home.over"),
         }
     }
 
@@ -161,16 +162,16 @@ pub fn Home() -> impl IntoView {
             .unwrap_or(1)
     };
     view! {
-        <Title text="Seckill — flash sales"/>
+        <Title text=page_title(&tr("home.title"))/>
         <section class="hero">
-            <h1>"Flash sales"</h1>
-            <p>"A few units, one instant, a fair chance for everyone who is there on time."</p>
+            <h1>{tr("home.title")}</h1>
+            <p>{tr("home.tagline")}</p>
         </section>
-        <Suspense fallback=|| view! { <p>"Loading sales…"</p> }>
+        <Suspense fallback=|| view! { <p>{tr("home.loading")}</p> }>
             {move || activities.get().map(|r| match r {
-                Ok(list) if list.is_empty() => view! { <p>"No sales yet. Come back soon."</p> }.into_any(),
+                Ok(list) if list.is_empty() => view! { <p>{tr("home.empty")}</p> }.into_any(),
                 Ok(list) => view! { <Listing list page=page()/> }.into_any(),
-                Err(e) => view! { <p class="error" role="alert">"Could not load the sales: " {e}</p> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{tr_with("home.load_failed", &[("error", &e)])}</p> }.into_any(),
             })}
         </Suspense>
     }
@@ -202,10 +203,10 @@ fn Listing(list: Vec<SaleState>, page: usize) -> impl IntoView {
                 </ul>
             </section>
         }).collect_view()}
-        {empty.then(|| view! { <p>"No sales on this page."</p> })}
-        <nav class="pages" aria-label="Pages of sales">
-            {(page > 1).then(|| view! { <a href=format!("/?page={}", page - 1) rel="prev" data-testid="page-prev">"← Previous page"</a> })}
-            {more.then(|| view! { <a href=format!("/?page={}", page + 1) rel="next" data-testid="page-next">"Next page →"</a> })}
+        {empty.then(|| view! { <p>{tr("home.page_empty")}</p> })}
+        <nav class="pages" aria-label=tr("home.pages")>
+            {(page > 1).then(|| view! { <a href=format!("/?page={}", page - 1) rel="prev" data-testid="page-prev">{tr("home.prev")}</a> })}
+            {more.then(|| view! { <a href=format!("/?page={}", page + 1) rel="next" data-testid="page-next">{tr("home.next")}</a> })}
         </nav>
     }
 }
@@ -226,7 +227,7 @@ fn ActivityCard(sale: SaleState) -> impl IntoView {
                 <span class="now">{money(activity.seckill_price_cents)}</span>
                 " " <s class="was">{money(activity.price_cents)}</s>
             </p>
-            <p class="muted">{units(activity.total_stock)}</p>
+            <p class="muted">{tr_count("units", activity.total_stock, &[])}</p>
             <Countdown activity=activity stock seen_at=sale.seen_at_ms/>
         </li>
     }

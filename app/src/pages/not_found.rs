@@ -1,5 +1,6 @@
 //! Any path the app does not know: a "page not found" page with status 404.
 
+use crate::{format::page_title, i18n::tr};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -10,10 +11,10 @@ pub fn NotFound() -> impl IntoView {
         resp.set_status(http::StatusCode::NOT_FOUND);
     }
     view! {
-        <Title text="Not found — Seckill"/>
+        <Title text=page_title(&tr("sale.not_found.title"))/>
         <section class="card narrow">
-            <h1>"Page not found"</h1>
-            <p><a href="/">"Back to the sales"</a></p>
+            <h1>{tr("not_found")}</h1>
+            <p><a href="/">{tr("back_to_sales")}</a></p>
         </section>
     }
 }

@@ -3,6 +3,11 @@
 use crate::api::OrderStatus;
 #[cfg(feature = "hydrate")]
 use crate::client;
+use crate::{
+    components::order_tracker::badge,
+    format::page_title,
+    i18n::{tr, tr_count, tr_with},
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -17,7 +22,7 @@ pub fn OrdersPage() -> impl IntoView {
                 .map(|l| l.orders)
                 .map_err(|f| {
                     if f.status == 401 {
-                        "Sign in to see your orders.".to_string()
+                        tr("orders.sign_in")
                     } else {
                         f.message()
                     }
@@ -26,19 +31,19 @@ pub fn OrdersPage() -> impl IntoView {
         });
     });
     view! {
-        <Title text="Your orders — Seckill"/>
+        <Title text=page_title(&tr("orders.title"))/>
         <section class="card">
-            <h1>"Your orders"</h1>
+            <h1>{tr("orders.title")}</h1>
             {move || match orders.get() {
-                None => view! { <p>"Loading…"</p> }.into_any(),
-                Some(Err(e)) => view! { <p class="error" role="alert">{e} " " <a href="/login">"Sign in"</a></p> }.into_any(),
-                Some(Ok(list)) if list.is_empty() => view! { <p>"No orders yet."</p> }.into_any(),
+                None => view! { <p>{tr("loading")}</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{e} " " <a href="/login">{tr("header.sign_in")}</a></p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => view! { <p>{tr("orders.none")}</p> }.into_any(),
                 Some(Ok(list)) => view! {
                     <ul class="orders">
                         {list.into_iter().map(|o| view! {
                             <li>
-                                <a href=format!("/orders/{}", o.token)>"Sale #" {o.activity_id} " · " {o.quantity} " unit(s)"</a>
-                                " " <span class=format!("badge {}", o.status)>{o.status.clone()}</span>
+                                <a href=format!("/orders/{}", o.token)>{tr_with("orders.sale", &[("id", &o.activity_id.to_string())])} " · " {tr_count("units", i64::from(o.quantity), &[])}</a>
+                                " " <span class=format!("badge {}", o.status)>{badge(&o.status)}</span>
                             </li>
                         }).collect_view()}
                     </ul>

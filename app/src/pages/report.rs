@@ -6,7 +6,8 @@
 
 use crate::{
     api::{SaleReport, TimelineStep},
-    format::{duration_ms, page_title, thousands, ticks, units},
+    format::{page_title, ticks},
+    i18n::{duration_ms, number as thousands, tr, tr_count, tr_with},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -23,11 +24,11 @@ pub fn ReportPage() -> impl IntoView {
     };
     let report = crate::data::report(id);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+        <Suspense fallback=|| view! { <p>{tr("loading")}</p> }>
             {move || report.get().map(|r| match r {
                 Ok(Some(report)) => view! { <Report report/> }.into_any(),
                 Ok(None) => view! { <NoReport/> }.into_any(),
-                Err(e) => view! { <p class="error" role="alert">"Could not load the report: " {e}</p> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{tr_with("report.load_failed", &[("error", &e)])}</p> }.into_any(),
             })}
         </Suspense>
     }
@@ -40,11 +41,11 @@ fn NoReport() -> impl IntoView {
         resp.set_status(http::StatusCode::NOT_FOUND);
     }
     view! {
-        <Title text="No report yet — Seckill"/>
+        <Title text=page_title(&tr("report.none"))/>
         <section class="card narrow" data-testid="no-report">
-            <h1>"No report yet"</h1>
-            <p>"A sale's report is published once the sale has ended."</p>
-            <p><a href="/">"Back to the sales"</a></p>
+            <h1>{tr("report.none")}</h1>
+            <p>{tr("report.none.note")}</p>
+            <p><a href="/">{tr("back_to_sales")}</a></p>
         </section>
     }
 }
@@ -56,80 +57,82 @@ fn Report(report: SaleReport) -> impl IntoView {
     let o = &report.orders;
     let a = &report.attempts;
     let r = &a.refused;
-    let sums = format!(
-        "{} in confirmed and paid orders = {} counted sold ≤ {} on sale",
-        units(u.in_orders),
-        thousands(u.sold),
-        thousands(u.on_sale)
+    let sums = tr_count(
+        "report.sums",
+        u.in_orders,
+        &[
+            ("sold", &thousands(u.sold)),
+            ("on_sale", &thousands(u.on_sale)),
+        ],
     );
-    let row = |label: &'static str, value: String, testid: &'static str| {
+    let row = |label: String, value: String, testid: &'static str| {
         view! { <tr><th scope="row">{label}</th><td class="num" data-testid=testid>{value}</td></tr> }
     };
     view! {
-        <Title text=page_title(&format!("Report: {}", report.title))/>
+        <Title text=page_title(&tr_with("report.title", &[("title", &report.title)]))/>
         <article class="card report" data-testid="sale-report">
-            <h1>"Report: " {report.title.clone()}</h1>
+            <h1>{tr_with("report.title", &[("title", &report.title)])}</h1>
             <p class="muted">
-                "From " <time datetime=report.starts_at.clone()>{crate::clock::utc_time(&report.starts_at)}</time>
-                " to " <time datetime=report.ends_at.clone()>{crate::clock::utc_time(&report.ends_at)}</time>
-                ". Figures as of " {crate::clock::utc_time(&report.generated_at)}
-                "; no shopper is named. " <a href=format!("/api/activities/{id}/report")>"The same as JSON"</a> "."
+                {tr("report.from")} " " <time datetime=report.starts_at.clone()>{crate::clock::utc_time(&report.starts_at)}</time>
+                " " {tr("report.to")} " " <time datetime=report.ends_at.clone()>{crate::clock::utc_time(&report.ends_at)}</time>
+                {tr_with("report.as_of", &[("time", &crate::clock::utc_time(&report.generated_at))])} " "
+                <a href=format!("/api/activities/{id}/report")>{tr("report.json")}</a> "."
             </p>
             <p class=if u.not_oversold { "notice ok" } else { "notice error" } data-testid="not-oversold">
-                {if u.not_oversold { "Nothing was oversold: " } else { "The sums disagree: " }} {sums}
+                {if u.not_oversold { tr("report.not_oversold") } else { tr("report.disagree") }} " " {sums}
             </p>
-            <h2>"Units and orders"</h2>
+            <h2>{tr("report.units_and_orders")}</h2>
             <table class="data figures">
                 <tbody>
-                    {row("Units on sale", thousands(u.on_sale), "units-on-sale")}
-                    {row("Units sold", thousands(u.sold), "units-sold")}
-                    {row("Orders persisted", thousands(o.persisted), "orders-persisted")}
-                    {row("Orders paid", thousands(o.paid), "orders-paid")}
-                    {row("Orders confirmed, not paid yet", thousands(o.confirmed), "orders-confirmed")}
-                    {row("Orders cancelled (unpaid in time)", thousands(o.cancelled), "orders-cancelled")}
-                    {row("Unique buyers", thousands(report.unique_buyers), "unique-buyers")}
-                    {row("Time to sell out", report.sold_out_after_ms.map_or("did not sell out".to_string(), duration_ms), "sold-out-after")}
+                    {row(tr("report.units_on_sale"), thousands(u.on_sale), "units-on-sale")}
+                    {row(tr("report.units_sold"), thousands(u.sold), "units-sold")}
+                    {row(tr("report.orders_persisted"), thousands(o.persisted), "orders-persisted")}
+                    {row(tr("report.orders_paid"), thousands(o.paid), "orders-paid")}
+                    {row(tr("report.orders_confirmed"), thousands(o.confirmed), "orders-confirmed")}
+                    {row(tr("report.orders_cancelled"), thousands(o.cancelled), "orders-cancelled")}
+                    {row(tr("report.unique_buyers"), thousands(report.unique_buyers), "unique-buyers")}
+                    {row(tr("report.time_to_sell_out"), report.sold_out_after_ms.map_or(tr("report.not_sold_out"), duration_ms), "sold-out-after")}
                 </tbody>
             </table>
-            <h2>"Buy attempts"</h2>
+            <h2>{tr("report.buy_attempts")}</h2>
             <table class="data figures">
                 <tbody>
-                    {row("Attempts", thousands(a.total), "attempts-total")}
-                    {row("Accepted", thousands(a.accepted), "attempts-accepted")}
-                    {row("Refused: bot check failed", thousands(r.bot_check), "refused-bot-check")}
-                    {row("Refused: limit per shopper reached", thousands(r.limit), "refused-limit")}
-                    {row("Refused: sold out", thousands(r.sold_out), "refused-sold-out")}
-                    {row("Refused: blocked", thousands(r.blocked), "refused-blocked")}
-                    {row("Refused: too many attempts", thousands(r.rate_limited), "refused-rate-limited")}
-                    {row("Refused: other (paused, not admitted, busy…)", thousands(r.other), "refused-other")}
+                    {row(tr("report.attempts"), thousands(a.total), "attempts-total")}
+                    {row(tr("report.accepted"), thousands(a.accepted), "attempts-accepted")}
+                    {row(tr("report.refused_bot_check"), thousands(r.bot_check), "refused-bot-check")}
+                    {row(tr("report.refused_limit"), thousands(r.limit), "refused-limit")}
+                    {row(tr("report.refused_sold_out"), thousands(r.sold_out), "refused-sold-out")}
+                    {row(tr("report.refused_blocked"), thousands(r.blocked), "refused-blocked")}
+                    {row(tr("report.refused_rate_limited"), thousands(r.rate_limited), "refused-rate-limited")}
+                    {row(tr("report.refused_other"), thousands(r.other), "refused-other")}
                 </tbody>
             </table>
             <Timeline steps=report.timeline.clone()/>
             {report.waiting_room.clone().map(|w| {
                 let wait = |ms: Option<i64>| ms.map_or("—".to_string(), duration_ms);
                 view! {
-                    <h2>"Waiting room"</h2>
+                    <h2>{tr("queue.label")}</h2>
                     <table class="data figures">
                         <tbody>
-                            {row("Shoppers in the line", thousands(w.joined), "line-joined")}
-                            {row("Admitted", thousands(w.admitted), "line-admitted")}
-                            {row("Turns that lapsed unclaimed", thousands(w.lapsed), "line-lapsed")}
-                            {row("Wait to the turn, median", wait(w.wait_p50_ms), "wait-p50")}
-                            {row("Wait, 90th percentile", wait(w.wait_p90_ms), "wait-p90")}
-                            {row("Wait, 99th percentile", wait(w.wait_p99_ms), "wait-p99")}
+                            {row(tr("report.line_joined"), thousands(w.joined), "line-joined")}
+                            {row(tr("report.line_admitted"), thousands(w.admitted), "line-admitted")}
+                            {row(tr("report.line_lapsed"), thousands(w.lapsed), "line-lapsed")}
+                            {row(tr("report.wait_p50"), wait(w.wait_p50_ms), "wait-p50")}
+                            {row(tr("report.wait_p90"), wait(w.wait_p90_ms), "wait-p90")}
+                            {row(tr("report.wait_p99"), wait(w.wait_p99_ms), "wait-p99")}
                         </tbody>
                     </table>
                 }
             })}
             {report.drawing.clone().map(|d| view! {
-                <h2>"The drawing"</h2>
-                <p>"Places of those who joined before the start were drawn from this seed, whose fingerprint was published before the sale:"</p>
-                <p>"Seed: " <code class="hash" data-testid="report-seed">{d.seed}</code></p>
-                <p>"Fingerprint (SHA-256 of the seed): " <code class="hash" data-testid="report-commitment">{d.commitment}</code></p>
+                <h2>{tr("report.drawing")}</h2>
+                <p>{tr("report.drawing.note")}</p>
+                <p>{tr("drawing.seed")} " " <code class="hash" data-testid="report-seed">{d.seed}</code></p>
+                <p>{tr("report.fingerprint")} <code class="hash" data-testid="report-commitment">{d.commitment}</code></p>
                 <p class="muted">
-                    "Anyone can recompute every place from the seed and the receipts: "
-                    <a href=format!("/api/activities/{id}/drawing")>"the published drawing"</a>
-                    " (kept for a day after the sale), checked by " <code>"scripts/verify-drawing"</code> "."
+                    {tr("report.recompute")} " "
+                    <a href=format!("/api/activities/{id}/drawing")>{tr("report.published_drawing")}</a>
+                    " " {tr("report.checked_by")} " " <code>"scripts/verify-drawing"</code> "."
                 </p>
             })}
         </article>
@@ -144,7 +147,7 @@ fn Timeline(steps: Vec<TimelineStep>) -> impl IntoView {
     const LEFT: f64 = 56.0;
     const BOTTOM: f64 = 28.0;
     if steps.is_empty() {
-        return view! { <p class="muted">"No attempt was recorded."</p> }.into_any();
+        return view! { <p class="muted">{tr("report.no_attempts")}</p> }.into_any();
     }
     let step_ms = steps.get(1).map_or(1_000, |s| s.from_ms).max(1);
     let top = steps
@@ -197,23 +200,23 @@ fn Timeline(steps: Vec<TimelineStep>) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <h2>"Over time"</h2>
+        <h2>{tr("report.over_time")}</h2>
         <figure class="chart">
             <svg viewBox=format!("0 0 {W} {H}") role="img" data-testid="report-plot"
-                aria-label="Buy attempts and units sold over the sale; the figures are in the table below">
+                aria-label=tr("report.plot_label")>
                 {y_ticks}
                 {bars}
                 <polyline class="sold" points=line/>
                 {x_ticks}
             </svg>
             <figcaption class="muted small">
-                <span class="key attempts">"■ attempts"</span> " " <span class="key sold">"■ units sold"</span>
-                {format!(" — per {} from the start", duration_ms(step_ms))}
+                <span class="key attempts">{tr("report.key_attempts")}</span> " " <span class="key sold">{tr("report.key_sold")}</span>
+                {tr_with("report.per_step", &[("step", &duration_ms(step_ms))])}
             </figcaption>
             <details>
-                <summary>"The plot's figures"</summary>
+                <summary>{tr("report.plot_figures")}</summary>
                 <table class="data chart-table">
-                    <thead><tr><th scope="col">"From the start"</th><th scope="col" class="num">"Attempts"</th><th scope="col" class="num">"Units sold"</th></tr></thead>
+                    <thead><tr><th scope="col">{tr("report.from_start")}</th><th scope="col" class="num">{tr("report.attempts")}</th><th scope="col" class="num">{tr("report.units_sold")}</th></tr></thead>
                     <tbody>{table}</tbody>
                 </table>
             </details>

@@ -26,7 +26,7 @@ fn is_json(req: &Request) -> bool {
 /// clients, older browsers) pass: SameSite=Lax cookies and the JSON content type, which a
 /// cross-site form cannot send and a cross-site `fetch` may send only after a preflight this
 /// server never grants, cover them.
-fn cross_origin(req: &Request) -> bool {
+pub(crate) fn cross_origin(req: &Request) -> bool {
     let headers = req.headers();
     let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     if fetch_site.is_some_and(|site| {

@@ -240,6 +240,13 @@ pub async fn html_cache_policy(req: Request, next: Next) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/html"));
+    if is_html {
+        // Pages are written in the shopper's language: the `lang` cookie, else Accept-Language.
+        resp.headers_mut().insert(
+            header::VARY,
+            HeaderValue::from_static("Accept-Language, Cookie"),
+        );
+    }
     if is_html && !resp.headers().contains_key(header::CACHE_CONTROL) {
         let policy = if storefront && resp.status().is_success() {
             "public, max-age=5"
@@ -250,4 +257,63 @@ pub async fn html_cache_policy(req: Request, next: Next) -> Response {
             .insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
     }
     resp
+}
+
+/// The language switch's form: the language chosen, and the page to send again in it.
+#[derive(serde::Deserialize)]
+struct LanguageChoice {
+    to: String,
+    back: Option<String>,
+}
+
+/// `POST /language` (the switch in every page's header, a plain form): remembers the language
+/// for a year in the `lang` cookie and sends the browser back to the page it was on (a path of
+/// this site only), which the server then renders in that language. From this site only; a
+/// language the storefront does not have is `400 invalid_input`.
+pub async fn choose_language(req: Request) -> Response {
+    use axum::{extract::FromRequest, http::StatusCode, response::IntoResponse, Form};
+    if super::input::cross_origin(&req) {
+        return super::error::HttpRefusal::CrossOrigin.into_response();
+    }
+    let Ok(Form(choice)) = Form::<LanguageChoice>::from_request(req, &()).await else {
+        return ApiError::invalid("form", "expected to=<language>&back=<path>").into_response();
+    };
+    if !app::i18n::LOCALES.iter().any(|(tag, _)| *tag == choice.to) {
+        return ApiError::invalid("to", "not a language of the storefront").into_response();
+    }
+    let back = choice
+        .back
+        .filter(|b| local_path(b))
+        .unwrap_or_else(|| "/".to_string());
+    let cookie = cookie::Cookie::build((app::i18n::COOKIE, choice.to))
+        .path("/")
+        .max_age(cookie::time::Duration::days(365))
+        .same_site(cookie::SameSite::Lax)
+        .http_only(true)
+        .build();
+    let (Ok(location), Ok(cookie)) = (
+        HeaderValue::from_str(&back),
+        HeaderValue::from_str(&cookie.to_string()),
+    ) else {
+        return ApiError::invalid("back", "not a path of this site").into_response();
+    };
+    (
+        StatusCode::SEE_OTHER,
+        [
+            (header::LOCATION, location),
+            (header::SET_COOKIE, cookie),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response()
+}
+
+/// A path of this site ("/activities/3?x=1"), never another's ("//evil.example", "/\evil",
+/// "https://…").
+fn local_path(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.contains('\\')
+        && path.len() <= 2048
+        && !path.chars().any(char::is_control)
 }

@@ -336,3 +336,145 @@ async fn the_server_html_says_each_sales_phase() {
         "{page}"
     );
 }
+
+/// The storefront's HTML of `path` as a browser asking for `languages` (and sending `cookie`)
+/// gets it, with its headers.
+async fn page_in(
+    app: &TestApp,
+    path: &str,
+    languages: &str,
+    cookie: Option<&str>,
+) -> (reqwest::header::HeaderMap, String) {
+    let mut req = reqwest::Client::new()
+        .get(app.url(path))
+        .header("accept-language", languages);
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200, "{path}");
+    let headers = resp.headers().clone();
+    (headers, resp.text().await.unwrap().replace("<!>", ""))
+}
+
+#[tokio::test]
+async fn the_server_writes_each_page_in_the_shoppers_language() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let starts_at = (chrono::Utc::now() + chrono::Duration::hours(30)).to_rfc3339();
+    let ends_at = (chrono::Utc::now() + chrono::Duration::hours(31)).to_rfc3339();
+    let sale = live_activity(
+        &app,
+        &merchant,
+        1_200,
+        json!({"starts_at": starts_at, "ends_at": ends_at, "price_cents": 200_000, "seckill_price_cents": 129_950}),
+    )
+    .await;
+    let id = sale["id"].as_i64().unwrap();
+    let path = format!("/activities/{id}");
+
+    // Chinese first in Accept-Language: the page is Chinese before any script runs, with its
+    // numbers, price and countdown as zh-CN writes them, and the one catalog the app needs.
+    let (headers, zh) = page_in(&app, &path, "zh-CN,zh;q=0.9,en;q=0.8", None).await;
+    assert!(zh.contains(r#"<html lang="zh-CN">"#), "{zh}");
+    assert!(zh.contains(">US$1,299.50</span>"), "{zh}");
+    assert!(zh.contains(">距开始还有 1 天 0"), "{zh}");
+    assert!(zh.contains("剩余库存："), "{zh}");
+    assert!(zh.contains(">1,200</strong>"), "{zh}");
+    assert!(zh.contains(r#"id="seckill-i18n">{"tag":"zh-CN""#), "{zh}");
+    assert!(!zh.contains(">Starts in"), "{zh}");
+    let vary: Vec<&str> = headers
+        .get_all("vary")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert!(
+        vary.iter()
+            .any(|v| v.contains("Accept-Language") && v.contains("Cookie")),
+        "{vary:?}"
+    );
+
+    // English otherwise, or when none of the asked languages is ours; a language is matched by
+    // its language subtag ("zh" is zh-CN).
+    let (_, en) = page_in(&app, &path, "de-DE,fr;q=0.8", None).await;
+    assert!(en.contains(r#"<html lang="en">"#), "{en}");
+    assert!(en.contains(">$1,299.50</span>"), "{en}");
+    assert!(en.contains(">Starts in 1 d 0"), "{en}");
+    let (_, zh) = page_in(&app, "/", "fr, zh;q=0.5, en;q=0.4", None).await;
+    assert!(zh.contains(r#"<html lang="zh-CN">"#), "{zh}");
+    assert!(zh.contains("<h1>限时秒杀</h1>"), "{zh}");
+
+    // The switch's cookie wins over the header; a cookie naming no language of ours does not.
+    let (_, en) = page_in(&app, &path, "zh-CN", Some("lang=en")).await;
+    assert!(en.contains(r#"<html lang="en">"#), "{en}");
+    let (_, zh) = page_in(&app, &path, "zh-CN", Some("lang=tlh")).await;
+    assert!(zh.contains(r#"<html lang="zh-CN">"#), "{zh}");
+}
+
+#[tokio::test]
+async fn the_language_switch_remembers_the_choice_and_refuses_bad_input() {
+    let app = spawn_app().await;
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let switch = |form: &'static str| {
+        browser
+            .post(app.url("/language"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+    };
+    let resp = switch("to=zh-CN&back=%2Forders%3Fx%3D1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 303);
+    assert_eq!(resp.headers()["location"], "/orders?x=1");
+    assert_eq!(resp.headers()["cache-control"], "no-store");
+    let cookie = resp.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("lang=zh-CN;"), "{cookie}");
+    assert!(
+        cookie.contains("Max-Age=31536000") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    // The browser now gets Chinese, whatever it asks for.
+    let page = browser
+        .get(app.url("/login"))
+        .header("accept-language", "en")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(r#"<html lang="zh-CN">"#), "{page}");
+
+    // Back to another site: to the storefront instead.
+    for back in [
+        "%2F%2Fevil.example%2F",
+        "https%3A%2F%2Fevil.example",
+        "%2F%5Cevil.example",
+    ] {
+        let form: &'static str = Box::leak(format!("to=en&back={back}").into_boxed_str());
+        let resp = switch(form).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 303, "{back}");
+        assert_eq!(resp.headers()["location"], "/", "{back}");
+    }
+    // A language the storefront lacks, a form without one: 400, and nothing set.
+    for form in ["to=tlh&back=%2F", "back=%2F", "to"] {
+        let resp = switch(form).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 400, "{form}");
+        assert!(resp.headers().get("set-cookie").is_none(), "{form}");
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_input", "{form}");
+    }
+    // Another site's form: 403.
+    let resp = switch("to=en&back=%2F")
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    assert!(resp.headers().get("set-cookie").is_none());
+}

@@ -11,6 +11,7 @@ use crate::{
         order_tracker::OrderTracker,
         proof_of_work::{Work, WorkStatus},
     },
+    i18n::{tr, tr_split, tr_with},
     Session,
 };
 use leptos::prelude::*;
@@ -34,9 +35,12 @@ pub fn BuyPanel(
     Effect::new(move |_| panel.renew_work_when_it_can_be_used());
     let (check, limit, quantity) = (panel.check, activity.per_user_limit, panel.quantity);
     view! {
-        <section class="buy-panel" aria-label="Buy">
+        <section class="buy-panel" aria-label=tr("buy.label")>
             {move || match session.user.get() {
-                Some(None) => view! { <p><a href="/login">"Sign in"</a> " to buy."</p> }.into_any(),
+                Some(None) => {
+                    let (ahead, behind) = tr_split("buy.sign_in_to_buy");
+                    view! { <p>{ahead}<a href="/login">{tr("header.sign_in")}</a>{behind}</p> }.into_any()
+                }
                 _ => ().into_any(),
             }}
             {move || panel.needs_captcha().then(|| view! {
@@ -46,17 +50,17 @@ pub fn BuyPanel(
             {move || panel.use_work.get().then(|| panel.work.map(|work| view! { <WorkStatus work/> }))}
             {(check == BotCheck::Image).then(|| view! { <CheckSwitch use_work=panel.use_work/> })}
             {(limit > 1).then(|| view! {
-                <label for="quantity">"Quantity"</label>
+                <label for="quantity">{tr("buy.quantity")}</label>
                 <input id="quantity" type="number" min="1" max=limit
                     prop:value=move || quantity.get().to_string()
                     on:input=move |ev| quantity.set(event_target_value(&ev).parse().unwrap_or(1))/>
             })}
             <button type="button" class="buy" data-testid="buy-button" disabled=move || !panel.can_buy() on:click=move |_| panel.submit()>
-                {move || if panel.busy.get() { "Buying…" } else { "Buy now" }}
+                {move || if panel.busy.get() { tr("buy.buying") } else { tr("buy.now") }}
             </button>
             {move || panel.sold_out().then(|| view! {
                 <p class="notice" data-testid="sold-out">
-                    "Sold out — every unit has found a buyer. Units of unpaid orders may come back; this page reopens by itself if they do."
+                    {tr("buy.sold_out")}
                 </p>
             })}
             <p class="error" role="alert" data-testid="buy-message">{move || panel.message.get()}</p>
@@ -71,7 +75,7 @@ fn CheckSwitch(use_work: RwSignal<bool>) -> impl IntoView {
     view! {
         <button type="button" class="link" data-testid="use-pow" aria-pressed=move || use_work.get().to_string()
             on:click=move |_| use_work.update(|w| *w = !*w)>
-            {move || if use_work.get() { "Answer the picture instead" } else { "Can't read the picture? Let your browser do the check instead" }}
+            {move || if use_work.get() { tr("buy.use_picture") } else { tr("buy.use_work") }}
         </button>
     }
 }
@@ -242,8 +246,9 @@ impl Panel {
                 }
                 Err(f) if (f.status == 503 || f.status == 0) && attempt < 5 => {
                     attempt += 1;
-                    self.message.set(Some(format!(
-                        "The sale is very busy; retrying ({attempt})…"
+                    self.message.set(Some(tr_with(
+                        "buy.retrying",
+                        &[("attempt", &attempt.to_string())],
                     )));
                     #[cfg(feature = "hydrate")]
                     crate::clock::gloo_timers_sleep(
@@ -270,35 +275,30 @@ impl Panel {
             }
             "limit_reached" => {
                 self.closed.set(true);
-                "You already hold as many units as one shopper may buy.".to_string()
+                tr("buy.limit_reached")
             }
             "ended" => {
                 self.closed.set(true);
-                "The sale has ended.".to_string()
+                tr("buy.ended")
             }
-            "captcha_invalid" if self.use_work.get_untracked() => {
-                "Your browser's bot check was refused (it had expired); it is making a new one — try again in a moment.".to_string()
-            }
+            "captcha_invalid" if self.use_work.get_untracked() => tr("buy.work_refused"),
             "captcha_invalid" => {
                 self.load_captcha();
-                "That captcha answer was wrong — here is a new one.".to_string()
+                tr("buy.captcha_wrong")
             }
             "rate_limited" | "blocked" | "overloaded" => {
                 let secs = f.retry_after.unwrap_or(1);
                 let now = self.clock.now_ms.get_untracked();
-                self.wait_until
-                    .set(now.map(|n| n + secs as f64 * 1000.0));
-                format!("Too many attempts — you can try again in {secs} s.")
+                self.wait_until.set(now.map(|n| n + secs as f64 * 1000.0));
+                tr_with("buy.wait", &[("secs", &secs.to_string())])
             }
             "bad_path" | "not_started" => {
                 self.load_path();
-                "Please try again.".to_string()
+                tr("buy.try_again")
             }
-            "paused" => "The sale is paused for a moment; try again shortly.".to_string(),
-            "unauthenticated" => "Please sign in again.".to_string(),
-            "not_admitted" => {
-                "Your turn in the waiting room has lapsed; join the line again.".to_string()
-            }
+            "paused" => tr("buy.paused"),
+            "unauthenticated" => tr("buy.sign_in_again"),
+            "not_admitted" => tr("buy.turn_lapsed"),
             _ => f.message(),
         }
     }

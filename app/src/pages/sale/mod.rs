@@ -17,7 +17,8 @@ use crate::{
         stock::{poll_stock, StockLeft},
     },
     data::{self, SaleState},
-    format::{money, page_title},
+    format::page_title,
+    i18n::{money, tr, tr_split, tr_with},
     Session,
 };
 use buy_panel::BuyPanel;
@@ -42,11 +43,11 @@ pub fn ActivityPage() -> impl IntoView {
     };
     let activity = data::activity(id);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+        <Suspense fallback=|| view! { <p>{tr("loading")}</p> }>
             {move || activity.get().map(|r| match r {
                 Ok(Some(sale)) => view! { <ActivityView sale/> }.into_any(),
-                Ok(None) => view! { <Title text="Not found — Seckill"/><section class="card narrow"><h1>"No such sale"</h1><p><a href="/">"Back to the sales"</a></p></section> }.into_any(),
-                Err(e) => view! { <p class="error" role="alert">"Could not load the sale: " {e}</p> }.into_any(),
+                Ok(None) => view! { <Title text=page_title(&tr("sale.not_found.title"))/><section class="card narrow"><h1>{tr("sale.not_found")}</h1><p><a href="/">{tr("back_to_sales")}</a></p></section> }.into_any(),
+                Err(e) => view! { <p class="error" role="alert">{tr_with("sale.load_failed", &[("error", &e)])}</p> }.into_any(),
             })}
         </Suspense>
     }
@@ -85,16 +86,17 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
             <p class="description">{activity.description.clone()}</p>
             {activity.accounts_created_before.as_deref().map(|before| {
                 let when = format!("{} UTC", before.get(..16).unwrap_or(before).replace('T', " "));
+                let (ahead, behind) = tr_split("sale.accounts_rule");
                 view! {
                     <p class="notice" data-testid="accounts-rule">
-                        "This sale is for accounts created before " <time datetime=before.to_string()>{when}</time> "."
+                        {ahead} <time datetime=before.to_string()>{when}</time> {behind}
                     </p>
                 }
             })}
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
             <Countdown activity=activity.clone() stock seen_at=sale.seen_at_ms announce=true/>
             {move || matches!(live_phase.get(), Phase::Upcoming | Phase::Unknown).then(|| view! {
-                <p class="muted" data-testid="starts-at">"Starts " <When at=starts_at.clone()/></p>
+                <p class="muted" data-testid="starts-at">{move || tr_split("sale.starts_at").0} <When at=starts_at.clone()/>{move || tr_split("sale.starts_at").1}</p>
             })}
             // Kept mounted past the start: its notification fires as the phase turns live.
             {(phase(&activity, sale.seen_at_ms).0 != Phase::Ended).then(|| {
@@ -105,13 +107,13 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
                 Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase receipt/> }.into_any(),
                 Phase::Live => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
                 Phase::Ended => view! {
-                    <p class="notice">"This sale has ended. "
-                        <a href=format!("/activities/{}/report", activity.id) data-testid="report-link">"How it went: the sale's report"</a>
+                    <p class="notice">{tr("sale.ended")} " "
+                        <a href=format!("/activities/{}/report", activity.id) data-testid="report-link">{tr("sale.report_link")}</a>
                     </p>
                 }.into_any(),
                 _ => view! {
-                    <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
-                    <p class="muted">"The buy button opens when the sale starts."</p>
+                    <button type="button" data-testid="buy-button" disabled=true>{tr("buy.now")}</button>
+                    <p class="muted">{tr("buy.opens_at_start")}</p>
                     // The proof of work is done during the countdown: say so.
                     {move || (signed_in() && activity.bot_check == BotCheck::ProofOfWork)
                         .then(|| work.map(|work| view! { <WorkStatus work/> }))}

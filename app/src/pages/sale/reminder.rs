@@ -4,7 +4,9 @@
 
 use crate::{
     api::{Activity, MyReminder, Reminder},
-    client, Session,
+    client,
+    i18n::{tr, tr_split},
+    Session,
 };
 use leptos::prelude::*;
 
@@ -63,20 +65,23 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
     };
     notify_at_start(&activity, started, reminder);
     view! {
-        <section class="reminder" aria-label="Reminder" data-testid="reminder">
+        <section class="reminder" aria-label=tr("reminder.label") data-testid="reminder">
             {move || match (session.user.get(), reminder.get()) {
-                (Some(None), _) => view! { <p><a href="/login">"Sign in"</a> " to be reminded when it starts."</p> }.into_any(),
+                (Some(None), _) => {
+                    let (ahead, behind) = tr_split("reminder.sign_in");
+                    view! { <p>{ahead}<a href="/login">{tr("header.sign_in")}</a>{behind}</p> }.into_any()
+                }
                 (_, Some(_)) => view! {
-                    <p data-testid="reminder-set">"You will be reminded when this sale starts (on this page, and in your calendar if you add it). "
-                        <button type="button" class="link" data-testid="reminder-withdraw" disabled=move || busy.get() on:click=withdraw>"Withdraw the reminder"</button>
+                    <p data-testid="reminder-set">{tr("reminder.set")} " "
+                        <button type="button" class="link" data-testid="reminder-withdraw" disabled=move || busy.get() on:click=withdraw>{tr("reminder.withdraw")}</button>
                     </p>
                 }.into_any(),
                 _ => view! {
-                    <button type="button" class="secondary" data-testid="reminder-ask" disabled=move || busy.get() || session.user.get().is_none() on:click=ask>"Remind me when it starts"</button>
+                    <button type="button" class="secondary" data-testid="reminder-ask" disabled=move || busy.get() || session.user.get().is_none() on:click=ask>{tr("reminder.ask")}</button>
                 }.into_any(),
             }}
             <p class="muted small">
-                <a href=format!("/api/activities/{id}/calendar.ics") data-testid="reminder-ics" download=format!("sale-{id}.ics")>"Add it to your calendar (.ics)"</a>
+                <a href=format!("/api/activities/{id}/calendar.ics") data-testid="reminder-ics" download=format!("sale-{id}.ics")>{tr("reminder.calendar")}</a>
             </p>
             <p class="error" role="alert">{move || message.get()}</p>
         </section>
@@ -96,8 +101,8 @@ fn notify_at_start(
             let now = started.get();
             if now && was == Some(false) && reminder.get_untracked().is_some() {
                 crate::notify::show(
-                    &format!("{title} is on sale now"),
-                    "The sale you asked to be reminded of has started.",
+                    &crate::i18n::tr_with("reminder.notice.title", &[("title", &title)]),
+                    &crate::i18n::tr("reminder.notice.body"),
                     &format!("seckill-start-{id}"),
                 );
             }

@@ -8,16 +8,16 @@ use super::buy_panel::BuyPanel;
 use crate::{
     api::{Activity, QueueStatus},
     components::countdown::Phase,
-    format::thousands,
+    i18n::{number as thousands, tr, tr_count, tr_split, tr_with},
     Session,
 };
 use leptos::prelude::*;
 
 fn eta(secs: i64) -> String {
     match secs {
-        s if s < 5 => "any moment now".to_string(),
-        s if s < 90 => format!("about {s} s"),
-        s => format!("about {} min", (s + 30) / 60),
+        s if s < 5 => tr("queue.eta.now"),
+        s if s < 90 => tr_with("queue.eta.secs", &[("secs", &thousands(s))]),
+        s => tr_with("queue.eta.mins", &[("mins", &thousands((s + 30) / 60))]),
     }
 }
 
@@ -28,19 +28,16 @@ fn odds(units_left: i64, ahead: i64, per_user: i64) -> String {
     let per_user = per_user.max(1);
     let needed = ahead.saturating_add(1).saturating_mul(per_user);
     if units_left <= 0 {
-        "No units are left now; some may come back from unpaid orders.".into()
+        tr("queue.odds.none")
     } else if units_left >= needed {
-        "There are units left for everyone ahead of you, and for you.".into()
+        tr("queue.odds.all")
     } else {
         // Shoppers ahead per unit-sized share of what is left.
         let one_in = (ahead * per_user + units_left - 1) / units_left;
-        let units = match units_left {
-            1 => "1 unit left".to_string(),
-            n => format!("{} units left", thousands(n)),
-        };
-        format!(
-            "{units}: about 1 in {} of those ahead of you will find one.",
-            one_in.max(2)
+        tr_count(
+            "queue.odds.some",
+            units_left,
+            &[("one_in", &thousands(one_in.max(2)))],
         )
     }
 }
@@ -101,17 +98,18 @@ pub fn WaitingRoom(
                 .map_or("joining".to_string(), |s| s.state.clone())
         })
     });
+    let sign_in = tr_split("queue.sign_in");
     view! {
-        <section class="waiting-room" aria-label="Waiting room" data-testid="waiting-room" data-state=state>
-            <p hidden=move || session.user.get() != Some(None)><a href="/login">"Sign in"</a> " to join the waiting room."</p>
+        <section class="waiting-room" aria-label=tr("queue.label") data-testid="waiting-room" data-state=state>
+            <p hidden=move || session.user.get() != Some(None)>{sign_in.0}<a href="/login">{tr("header.sign_in")}</a>{sign_in.1}</p>
             <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>
                 <LineWords state status per_user again=Callback::new(move |()| line.join_again())/>
             </div>
             <p hidden=move || !can_ask.get() || !matches!(state.get().as_str(), "drawing" | "waiting" | "paused")>
                 <button type="button" class="secondary" data-testid="queue-notify" on:click=move |_| ask.run(())>
-                    "Tell me when it is my turn"
+                    {tr("queue.notify")}
                 </button>
-                " (a notification, even while this tab is in the background)"
+                " " {tr("queue.notify.note")}
             </p>
             <p class="error" role="alert">{move || line.error.get()}</p>
             {move || match ticket.get() {
@@ -119,7 +117,7 @@ pub fn WaitingRoom(
                     <BuyPanel activity=activity.clone() remaining admission=Signal::stored(Some(t))/>
                 }.into_any(),
                 _ => view! {
-                    <button type="button" data-testid="buy-button" disabled=true>"Buy now"</button>
+                    <button type="button" data-testid="buy-button" disabled=true>{tr("buy.now")}</button>
                 }.into_any(),
             }}
         </section>
@@ -268,24 +266,22 @@ pub fn DrawingProof(
     let _ = live;
     view! {
         <details class="drawing" data-testid="drawing">
-            <summary>"How places are drawn, and how to check yours"</summary>
+            <summary>{tr("drawing.summary")}</summary>
             <p class="muted">
-                "Places of those who join before the start follow from a secret seed and each shopper's receipt. "
-                "The seed's fingerprint (SHA-256) is published now; the seed itself after the start, with every receipt and its place, "
-                "so anyone can recompute the line."
+                {tr("drawing.explained")}
             </p>
-            <p>"Fingerprint: " <code class="hash" data-testid="drawing-commitment">{commitment}</code></p>
+            <p>{tr("drawing.fingerprint")} " " <code class="hash" data-testid="drawing-commitment">{commitment}</code></p>
             <p>
-                "Seed: "
+                {tr("drawing.seed")} " "
                 {move || match seed.get() {
                     Some(s) => view! { <code class="hash" data-testid="drawing-seed">{s}</code> }.into_any(),
-                    None => view! { <span class="muted" data-testid="drawing-seed-pending">"published after the start"</span> }.into_any(),
+                    None => view! { <span class="muted" data-testid="drawing-seed-pending">{tr("drawing.seed_pending")}</span> }.into_any(),
                 }}
             </p>
             {move || receipt.get().map(|r| view! {
-                <p>"Your receipt: " <code class="hash" data-testid="drawing-receipt">{r}</code></p>
+                <p>{tr("drawing.receipt")} " " <code class="hash" data-testid="drawing-receipt">{r}</code></p>
             })}
-            <p><a href={format!("/api/activities/{id}/drawing")}>"The published drawing"</a></p>
+            <p><a href={format!("/api/activities/{id}/drawing")}>{tr("drawing.published")}</a></p>
         </details>
     }
 }
@@ -309,24 +305,21 @@ fn LineWords(
     let field = move |f: fn(&QueueStatus) -> Option<i64>| status.with(|s| s.as_ref().and_then(f));
     move || {
         match state.get().as_str() {
-        "joining" => view! { <p>"Joining the waiting room…"</p> }.into_any(),
+        "joining" => view! { <p>{tr("queue.joining")}</p> }.into_any(),
         "drawing" => view! {
-            <p>
-                "You are in the waiting room. When the sale starts, everyone here gets a place drawn at random: "
-                "arriving earlier gives no advantage. Keep this page open."
-            </p>
-            <p class="muted" data-testid="queue-waiting">{move || thousands(status.with(|s| s.as_ref().map_or(0, |s| s.waiting)))} " waiting"</p>
+            <p>{tr("queue.drawing")}</p>
+            <p class="muted" data-testid="queue-waiting">{move || tr_count("queue.waiting", status.with(|s| s.as_ref().map_or(0, |s| s.waiting)), &[])}</p>
         }.into_any(),
         "waiting" => view! {
             <p class="queue-place">
-                "Your place in line: "
+                {tr("queue.place")} " "
                 <strong data-testid="queue-position">{move || field(|s| s.position).map(thousands)}</strong>
             </p>
             <p class="muted">
                 <span data-testid="queue-ahead">{move || field(|s| s.ahead).map(thousands)}</span>
-                " ahead of you · "
+                {tr("queue.ahead")}
                 <span data-testid="queue-eta">{move || field(|s| s.estimated_wait_secs).map(eta)}</span>
-                ". Keep this page open: the buy button opens at your turn."
+                {tr("queue.keep_open")}
             </p>
             <p class="muted" data-testid="queue-odds">
                 {move || status.with(|s| s.as_ref().and_then(|s| {
@@ -334,28 +327,30 @@ fn LineWords(
                 }))}
             </p>
         }.into_any(),
-        "paused" => view! {
+        "paused" => {
+            let paused = tr_split("queue.paused");
+            view! {
             <p class="notice" data-testid="queue-paused">
-                "Admission is paused for a moment while the shop catches up. Your place is kept: "
+                {paused.0}
                 <strong data-testid="queue-position">{move || field(|s| s.position).map(thousands)}</strong>
-                ". Keep this page open."
+                {paused.1}
             </p>
-        }.into_any(),
+        }.into_any()
+        },
         "admitted" => view! {
-            <p class="queue-turn" data-testid="queue-admitted">"It is your turn: buy now, before your place lapses."</p>
+            <p class="queue-turn" data-testid="queue-admitted">{tr("queue.turn")}</p>
         }.into_any(),
         "sold_out" => view! {
             <p class="notice" data-testid="queue-sold-out">
-                "Sold out — every unit has found a buyer. Units of unpaid orders may come back; "
-                "keep this page open and the line moves again if they do."
+                {tr("queue.sold_out")}
             </p>
         }.into_any(),
         "passed" => view! {
-            <p>"Your turn came and went (the admission was used or lapsed)."</p>
-            <button type="button" data-testid="queue-again" on:click=move |_| again.run(())>"Join the line again"</button>
+            <p>{tr("queue.passed")}</p>
+            <button type="button" data-testid="queue-again" on:click=move |_| again.run(())>{tr("queue.again")}</button>
         }.into_any(),
-        "ended" => view! { <p class="notice">"This sale has ended."</p> }.into_any(),
-        _ => view! { <p>"The waiting room is open."</p> }.into_any(),
+        "ended" => view! { <p class="notice">{tr("sale.ended")}</p> }.into_any(),
+        _ => view! { <p>{tr("queue.open")}</p> }.into_any(),
     }
     }
 }

@@ -1,0 +1,567 @@
+//! The shopper's language: the storefront, the waiting room and the shopper's pages in every
+//! language of `app/locales/` (one JSON file each: a key's text, or its plural forms by CLDR
+//! category, with `{name}` placeholders). The console stays English.
+//!
+//! The server picks the language (the `lang` cookie the switch sets, else `Accept-Language`,
+//! else English), renders the page in it and puts that one catalog into the page; the browser's
+//! app reads it from there, so the wasm carries no strings of any language. Numbers, prices,
+//! dates and plural forms follow CLDR: ICU4X on the server, the browser's `Intl` (ICU) in the
+//! browser.
+
+use serde::{Deserialize, Serialize};
+use std::{collections::HashMap, sync::Arc};
+
+include!(concat!(env!("OUT_DIR"), "/locales.rs"));
+
+/// The cookie the language switch sets (a year; the page's `Accept-Language` otherwise).
+pub const COOKIE: &str = "lang";
+/// Where the page carries its catalog for the app.
+pub const SCRIPT_ID: &str = "seckill-i18n";
+
+/// A key's text, or its forms by plural category ("one", "other", …).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Message {
+    Text(String),
+    Plural(HashMap<String, String>),
+}
+
+/// One language: its tag, every language's own name (for the switch) and its messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    pub tag: String,
+    pub languages: Vec<(String, String)>,
+    pub messages: HashMap<String, Message>,
+}
+
+/// The key under which each language file names its language, in that language.
+pub const NAME_KEY: &str = "language.name";
+
+impl Catalog {
+    /// The catalog of `tag` (one of [`LOCALES`]); `None` for any other.
+    pub fn of(tag: &str) -> Option<Catalog> {
+        let (tag, text) = LOCALES.iter().find(|(t, _)| *t == tag)?;
+        let messages: HashMap<String, Message> = serde_json::from_str(text).ok()?;
+        let languages = LOCALES
+            .iter()
+            .map(|(t, text)| {
+                let name = serde_json::from_str::<HashMap<String, Message>>(text)
+                    .ok()
+                    .and_then(|m| match m.get(NAME_KEY) {
+                        Some(Message::Text(n)) => Some(n.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| t.to_string());
+                (t.to_string(), name)
+            })
+            .collect();
+        Some(Catalog {
+            tag: tag.to_string(),
+            languages,
+            messages,
+        })
+    }
+
+    /// The JSON the page carries, safe inside a `<script>` (no `<` can close it).
+    pub fn to_script(&self) -> String {
+        serde_json::to_string(self)
+            .unwrap_or_default()
+            .replace('<', "\\u003c")
+    }
+}
+
+#[cfg(feature = "ssr")]
+/// Which of `supported` a request asks for: the `lang` cookie when it names one, else the first
+/// of `Accept-Language` (by weight) that one matches, exactly or by its language ("zh-Hans-CN",
+/// "zh" → "zh-CN"), else the first (English).
+pub fn choose<'a>(cookie: Option<&str>, accept: Option<&str>, supported: &[&'a str]) -> &'a str {
+    let find = |asked: &str| {
+        supported
+            .iter()
+            .find(|s| s.eq_ignore_ascii_case(asked))
+            .or_else(|| {
+                let lang = asked.split('-').next().unwrap_or(asked);
+                supported.iter().find(|s| {
+                    s.split('-')
+                        .next()
+                        .is_some_and(|l| l.eq_ignore_ascii_case(lang))
+                })
+            })
+            .copied()
+    };
+    cookie
+        .and_then(|c| supported.iter().find(|s| **s == c).copied())
+        .or_else(|| {
+            accept
+                .map(accept_language::parse)
+                .unwrap_or_default()
+                .iter()
+                .find_map(|asked| find(asked))
+        })
+        .unwrap_or(supported[0])
+}
+
+#[cfg(feature = "ssr")]
+/// The value of cookie `name` in a `Cookie` header.
+pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
+    header.split(';').find_map(|pair| {
+        let (k, v) = pair.trim().split_once('=')?;
+        (k == name).then_some(v)
+    })
+}
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    static PAGE: std::cell::RefCell<Option<Arc<Catalog>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The page's language in context (the server, per request).
+#[derive(Clone)]
+pub struct Lang(pub Arc<Catalog>);
+
+/// English, when nothing else is known.
+fn english() -> Arc<Catalog> {
+    static EN: std::sync::OnceLock<Arc<Catalog>> = std::sync::OnceLock::new();
+    EN.get_or_init(|| {
+        // The app in the browser always has its page's catalog; it carries none of its own.
+        #[cfg(not(feature = "hydrate"))]
+        if let Some(en) = Catalog::of(LOCALES[0].0) {
+            return Arc::new(en);
+        }
+        Arc::new(Catalog {
+            tag: "en".into(),
+            languages: Vec::new(),
+            messages: HashMap::new(),
+        })
+    })
+    .clone()
+}
+
+/// The server: chooses the request's language and puts it in context (once, in the shell).
+#[cfg(feature = "ssr")]
+pub fn provide_for_request() -> Arc<Catalog> {
+    use leptos::prelude::{provide_context, use_context};
+    let parts = use_context::<http::request::Parts>();
+    let header = |name: http::header::HeaderName| {
+        parts
+            .as_ref()
+            .and_then(|p| p.headers.get(name)?.to_str().ok().map(str::to_string))
+    };
+    let cookies = header(http::header::COOKIE);
+    let tags: Vec<&str> = LOCALES.iter().map(|(t, _)| *t).collect();
+    let tag = choose(
+        cookies.as_deref().and_then(|c| cookie(c, COOKIE)),
+        header(http::header::ACCEPT_LANGUAGE).as_deref(),
+        &tags,
+    );
+    let catalog = catalog_of(tag);
+    provide_context(Lang(catalog.clone()));
+    catalog
+}
+
+/// Each language parsed once.
+#[cfg(feature = "ssr")]
+fn catalog_of(tag: &str) -> Arc<Catalog> {
+    use std::sync::{Mutex, OnceLock};
+    static ALL: OnceLock<Mutex<HashMap<String, Arc<Catalog>>>> = OnceLock::new();
+    let all = ALL.get_or_init(Default::default);
+    let mut all = all
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    all.entry(tag.to_string())
+        .or_insert_with(|| Catalog::of(tag).map(Arc::new).unwrap_or_else(english))
+        .clone()
+}
+
+/// The browser: reads the catalog the server put into the page (once, as the app starts).
+#[cfg(feature = "hydrate")]
+pub fn load_from_page() {
+    let text = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(SCRIPT_ID))
+        .and_then(|e| e.text_content());
+    if let Some(catalog) = text.and_then(|t| serde_json::from_str::<Catalog>(&t).ok()) {
+        PAGE.with(|p| *p.borrow_mut() = Some(Arc::new(catalog)));
+    }
+}
+
+/// The language of the page being rendered.
+pub fn current() -> Arc<Catalog> {
+    #[cfg(feature = "hydrate")]
+    if let Some(c) = PAGE.with(|p| p.borrow().clone()) {
+        return c;
+    }
+    #[cfg(feature = "ssr")]
+    if let Some(Lang(c)) = leptos::prelude::use_context::<Lang>() {
+        return c;
+    }
+    english()
+}
+
+/// The text of `key`; the key itself if the catalog lacks it (the catalog's test forbids that).
+pub fn tr(key: &str) -> String {
+    current().text(key, &[])
+}
+
+/// The text of `key` with its `{name}` placeholders filled in.
+pub fn tr_with(key: &str, args: &[(&str, &str)]) -> String {
+    current().text(key, args)
+}
+
+/// The text of `key` in the plural form of `n` (CLDR's rules for the page's language), with
+/// `{n}` the number as the language writes it, and the other placeholders filled in.
+pub fn tr_count(key: &str, n: i64, args: &[(&str, &str)]) -> String {
+    current().count(key, n, args)
+}
+
+/// The text of `key` before and after its one placeholder, where the page puts an element (a
+/// link, a `<time>`): "Starts {time}" is ("Starts ", ""), "{time} 开始" is ("", " 开始").
+pub fn tr_split(key: &str) -> (String, String) {
+    let text = tr(key);
+    match (text.find('{'), text.find('}')) {
+        (Some(open), Some(close)) if open < close => {
+            (text[..open].to_string(), text[close + 1..].to_string())
+        }
+        _ => (text, String::new()),
+    }
+}
+
+/// A duration as the page's language writes it: "850 ms", "12 s", "3 min 20 s", "2 h 05 min".
+/// (The console, English only, has `format::duration_ms`.)
+pub fn duration_ms(ms: i64) -> String {
+    let s = ms / 1000;
+    let two = |n: i64| format!("{n:02}");
+    if ms == 0 {
+        tr_with("duration.s", &[("s", &number(0))])
+    } else if ms < 1000 {
+        tr_with("duration.ms", &[("ms", &number(ms.max(0)))])
+    } else if s < 60 {
+        tr_with("duration.s", &[("s", &number(s))])
+    } else if s < 3600 {
+        tr_with(
+            "duration.min_s",
+            &[("min", &number(s / 60)), ("s", &two(s % 60))],
+        )
+    } else {
+        tr_with(
+            "duration.h_min",
+            &[("h", &number(s / 3600)), ("min", &two(s % 3600 / 60))],
+        )
+    }
+}
+
+/// `n` as the page's language writes it ("1,500").
+pub fn number(n: i64) -> String {
+    current().number(n)
+}
+
+/// A price as the page's language writes it, in US dollars ("$12.50"; "US$12.50" in zh-CN).
+pub fn money(cents: i64) -> String {
+    current().money(cents)
+}
+
+impl Catalog {
+    pub fn text(&self, key: &str, args: &[(&str, &str)]) -> String {
+        let text = match self.messages.get(key) {
+            Some(Message::Text(t)) => t.as_str(),
+            Some(Message::Plural(forms)) => forms.get("other").map_or(key, String::as_str),
+            None => key,
+        };
+        fill(text, args)
+    }
+
+    pub fn count(&self, key: &str, n: i64, args: &[(&str, &str)]) -> String {
+        let shown = self.number(n);
+        let mut all = vec![("n", shown.as_str())];
+        all.extend_from_slice(args);
+        let text = match self.messages.get(key) {
+            Some(Message::Plural(forms)) => forms
+                .get(plural_category(&self.tag, n))
+                .or_else(|| forms.get("other"))
+                .map_or(key, String::as_str),
+            Some(Message::Text(t)) => t.as_str(),
+            None => key,
+        };
+        fill(text, &all)
+    }
+
+    pub fn number(&self, n: i64) -> String {
+        decimal(&self.tag, n, 0)
+    }
+
+    pub fn money(&self, cents: i64) -> String {
+        let amount = decimal(&self.tag, cents, 2);
+        self.text("money", &[("amount", &amount)])
+    }
+}
+
+/// `text` with each `{name}` of `args` replaced by its value.
+pub fn fill(text: &str, args: &[(&str, &str)]) -> String {
+    let mut out = text.to_string();
+    for (name, value) in args {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+/// The `{name}`s of a text, sorted.
+pub fn placeholders(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = text
+        .split('{')
+        .skip(1)
+        .filter_map(|rest| rest.split_once('}').map(|(name, _)| name.to_string()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The CLDR plural category of `n` in language `tag`: "one", "other", ….
+pub fn plural_category(tag: &str, n: i64) -> &'static str {
+    #[cfg(feature = "hydrate")]
+    {
+        let rules = js_sys::Intl::PluralRules::new(&locales(tag), &js_sys::Object::new());
+        let category = String::from(rules.select(n as f64));
+        return category_name(&category);
+    }
+    #[cfg(all(feature = "ssr", not(feature = "hydrate")))]
+    {
+        use icu_plurals::{PluralCategory, PluralRules};
+        let Some(rules) = tag
+            .parse::<icu_locale_core::Locale>()
+            .ok()
+            .and_then(|l| PluralRules::try_new_cardinal(l.into()).ok())
+        else {
+            return "other";
+        };
+        return match rules.category_for(n.unsigned_abs()) {
+            PluralCategory::Zero => "zero",
+            PluralCategory::One => "one",
+            PluralCategory::Two => "two",
+            PluralCategory::Few => "few",
+            PluralCategory::Many => "many",
+            PluralCategory::Other => "other",
+        };
+    }
+    #[allow(unreachable_code)]
+    {
+        let _ = tag;
+        if n == 1 {
+            "one"
+        } else {
+            "other"
+        }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn category_name(category: &str) -> &'static str {
+    ["zero", "one", "two", "few", "many"]
+        .into_iter()
+        .find(|c| *c == category)
+        .unwrap_or("other")
+}
+
+#[cfg(feature = "hydrate")]
+fn locales(tag: &str) -> js_sys::Array {
+    js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(tag))
+}
+
+/// `value` × 10^-`fraction` with `fraction` digits after the separator, as `tag` writes it.
+fn decimal(tag: &str, value: i64, fraction: i16) -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let options = js_sys::Object::new();
+        let digits = wasm_bindgen::JsValue::from_f64(f64::from(fraction));
+        let _ = js_sys::Reflect::set(&options, &"minimumFractionDigits".into(), &digits);
+        let _ = js_sys::Reflect::set(&options, &"maximumFractionDigits".into(), &digits);
+        let format = js_sys::Intl::NumberFormat::new(&locales(tag), &options).format();
+        let shown = value as f64 / 10f64.powi(i32::from(fraction));
+        if let Some(s) = format
+            .call1(&wasm_bindgen::JsValue::NULL, &shown.into())
+            .ok()
+            .and_then(|v| v.as_string())
+        {
+            return s;
+        }
+    }
+    #[cfg(all(feature = "ssr", not(feature = "hydrate")))]
+    if let Some(f) = tag
+        .parse::<icu_locale_core::Locale>()
+        .ok()
+        .and_then(|l| icu_decimal::DecimalFormatter::try_new(l.into(), Default::default()).ok())
+    {
+        let mut d = icu_decimal::input::Decimal::from(value);
+        d.multiply_pow10(-fraction);
+        d.pad_end(-fraction);
+        return f.format(&d).to_string();
+    }
+    let _ = tag;
+    let whole = crate::format::thousands(value / 10i64.pow(u32::from(fraction.unsigned_abs())));
+    if fraction == 0 {
+        whole
+    } else {
+        let rest = (value % 10i64.pow(u32::from(fraction.unsigned_abs()))).unsigned_abs();
+        format!("{whole}.{rest:0width$}", width = fraction as usize)
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_language_is_the_cookies_else_the_first_accepted_else_english() {
+        let ours = ["en", "zh-CN"];
+        assert_eq!(choose(None, None, &ours), "en");
+        assert_eq!(
+            choose(None, Some("zh-CN,zh;q=0.9,en;q=0.8"), &ours),
+            "zh-CN"
+        );
+        assert_eq!(
+            choose(None, Some("fr-FR, zh;q=0.5, en;q=0.4"), &ours),
+            "zh-CN"
+        );
+        assert_eq!(choose(None, Some("zh-Hans-CN"), &ours), "zh-CN");
+        assert_eq!(choose(None, Some("en;q=0.2, zh-cn;q=0.9"), &ours), "zh-CN");
+        assert_eq!(choose(None, Some("de, fr"), &ours), "en");
+        assert_eq!(choose(Some("en"), Some("zh-CN"), &ours), "en");
+        assert_eq!(choose(Some("xx"), Some("zh-CN"), &ours), "zh-CN");
+        assert_eq!(cookie("a=1; lang=zh-CN; b=2", COOKIE), Some("zh-CN"));
+        assert_eq!(cookie("slang=en", COOKIE), None);
+    }
+
+    #[test]
+    fn numbers_prices_and_plurals_follow_each_languages_rules() {
+        let en = Catalog::of("en").unwrap();
+        let zh = Catalog::of("zh-CN").unwrap();
+        assert_eq!(en.number(1_234_567), "1,234,567");
+        assert_eq!(zh.number(1_500), "1,500");
+        assert_eq!(en.money(1_250), "$12.50");
+        assert_eq!(en.money(5), "$0.05");
+        assert_eq!(zh.money(129_900), "US$1,299.00");
+        assert_eq!(plural_category("en", 1), "one");
+        assert_eq!(plural_category("en", 2), "other");
+        assert_eq!(plural_category("zh-CN", 1), "other");
+        assert_eq!(en.count("units", 1, &[]), "1 unit");
+        assert_eq!(en.count("units", 1_500, &[]), "1,500 units");
+        assert_eq!(zh.count("units", 1, &[]), "1 件");
+    }
+
+    /// Every language has every key of English, and no other; each plural message has the forms
+    /// its language's CLDR rules need (and "other"); each text names the same placeholders as
+    /// English's. Every key the code asks for is in English.
+    #[test]
+    fn every_language_has_every_key() {
+        let en = Catalog::of("en").unwrap();
+        assert!(LOCALES.len() >= 2, "{LOCALES:?}");
+        for (tag, text) in LOCALES {
+            let catalog = Catalog::of(tag).unwrap_or_else(|| panic!("{tag}.json does not parse"));
+            for key in en.messages.keys() {
+                assert!(
+                    catalog.messages.contains_key(key),
+                    "{tag}.json lacks {key:?}"
+                );
+            }
+            for (key, message) in &catalog.messages {
+                let english = en
+                    .messages
+                    .get(key)
+                    .unwrap_or_else(|| panic!("{tag}.json has {key:?}, which English lacks"));
+                let names = |m: &Message| -> Vec<String> {
+                    let mut all: Vec<String> = match m {
+                        Message::Text(t) => placeholders(t),
+                        Message::Plural(forms) => {
+                            forms.values().flat_map(|t| placeholders(t)).collect()
+                        }
+                    };
+                    all.sort();
+                    all.dedup();
+                    all
+                };
+                assert_eq!(
+                    names(message),
+                    names(english),
+                    "{tag}.json: {key:?}'s placeholders"
+                );
+                if let Message::Plural(forms) = message {
+                    for category in needed_categories(tag) {
+                        assert!(
+                            forms.contains_key(category),
+                            "{tag}.json: {key:?} lacks its {category:?} form"
+                        );
+                    }
+                }
+                assert!(
+                    matches!(message, Message::Plural(_)) == matches!(english, Message::Plural(_)),
+                    "{tag}.json: {key:?} is plural in one language only"
+                );
+            }
+            let _ = text;
+        }
+        for key in keys_in_code() {
+            assert!(
+                en.messages.contains_key(&key),
+                "the code asks for {key:?}, which en.json lacks"
+            );
+        }
+    }
+
+    fn needed_categories(tag: &str) -> Vec<&'static str> {
+        let rules = icu_plurals::PluralRules::try_new_cardinal(
+            tag.parse::<icu_locale_core::Locale>().unwrap().into(),
+        )
+        .unwrap();
+        let mut needed: Vec<&'static str> = rules
+            .categories()
+            .map(|c| match c {
+                icu_plurals::PluralCategory::Zero => "zero",
+                icu_plurals::PluralCategory::One => "one",
+                icu_plurals::PluralCategory::Two => "two",
+                icu_plurals::PluralCategory::Few => "few",
+                icu_plurals::PluralCategory::Many => "many",
+                icu_plurals::PluralCategory::Other => "other",
+            })
+            .collect();
+        needed.push("other");
+        needed
+    }
+
+    /// The literal keys of `tr("…")`, `tr_with("…"` and `tr_count("…"` in the app's sources.
+    fn keys_in_code() -> Vec<String> {
+        fn walk(dir: &std::path::Path, keys: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, keys);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for call in ["tr(\"", "tr_with(\"", "tr_count(\"", "tr_split(\""] {
+                        for (i, _) in text.match_indices(call) {
+                            let before = text[..i].chars().next_back();
+                            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                                continue;
+                            }
+                            let rest = &text[i + call.len()..];
+                            if let Some(end) = rest.find('"') {
+                                keys.push(rest[..end].to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut keys = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut keys,
+        );
+        // Not this file's own examples ("…").
+        keys.retain(|k| {
+            k.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._".contains(&b))
+        });
+        assert!(keys.len() > 20, "{} keys found", keys.len());
+        keys
+    }
+}
