@@ -392,8 +392,8 @@ fn decimal(tag: &str, value: i64, fraction: i16) -> String {
         .and_then(|l| icu_decimal::DecimalFormatter::try_new(l.into(), Default::default()).ok())
     {
         let mut d = icu_decimal::input::Decimal::from(value);
+        // Trailing zeros are digits of their own: 129950 shifted is 1299.50, not 1299.5.
         d.multiply_pow10(-fraction);
-        d.pad_end(-fraction);
         return f.format(&d).to_string();
     }
     let _ = tag;

@@ -38,8 +38,8 @@ pub fn show(title: &str, body: &str, tag: &str) {
 /// Says the waiting room's turn has come.
 pub fn turn() {
     show(
-        "It is your turn",
-        "Come back to the sale page and buy now: an unclaimed turn lapses in a few seconds.",
+        &crate::i18n::tr("queue.notice.title"),
+        &crate::i18n::tr("queue.notice.body"),
         "seckill-turn",
     );
 }

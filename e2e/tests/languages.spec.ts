@@ -51,10 +51,13 @@ test("a shopper buys on the Chinese storefront, its prices and countdown written
 });
 
 test("the language switch changes the page's language and keeps it after a reload", async ({ page, context }) => {
-  const live = await createActivity({ stock: 5, botCheck: "none" });
+  const live = await createActivity({ stock: 5, botCheck: "none", title: "Phone 12 (128 GB)" });
+  await signUpShopper(page);
   await openHydrated(page, `/activities/${live}`);
+  await expect(page.getByTestId("buy-button")).toBeEnabled();
   await expect(page.locator("html")).toHaveAttribute("lang", "zh-CN");
   await expect(page.getByTestId("countdown")).toContainText("抢购中");
+  if (process.env.SECKILL_SCREENSHOTS) await page.screenshot({ path: "../docs/storefront-zh-CN.png" });
 
   // English, from the switch in the header: the same page, in English.
   await page.getByTestId("language-en").click();
@@ -62,6 +65,10 @@ test("the language switch changes the page's language and keeps it after a reloa
   await expect(page.locator("html")).toHaveAttribute("lang", "en");
   await expect(page.getByTestId("countdown")).toContainText("On sale — ends in");
   await expect(page.locator(".price .now")).toHaveText(await priceIn(page, "en-US", 9900));
+  if (process.env.SECKILL_SCREENSHOTS) {
+    await expect(page.locator("body[data-hydrated=true]")).toHaveCount(1);
+    await page.screenshot({ path: "../docs/storefront-en.png" });
+  }
   const remembered = (await context.cookies()).find((c) => c.name === "lang");
   expect(remembered?.value).toBe("en");
   await page.reload();
