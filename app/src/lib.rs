@@ -125,7 +125,8 @@ pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
                 <link rel="stylesheet" href=format!("{}{}", assets.root, assets.css)/>
-                <script type="application/json" id=i18n::SCRIPT_ID inner_html=lang.to_script()></script>
+                // Data, not code; it carries the nonce all the same, as every script of the page does.
+                <script type="application/json" id=i18n::SCRIPT_ID nonce=leptos::nonce::use_nonce() inner_html=lang.to_script()></script>
                 <Hydration assets=assets.clone()/>
                 <MetaTags/>
             </head>
