@@ -2,7 +2,8 @@
 //! Server-only code stays behind the `ssr` feature; browser-only code behind `hydrate`.
 //! `pages/` holds one file per page of docs/api.md's list (routes below), `components/` the widgets
 //! they share, `api.rs` the DTOs of the HTTP API, `client.rs` the browser's calls to it, `data.rs`
-//! the storefront's server-rendered reads, `clock.rs` the server-synced clock.
+//! the storefront's server-rendered reads, `clock.rs` the server-synced clock, `i18n.rs` the
+//! shopper's language (its catalogs are `app/locales/*.json`).
 // The admin dashboard is one deep view type.
 #![recursion_limit = "256"]
 

@@ -173,10 +173,16 @@ impl StorefrontSource for CatalogStorefront {
             })?;
             Ok(match row {
                 Some(row) => {
-                    if let Err(e) = forecast::count_view(&self.redis, &row).await {
+                    // The view counted and the stock read at once: one round trip's wait.
+                    let (counted, state) = futures_util::future::join(
+                        forecast::count_view(&self.redis, &row),
+                        self.state(row.clone(), Utc::now(), true),
+                    )
+                    .await;
+                    if let Err(e) = counted {
                         tracing::warn!(error = %e, activity.id = id, "a page view not counted");
                     }
-                    Some(self.state(row, Utc::now(), true).await)
+                    Some(state)
                 }
                 None => None,
             })
