@@ -53,6 +53,17 @@ pub fn ActivityPage() -> impl IntoView {
     }
 }
 
+/// What a sale's page shows below its countdown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Panel {
+    /// The waiting room (before the start, and while the sale is on).
+    Room,
+    Buy,
+    Ended,
+    /// The disabled buy button, until the start.
+    Before,
+}
+
 #[component]
 fn ActivityView(sale: SaleState) -> impl IntoView {
     let activity = sale.activity.clone();
@@ -63,6 +74,14 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
     let live_phase = Memo::new(move |_| phase(&a, now.get()).0);
     let starts_at = activity.starts_at.clone();
     let waiting_room = activity.waiting_room;
+    // What the page shows below the countdown. A memo: the waiting room stays mounted (its place,
+    // its polling) as the sale starts, rather than being rebuilt and joining again.
+    let panel = Memo::new(move |_| match live_phase.get() {
+        Phase::Upcoming | Phase::Live if waiting_room => Panel::Room,
+        Phase::Live => Panel::Buy,
+        Phase::Ended => Panel::Ended,
+        Phase::Upcoming | Phase::Unknown => Panel::Before,
+    });
     let work = activity
         .bot_check
         .takes_proof_of_work()
@@ -103,15 +122,15 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
                 let started = Signal::derive(move || live_phase.get() != Phase::Upcoming && live_phase.get() != Phase::Unknown);
                 view! { <div hidden=move || started.get()><ReminderPanel activity=activity.clone() started/></div> }
             })}
-            {move || match live_phase.get() {
-                Phase::Upcoming | Phase::Live if waiting_room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase receipt/> }.into_any(),
-                Phase::Live => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
-                Phase::Ended => view! {
+            {move || match panel.get() {
+                Panel::Room => view! { <WaitingRoom activity=activity.clone() remaining live=live_phase receipt/> }.into_any(),
+                Panel::Buy => view! { <BuyPanel activity=activity.clone() remaining admission=Signal::stored(None)/> }.into_any(),
+                Panel::Ended => view! {
                     <p class="notice">{tr("sale.ended")} " "
                         <a href=format!("/activities/{}/report", activity.id) data-testid="report-link">{tr("sale.report_link")}</a>
                     </p>
                 }.into_any(),
-                _ => view! {
+                Panel::Before => view! {
                     <button type="button" data-testid="buy-button" disabled=true>{tr("buy.now")}</button>
                     <p class="muted">{tr("buy.opens_at_start")}</p>
                     // The proof of work is done during the countdown: say so.
