@@ -53,19 +53,38 @@ pub fn ticks(max: i64, n: i64) -> Vec<i64> {
     (0..=top / step).map(|i| i * step).collect()
 }
 
-/// "850 ms", "12 s", "3 min 20 s", "2 h 05 min".
-pub fn duration_ms(ms: i64) -> String {
+/// How a duration is written: in ms under a second, in seconds under a minute, then minutes and
+/// seconds, then hours and minutes (no duration is 0 ms: it is 0 s).
+pub enum Span {
+    Ms(i64),
+    Secs(i64),
+    MinSecs(i64, i64),
+    HoursMins(i64, i64),
+}
+
+pub fn span(ms: i64) -> Span {
     let s = ms / 1000;
     if ms == 0 {
-        "0 s".to_string()
+        Span::Secs(0)
     } else if ms < 1000 {
-        format!("{ms} ms")
+        Span::Ms(ms)
     } else if s < 60 {
-        format!("{s} s")
+        Span::Secs(s)
     } else if s < 3600 {
-        format!("{} min {:02} s", s / 60, s % 60)
+        Span::MinSecs(s / 60, s % 60)
     } else {
-        format!("{} h {:02} min", s / 3600, s % 3600 / 60)
+        Span::HoursMins(s / 3600, s % 3600 / 60)
+    }
+}
+
+/// "850 ms", "12 s", "3 min 20 s", "2 h 05 min" (the console's; the storefront's is
+/// `i18n::duration_ms`, in the page's language).
+pub fn duration_ms(ms: i64) -> String {
+    match span(ms) {
+        Span::Ms(ms) => format!("{ms} ms"),
+        Span::Secs(s) => format!("{s} s"),
+        Span::MinSecs(m, s) => format!("{m} min {s:02} s"),
+        Span::HoursMins(h, m) => format!("{h} h {m:02} min"),
     }
 }
 

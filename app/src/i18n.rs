@@ -39,35 +39,61 @@ pub const NAME_KEY: &str = "language.name";
 
 impl Catalog {
     /// The catalog of `tag` (one of [`LOCALES`]); `None` for any other.
-    pub fn of(tag: &str) -> Option<Catalog> {
-        let (tag, text) = LOCALES.iter().find(|(t, _)| *t == tag)?;
-        let messages: HashMap<String, Message> = serde_json::from_str(text).ok()?;
-        let languages = LOCALES
-            .iter()
-            .map(|(t, text)| {
-                let name = serde_json::from_str::<HashMap<String, Message>>(text)
-                    .ok()
-                    .and_then(|m| match m.get(NAME_KEY) {
-                        Some(Message::Text(n)) => Some(n.clone()),
-                        _ => None,
-                    })
-                    .unwrap_or_else(|| t.to_string());
-                (t.to_string(), name)
-            })
-            .collect();
-        Some(Catalog {
-            tag: tag.to_string(),
-            languages,
-            messages,
-        })
+    pub fn of(tag: &str) -> Option<Arc<Catalog>> {
+        every_language()
+            .get(tag)
+            .map(|(catalog, _)| catalog.clone())
     }
 
-    /// The JSON the page carries, safe inside a `<script>` (no `<` can close it).
+    /// The JSON the page carries, safe inside a `<script>` (no `<` can close it): made once per
+    /// language, not on every render.
     pub fn to_script(&self) -> String {
-        serde_json::to_string(self)
-            .unwrap_or_default()
-            .replace('<', "\\u003c")
+        match every_language().get(self.tag.as_str()) {
+            Some((catalog, script)) if **catalog == *self => script.clone(),
+            _ => script_of(self),
+        }
     }
+}
+
+fn script_of(catalog: &Catalog) -> String {
+    serde_json::to_string(catalog)
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
+}
+
+/// Every language of [`LOCALES`] with the JSON its pages carry, each file parsed once (a file
+/// that does not parse is left out; the catalog's test names it).
+fn every_language() -> &'static HashMap<&'static str, (Arc<Catalog>, String)> {
+    static ALL: std::sync::OnceLock<HashMap<&'static str, (Arc<Catalog>, String)>> =
+        std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let parsed: Vec<(&'static str, HashMap<String, Message>)> = LOCALES
+            .iter()
+            .filter_map(|(tag, text)| Some((*tag, serde_json::from_str(text).ok()?)))
+            .collect();
+        let languages: Vec<(String, String)> = parsed
+            .iter()
+            .map(|(tag, messages)| {
+                let name = match messages.get(NAME_KEY) {
+                    Some(Message::Text(name)) => name.clone(),
+                    _ => tag.to_string(),
+                };
+                (tag.to_string(), name)
+            })
+            .collect();
+        parsed
+            .into_iter()
+            .map(|(tag, messages)| {
+                let catalog = Catalog {
+                    tag: tag.to_string(),
+                    languages: languages.clone(),
+                    messages,
+                };
+                let script = script_of(&catalog);
+                (tag, (Arc::new(catalog), script))
+            })
+            .collect()
+    })
 }
 
 #[cfg(feature = "ssr")]
@@ -121,13 +147,13 @@ pub struct Lang(pub Arc<Catalog>);
 
 /// English, when nothing else is known.
 fn english() -> Arc<Catalog> {
-    static EN: std::sync::OnceLock<Arc<Catalog>> = std::sync::OnceLock::new();
-    EN.get_or_init(|| {
-        // The app in the browser always has its page's catalog; it carries none of its own.
-        #[cfg(not(feature = "hydrate"))]
-        if let Some(en) = Catalog::of(LOCALES[0].0) {
-            return Arc::new(en);
-        }
+    // The app in the browser always has its page's catalog; it carries none of its own.
+    #[cfg(not(feature = "hydrate"))]
+    if let Some(en) = Catalog::of(LOCALES[0].0) {
+        return en;
+    }
+    static NONE: std::sync::OnceLock<Arc<Catalog>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| {
         Arc::new(Catalog {
             tag: "en".into(),
             languages: Vec::new(),
@@ -154,23 +180,9 @@ pub fn provide_for_request() -> Arc<Catalog> {
         header(http::header::ACCEPT_LANGUAGE).as_deref(),
         &tags,
     );
-    let catalog = catalog_of(tag);
+    let catalog = Catalog::of(tag).unwrap_or_else(english);
     provide_context(Lang(catalog.clone()));
     catalog
-}
-
-/// Each language parsed once.
-#[cfg(feature = "ssr")]
-fn catalog_of(tag: &str) -> Arc<Catalog> {
-    use std::sync::{Mutex, OnceLock};
-    static ALL: OnceLock<Mutex<HashMap<String, Arc<Catalog>>>> = OnceLock::new();
-    let all = ALL.get_or_init(Default::default);
-    let mut all = all
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    all.entry(tag.to_string())
-        .or_insert_with(|| Catalog::of(tag).map(Arc::new).unwrap_or_else(english))
-        .clone()
 }
 
 /// The browser: reads the catalog the server put into the page (once, as the app starts).
@@ -226,27 +238,16 @@ pub fn tr_split(key: &str) -> (String, String) {
     }
 }
 
-/// A duration as the page's language writes it: "850 ms", "12 s", "3 min 20 s", "2 h 05 min".
-/// (The console, English only, has `format::duration_ms`.)
+/// A duration as the page's language writes it: "850 ms", "12 s", "3 min 20 s", "2 h 05 min"
+/// (the same steps as the console's `format::duration_ms`).
 pub fn duration_ms(ms: i64) -> String {
-    let s = ms / 1000;
+    use crate::format::Span;
     let two = |n: i64| format!("{n:02}");
-    if ms == 0 {
-        tr_with("duration.s", &[("s", &number(0))])
-    } else if ms < 1000 {
-        tr_with("duration.ms", &[("ms", &number(ms.max(0)))])
-    } else if s < 60 {
-        tr_with("duration.s", &[("s", &number(s))])
-    } else if s < 3600 {
-        tr_with(
-            "duration.min_s",
-            &[("min", &number(s / 60)), ("s", &two(s % 60))],
-        )
-    } else {
-        tr_with(
-            "duration.h_min",
-            &[("h", &number(s / 3600)), ("min", &two(s % 3600 / 60))],
-        )
+    match crate::format::span(ms) {
+        Span::Ms(ms) => tr_with("duration.ms", &[("ms", &number(ms.max(0)))]),
+        Span::Secs(s) => tr_with("duration.s", &[("s", &number(s))]),
+        Span::MinSecs(m, s) => tr_with("duration.min_s", &[("min", &number(m)), ("s", &two(s))]),
+        Span::HoursMins(h, m) => tr_with("duration.h_min", &[("h", &number(h)), ("min", &two(m))]),
     }
 }
 
@@ -326,7 +327,7 @@ pub fn plural_category(tag: &str, n: i64) -> &'static str {
     }
     #[cfg(all(feature = "ssr", not(feature = "hydrate")))]
     {
-        use icu_plurals::{PluralCategory, PluralRules};
+        use icu_plurals::PluralRules;
         let Some(rules) = tag
             .parse::<icu_locale_core::Locale>()
             .ok()
@@ -334,14 +335,7 @@ pub fn plural_category(tag: &str, n: i64) -> &'static str {
         else {
             return "other";
         };
-        return match rules.category_for(n.unsigned_abs()) {
-            PluralCategory::Zero => "zero",
-            PluralCategory::One => "one",
-            PluralCategory::Two => "two",
-            PluralCategory::Few => "few",
-            PluralCategory::Many => "many",
-            PluralCategory::Other => "other",
-        };
+        return category_of(rules.category_for(n.unsigned_abs()));
     }
     #[allow(unreachable_code)]
     {
@@ -351,6 +345,20 @@ pub fn plural_category(tag: &str, n: i64) -> &'static str {
         } else {
             "other"
         }
+    }
+}
+
+/// The name CLDR gives an ICU4X plural category ("one", "other", …).
+#[cfg(feature = "ssr")]
+pub fn category_of(category: icu_plurals::PluralCategory) -> &'static str {
+    use icu_plurals::PluralCategory;
+    match category {
+        PluralCategory::Zero => "zero",
+        PluralCategory::One => "one",
+        PluralCategory::Two => "two",
+        PluralCategory::Few => "few",
+        PluralCategory::Many => "many",
+        PluralCategory::Other => "other",
     }
 }
 
@@ -512,17 +520,7 @@ mod tests {
             tag.parse::<icu_locale_core::Locale>().unwrap().into(),
         )
         .unwrap();
-        let mut needed: Vec<&'static str> = rules
-            .categories()
-            .map(|c| match c {
-                icu_plurals::PluralCategory::Zero => "zero",
-                icu_plurals::PluralCategory::One => "one",
-                icu_plurals::PluralCategory::Two => "two",
-                icu_plurals::PluralCategory::Few => "few",
-                icu_plurals::PluralCategory::Many => "many",
-                icu_plurals::PluralCategory::Other => "other",
-            })
-            .collect();
+        let mut needed: Vec<&'static str> = rules.categories().map(category_of).collect();
         needed.push("other");
         needed
     }

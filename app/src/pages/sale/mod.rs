@@ -73,6 +73,8 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
     let a = activity.clone();
     let live_phase = Memo::new(move |_| phase(&a, now.get()).0);
     let starts_at = activity.starts_at.clone();
+    // "Starts {time}": the text around the start's `<time>`.
+    let (starts_ahead, starts_behind) = tr_split("sale.starts_at");
     let waiting_room = activity.waiting_room;
     // What the page shows below the countdown. A memo: the waiting room stays mounted (its place,
     // its polling) as the sale starts, rather than being rebuilt and joining again.
@@ -115,7 +117,7 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
             <StockLeft remaining total=activity.total_stock per_user_limit=activity.per_user_limit/>
             <Countdown activity=activity.clone() stock seen_at=sale.seen_at_ms announce=true/>
             {move || matches!(live_phase.get(), Phase::Upcoming | Phase::Unknown).then(|| view! {
-                <p class="muted" data-testid="starts-at">{move || tr_split("sale.starts_at").0} <When at=starts_at.clone()/>{move || tr_split("sale.starts_at").1}</p>
+                <p class="muted" data-testid="starts-at">{starts_ahead.clone()} <When at=starts_at.clone()/>{starts_behind.clone()}</p>
             })}
             // Kept mounted past the start: its notification fires as the phase turns live.
             {(phase(&activity, sale.seen_at_ms).0 != Phase::Ended).then(|| {
