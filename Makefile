@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -48,7 +48,7 @@ run: setup build-release
 	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
-test: setup test-tools lint wasm-budget build test-rust test-e2e test-e2e-cluster
+test: setup test-tools lint image test-build test-rust image-check test-e2e test-e2e-cluster test-hosts
 
 setup: tools services
 
@@ -59,6 +59,9 @@ lint: sqlx-check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check-docs.py
 	python3 scripts/mutants.py --check
+	$(MAKE) --no-print-directory manifests-check
+	python3 scripts/check-migrations.py
+	python3 scripts/check-migrations.py --self-test
 
 # The statements checked at compile time, against a database migrated from scratch: sqlx's macros
 # write what they learnt of each query into SQLX_OFFLINE_DIR when they run online (what `cargo sqlx
@@ -130,12 +133,85 @@ build:
 	# The load tool the e2e dashboard crowd and the cluster crowd run (the loadtest crate).
 	cargo build -p loadtest
 
+# What `make test` adds to the release build (`make image`): the load tool, and the release site's
+# asset hashes beside the debug server that `cargo test` builds (its integration tests start it on
+# target/site). The browser suites run the release server: what ships is what is tested, and no
+# second (debug) wasm is built.
+test-build:
+	cargo build -p loadtest
+	mkdir -p target/debug
+	cp target/release/hash.txt target/debug/hash.txt
+
 # The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
 # that the site folder holds what its pages name.
 build-release:
 	cargo leptos build --release
 	scripts/precompress.sh target/site/pkg
 	LEPTOS_SITE_ROOT=target/site target/release/server check-assets
+
+# The image a shop deploys (docs/deploy.md "The image"): the release build, its wasm against its
+# budget, then seckill:<version> built FROM scratch with buildah (no registry).
+IMAGE_PACKAGES := buildah podman
+image-tools:
+	if ! dpkg -s $(IMAGE_PACKAGES) >/dev/null 2>&1; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(IMAGE_PACKAGES) >/dev/null
+	fi
+
+image: image-tools build-release
+	scripts/wasm-budget.sh target/site/pkg
+	scripts/image.sh build
+
+# The image tested as it ships: its root filesystem mounted, its server under chroot as its
+# non-root user (scripts/image-check.sh). Needs `make image` and the load tool (`make build`).
+image-check: image-tools services
+	scripts/image-check.sh
+
+# deploy/kubernetes rendered and validated against Kubernetes's schemas and the operators' CRDs;
+# every setting named must be one the server reads (scripts/check-manifests.py).
+KUBERNETES_VALIDATE_VERSION := 1.37.0
+manifests-check:
+	if ! command -v kubernetes-validate >/dev/null; then pip install -q kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION); fi
+	python3 scripts/check-manifests.py
+	python3 scripts/check-manifests.py --self-test
+
+# The many-box shape on hosts of their own: network namespaces on a bridge, the instances from
+# the image (docs/operations.md "`make hosts`"). `hosts-stop` removes all it made.
+hosts: setup test-tools image
+	scripts/hosts.sh up
+
+hosts-stop:
+	scripts/hosts.sh down
+
+# The short form in `make test`: a crowd through the hosts' nginx, its invariants checked, and
+# the buy journey of the e2e suite in Chromium; everything removed afterwards.
+HOSTS_DOORS := $(E2E_DOORS) SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password \
+  SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password SECKILL_DEMO=0 \
+  SECKILL_REDIS_PREFIX=hosts: RUST_LOG=warn
+HOSTS_E2E_GREP := full shopper journey|two shoppers race|hashed assets are immutable
+test-hosts: image-tools
+	trap '$(CURDIR)/scripts/hosts.sh down' EXIT
+	export $(HOSTS_DOORS)
+	scripts/hosts.sh up
+	eval "$$(scripts/hosts.sh env)"
+	target/debug/seckill-load crowd --base-url "$$SECKILL_HOSTS_URL" --users 4000 --stock 2000 --stock-shards 3 --concurrency 256
+	cd e2e
+	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test storefront.spec.ts -g "$(HOSTS_E2E_GREP)"
+
+# The whole e2e suite through the hosts (long: not in `make test`).
+hosts-e2e: image-tools
+	trap '$(CURDIR)/scripts/hosts.sh down' EXIT
+	export $(HOSTS_DOORS)
+	scripts/hosts.sh up
+	eval "$$(scripts/hosts.sh env)"
+	cd e2e
+	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test
+
+# The release before (deploy/previous-release) and this one side by side on one database, a crowd
+# through both (docs/deploy.md "Upgrades"). Long: builds the release before; not in `make test`.
+upgrade-check: setup build-release
+	cargo build -p loadtest
+	scripts/upgrade-check.sh
 
 # The release wasm a shopper downloads, against its budget (docs/operations.md "Building and running"): built alone (no release
 # server), before the debug build that the tests use takes the site folder back.
@@ -161,7 +237,7 @@ test-e2e: clean-test-dbs
 	DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e \
 	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
 	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
-	$(E2E_DOORS) npx playwright test
+	E2E_SERVER_CMD="../target/release/server serve" $(E2E_DOORS) npx playwright test
 
 # Every browser of the e2e suites comes from this one loopback address: the per-address doors
 # (sign-up, captcha) and the per-shopper ones are opened wide there (their own tests lower them).
@@ -169,9 +245,9 @@ E2E_DOORS := SECKILL_SIGNUPS_PER_ADDRESS=1000000 SECKILL_SIGNUPS_PER_MINUTE=1000
   SECKILL_CAPTCHAS_PER_MINUTE=1000000 SECKILL_CHALLENGES_PER_MINUTE=1000000 \
   SECKILL_QUEUE_PER_MINUTE=1000000 SECKILL_STOCK_PER_MINUTE=1000000
 
-# The same journeys through nginx against the cluster shape (debug build, a database of its own).
+# The same journeys through nginx against the cluster shape (the release build, a database of its own).
 test-e2e-cluster: clean-test-dbs
-	export SECKILL_CLUSTER_PROFILE=debug SECKILL_CLUSTER_PORT=3300 SECKILL_CLUSTER_DATABASE=seckill_e2e_cluster \
+	export SECKILL_CLUSTER_PROFILE=release SECKILL_CLUSTER_BUILT=1 SECKILL_CLUSTER_PORT=3300 SECKILL_CLUSTER_DATABASE=seckill_e2e_cluster \
 	  SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password SECKILL_DEMO=0 \
 	  SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password \
 	  SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e SECKILL_REDIS_PREFIX=e2ec:$$(date +%s%N): \

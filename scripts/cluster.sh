@@ -5,7 +5,8 @@
 # what `up` started (PostgreSQL stays: it is `make run`'s).
 #
 # Settings (environment), with the defaults of `make cluster`:
-#   SECKILL_CLUSTER_PROFILE   release | debug (tests reuse the debug build)        release
+#   SECKILL_CLUSTER_PROFILE   release | debug                                        release
+#   SECKILL_CLUSTER_BUILT     1: use the build as it is (make test built it already)  unset
 #   SECKILL_CLUSTER_PORT      nginx's port; instances listen on the three after it  3400
 #   SECKILL_CLUSTER_DATABASE  database name (created if missing)                    seckill_cluster
 #   SECKILL_ADMIN_USER / SECKILL_ADMIN_PASSWORD  the merchant created at start-up   demo / .local/demo-password
@@ -76,7 +77,7 @@ up() {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null
   fi
-  if [ "$PROFILE" = release ]; then
+  if [ "$PROFILE" = release ] && [ -z "${SECKILL_CLUSTER_BUILT:-}" ]; then
     (cd "$root" && cargo leptos build --release && scripts/precompress.sh target/site/pkg)
   fi
   [ -x "$root/target/$PROFILE/server" ] || { echo "no $PROFILE build of the server" >&2; exit 1; }

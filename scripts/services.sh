@@ -307,21 +307,17 @@ wait_failover() { # slot killed-port: until another node masters the slot and th
 }
 
 # nginx in front of the instances: a load balancer on one port and the origin of /pkg/ (the
-# configuration is scripts/nginx.conf; this fills in the ports and paths).
+# template scripts/nginx.conf, filled in by scripts/nginx-render.sh).
 NGINX_DIR="$state/nginx"
 nginx_start() { # port site-root upstream-port...
   local port=$1 site=$2; shift 2
   command -v nginx >/dev/null || { echo "nginx is not installed (make cluster installs it)" >&2; return 1; }
-  mkdir -p "$NGINX_DIR/logs" "$NGINX_DIR/tmp" "$NGINX_DIR/cache"
   local servers="" p
-  for p in "$@"; do servers+="    server 127.0.0.1:$p max_fails=1 fail_timeout=2s;"$'\n'; done
-  # The proxies whose X-Forwarded-For is believed (space-separated addresses or CIDR ranges).
-  local real_ip="" r
-  for r in ${SECKILL_NGINX_REAL_IP_FROM:-127.0.0.1}; do real_ip+="    set_real_ip_from $r;"$'\n'; done
-  SERVERS="$servers" REAL_IP_FROM="$real_ip" PORT="$port" SITE="$(cd "$site" && pwd)" PREFIX="$NGINX_DIR" \
-    perl -pe 's/\@SERVERS\@\n?/$ENV{SERVERS}/; s/^\@REAL_IP_FROM\@\n?/$ENV{REAL_IP_FROM}/; s/\@(PORT|SITE|PREFIX)\@/$ENV{$1}/g; s/\@REAL_IP_FROM\@/the trusted proxies/g' \
-    "$root/scripts/nginx.conf" >"$NGINX_DIR/nginx.conf"
-  cp "$root/scripts/nginx-proxy.conf" "$NGINX_DIR/proxy.conf"
+  for p in "$@"; do servers+="127.0.0.1:$p "; done
+  LISTEN="127.0.0.1:$port" SERVERS="$servers" SITE="$site" PREFIX="$NGINX_DIR" \
+    REAL_IP_FROM="${SECKILL_NGINX_REAL_IP_FROM:-127.0.0.1}" \
+    "$root/scripts/nginx-render.sh" >"$NGINX_DIR.conf.new"
+  mv "$NGINX_DIR.conf.new" "$NGINX_DIR/nginx.conf"
   if [ -f "$NGINX_DIR/nginx.pid" ] && kill -0 "$(cat "$NGINX_DIR/nginx.pid")" 2>/dev/null; then
     nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR" -s reload
   else

@@ -170,9 +170,11 @@ export async function signUpShopper(page: Page): Promise<string> {
  */
 export function captchaAnswer(captchaId: string): string {
   const prefix = process.env.SECKILL_REDIS_PREFIX ?? "sk:";
-  // On the cluster (E2E_REDIS_CLUSTER_PORT: any node) redis-cli follows the redirect to the key's master.
+  // On the cluster (E2E_REDIS_CLUSTER_PORT: any node, on E2E_REDIS_HOST when it runs on hosts of
+  // its own) redis-cli follows the redirect to the key's master.
   const cluster = process.env.E2E_REDIS_CLUSTER_PORT;
-  const where = cluster ? ["-c", "-p", cluster] : ["-p", process.env.SECKILL_REDIS_PORT ?? "56379"];
+  const host = ["-h", process.env.E2E_REDIS_HOST ?? "127.0.0.1"];
+  const where = cluster ? ["-c", ...host, "-p", cluster] : [...host, "-p", process.env.SECKILL_REDIS_PORT ?? "56379"];
   return execFileSync("redis-cli", [...where, "--raw", "GET", `${prefix}{cap:${captchaId}}`]).toString().trim();
 }
 

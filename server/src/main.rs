@@ -1,9 +1,12 @@
 use anyhow::Context;
 use app::api::Role;
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use server::{
     domain::account,
-    infra::{config::Settings, db},
+    infra::{
+        config::{Needs, Settings},
+        db,
+    },
     startup, Application, Config,
 };
 use std::io::Read;
@@ -93,17 +96,31 @@ fn main() -> anyhow::Result<()> {
         )
         .init();
     server::infra::config::forget_empty_settings();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(run(cli.command.unwrap_or(Command::Serve), cli.settings))
+    runtime.block_on(run(
+        cli.command.unwrap_or(Command::Serve),
+        cli.settings,
+        &matches,
+    ))
 }
 
-async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
+async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyhow::Result<()> {
     if let Command::CheckAssets = command {
         server::http::site::check_assets(&settings.site_root)?;
         println!("the site folder holds every asset the pages name");
         return Ok(());
     }
+    settings.check_given(
+        matches,
+        match command {
+            Command::Migrate | Command::CreateMerchant { .. } | Command::CreateOperator { .. } => {
+                Needs::Database
+            }
+            _ => Needs::Everything,
+        },
+    )?;
     let config = Config::from_settings(settings)?;
     match command {
         Command::Serve => {

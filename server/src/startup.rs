@@ -383,7 +383,9 @@ impl Application {
             .expect("a bound listener has an address")
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight (at most 30 s).
+    /// Serves until `shutdown` completes, then closes the listener (new connections are refused,
+    /// so a balancer retries them on another instance) and finishes the requests in flight (at
+    /// most `SECKILL_DRAIN_SECS`).
     /// Each connection must send its request head within `header_read_timeout`, so clients that
     /// trickle headers cannot hold connections (axum::serve sets no such limit); the request
     /// timeout layer bounds the rest.
@@ -392,6 +394,8 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         use hyper_util::rt::{TokioIo, TokioTimer};
+        let listener = self.listener;
+        let drain = self.state.config.drain;
         let mut make_service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -402,7 +406,7 @@ impl Application {
         tokio::pin!(shutdown);
         loop {
             let (stream, remote) = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
+                accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     // Out of file descriptors and the like: the listener itself is fine.
                     Err(e) => {
@@ -428,11 +432,17 @@ impl Application {
                 }
             });
         }
-        if tokio::time::timeout(Duration::from_secs(30), graceful.shutdown())
+        drop(listener);
+        if tokio::time::timeout(drain, graceful.shutdown())
             .await
             .is_err()
         {
-            tracing::warn!("requests still in flight 30 s after the shutdown signal; closing");
+            tracing::warn!(
+                drain_secs = drain.as_secs(),
+                "requests still in flight at the end of the drain; closing"
+            );
+        } else {
+            tracing::info!("every request in flight answered; exiting");
         }
         Ok(())
     }

@@ -63,6 +63,8 @@ pub struct Config {
     pub header_read_timeout: Duration,
     /// A request, its body included, must be answered within this time, else `408`.
     pub request_timeout: Duration,
+    /// How long the requests in flight at SIGTERM get (`SECKILL_DRAIN_SECS`).
+    pub drain: Duration,
     /// The waiting room's claim window and health bounds.
     pub queue: QueueLimits,
     /// Create a demo sale at start-up (for `make run`).
@@ -447,6 +449,17 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_REQUEST_TIMEOUT_SECS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_secs: u64,
+    /// After SIGTERM the listener closes at once (new connections are refused, so a balancer
+    /// sends them elsewhere) and the requests in flight get this many seconds to be answered
+    /// before the process exits. An orchestrator's grace period must be longer (docs/deploy.md).
+    #[arg(long, env = "SECKILL_DRAIN_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub drain_secs: u64,
+    /// Deployed (the image sets it): the secret and the connections must be given, never the
+    /// loopback defaults of a development box nor a secret generated for one process; a missing
+    /// one is named and the process exits non-zero.
+    #[arg(long, env = "SECKILL_DEPLOYED", value_parser = BoolishValueParser::new())]
+    pub deployed: bool,
     /// How long an admitted shopper has to come for the turn (open the buy panel) before the
     /// admission lapses and goes to the next in line, in milliseconds (1,000 to 90,000).
     #[arg(long, env = "SECKILL_QUEUE_CLAIM_MS", default_value_t = 15_000,
@@ -512,7 +525,56 @@ fn layer(value: &str) -> Result<String, String> {
     }
 }
 
+/// What a command connects to, for the settings a deployed process must be given.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Needs {
+    /// PostgreSQL alone (`migrate`, `create-*`).
+    Database,
+    /// PostgreSQL, Redis, RabbitMQ and the secret (`serve`, `worker`, `reconcile`, …).
+    Everything,
+}
+
 impl Settings {
+    /// On a deployed process (`SECKILL_DEPLOYED`), the first setting that `needs` requires and
+    /// that was not given (left to its development default), as the one line an operator reads.
+    /// `matches` are the parsed arguments, which know whether a value was given by a flag or the
+    /// environment or came from a default.
+    pub fn check_given(&self, matches: &clap::ArgMatches, needs: Needs) -> anyhow::Result<()> {
+        if !self.deployed {
+            return Ok(());
+        }
+        let given = |id: &str| {
+            matches
+                .value_source(id)
+                .is_some_and(|s| s != clap::parser::ValueSource::DefaultValue)
+        };
+        let missing = |name: &str, why: &str| {
+            anyhow::anyhow!("{name} is not set: {why} (SECKILL_DEPLOYED is on; docs/deploy.md)")
+        };
+        if !given("database_url") {
+            return Err(missing("DATABASE_URL", "the PostgreSQL to use"));
+        }
+        if needs == Needs::Database {
+            return Ok(());
+        }
+        if !given("redis_url") && !given("redis_cluster_urls") {
+            return Err(missing(
+                "REDIS_URL or REDIS_CLUSTER_URLS",
+                "the Redis to use",
+            ));
+        }
+        if !given("amqp_url") {
+            return Err(missing("AMQP_URL", "the RabbitMQ to use"));
+        }
+        if self.secret.is_none() {
+            return Err(missing(
+                "SECKILL_SECRET",
+                "every instance needs the same one, of at least 32 characters",
+            ));
+        }
+        Ok(())
+    }
+
     /// Every setting at its default, whatever the environment holds.
     pub fn defaults() -> Settings {
         use clap::{CommandFactory, FromArgMatches};
@@ -616,6 +678,7 @@ impl Config {
             reservation_queues: s.reservation_queues,
             header_read_timeout: Duration::from_secs(s.header_read_timeout_secs),
             request_timeout: Duration::from_secs(s.request_timeout_secs),
+            drain: Duration::from_secs(s.drain_secs),
             #[cfg(feature = "bench")]
             layers_off: s.bench_without_layers,
             #[cfg(not(feature = "bench"))]
@@ -774,6 +837,46 @@ mod tests {
             ..defaults
         };
         assert!(Config::from_settings(braces).is_err());
+    }
+
+    #[test]
+    fn a_deployed_process_names_the_first_setting_it_lacks() {
+        use clap::{CommandFactory, FromArgMatches};
+        // What a process started with these flags and no environment would find missing.
+        let missing = |args: &[&str], needs| {
+            let mut all = vec!["server"];
+            all.extend_from_slice(args);
+            let matches = FromEnvironment::command()
+                .mut_args(|arg| arg.env(None::<&str>))
+                .try_get_matches_from(all)
+                .unwrap();
+            let settings = FromEnvironment::from_arg_matches(&matches)
+                .unwrap()
+                .settings;
+            settings
+                .check_given(&matches, needs)
+                .err()
+                .map(|e| e.to_string())
+        };
+        let first = |args: &[&str], needs| missing(args, needs).unwrap_or_default();
+        assert!(first(&["--deployed"], Needs::Database).starts_with("DATABASE_URL is not set"));
+        assert_eq!(missing(&[], Needs::Everything), None, "a development box");
+        // Given, even when it equals the default (a box whose PostgreSQL is where the default says).
+        let database = ["--deployed", "--database-url", DEFAULT_DATABASE_URL];
+        assert_eq!(missing(&database, Needs::Database), None);
+        assert!(first(&database, Needs::Everything).starts_with("REDIS_URL or REDIS_CLUSTER_URLS"));
+        let redis = [&database[..], &["--redis-cluster-urls", "redis://r1:6379"]].concat();
+        assert!(first(&redis, Needs::Everything).starts_with("AMQP_URL is not set"));
+        let broker = [&redis[..], &["--amqp-url", "amqp://mq:5672/%2f"]].concat();
+        let message = first(&broker, Needs::Everything);
+        assert!(
+            message.starts_with("SECKILL_SECRET is not set"),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "one line: {message}");
+        let secret = "s".repeat(32);
+        let complete = [&broker[..], &["--secret", &secret]].concat();
+        assert_eq!(missing(&complete, Needs::Everything), None);
     }
 
     #[test]

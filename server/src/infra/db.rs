@@ -5,8 +5,6 @@ use anyhow::Context;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 use std::time::Duration;
 
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
-
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     PgPoolOptions::new()
         .max_connections(max_connections)
@@ -16,8 +14,15 @@ pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> 
         .context("connecting to PostgreSQL")
 }
 
+/// Applies the migrations this release has and the database lacks. Migrations only expand
+/// (docs/deploy.md "Upgrades", checked by `scripts/check-migrations.py`), so a database that a
+/// later release has migrated further is one this release still runs on: during a rolling
+/// upgrade an instance of the release before can start (or restart) after the new release's
+/// migrations ran.
 pub async fn migrate(db: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(db).await.context("running migrations")
+    let mut migrator = sqlx::migrate!("../migrations");
+    migrator.set_ignore_missing(true);
+    migrator.run(db).await.context("running migrations")
 }
 
 /// One round trip to PostgreSQL (what `/readyz` asks).

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The OCI image a shop deploys (docs/deploy.md "The image"), built with buildah and no registry:
+# FROM scratch, holding the release server, the site's hashed and precompressed assets, CA
+# certificates, the shared libraries the binary links (as `ldd` names them, from this machine's
+# Debian packages) and a non-root user. No shell, no package manager, no time zone data (the
+# shop's time zone is PostgreSQL's business).
+#
+#   scripts/image.sh build   seckill:<version> from target/release/server and target/site
+#   scripts/image.sh root    prints the image's root filesystem, mounted (for chroot)
+#   scripts/image.sh size    the image's size in bytes
+#
+# Layout: /app/server (the entry), /app/hash.txt (the asset hashes, read next to the binary),
+# /app/site (LEPTOS_SITE_ROOT). User 10001:10001. Entry `/app/server`, command `serve`; the
+# other commands (`worker`, `migrate`, `reconcile`, `create-merchant`, …) replace the command.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+VERSION=$(awk -F'"' '/^\[workspace.package\]/{p=1} p && /^version/{print $2; exit}' "$root/Cargo.toml")
+IMAGE=${SECKILL_IMAGE:-seckill:$VERSION}
+UID_GID=10001:10001
+
+fail() { echo "image: $*" >&2; exit 1; }
+
+need_buildah() {
+  command -v buildah >/dev/null && command -v podman >/dev/null ||
+    fail "buildah and podman are not installed (make image installs them: apt-get install buildah podman)"
+}
+
+# The files of the image, laid out in a folder of its own.
+stage() { # folder
+  local out=$1 bin="$root/target/release/server" site="$root/target/site" lib
+  [ -x "$bin" ] || fail "no release server at target/release/server (make build-release)"
+  [ -f "$root/target/release/hash.txt" ] || fail "no target/release/hash.txt: the release build names its assets there"
+  [ -d "$site/pkg" ] || fail "no site at target/site (make build-release)"
+  ls "$site"/pkg/*.wasm.br >/dev/null 2>&1 || fail "the site's assets are not precompressed (scripts/precompress.sh)"
+  rm -rf "$out"
+  mkdir -p "$out/app" "$out/etc/ssl/certs" "$out/tmp" "$out/proc" "$out/dev" "$out/sys"
+  chmod 1777 "$out/tmp"
+  install -m 0755 "$bin" "$out/app/server"
+  strip --strip-debug "$out/app/server"
+  install -m 0644 "$root/target/release/hash.txt" "$out/app/hash.txt"
+  cp -r "$site" "$out/app/site"
+  # TypeScript declarations of the wasm's bindings: for editors, not for browsers.
+  find "$out/app/site" -name '*.d.*ts' -delete
+  # Only what the pages and the server name: no source maps, no leftovers of older builds.
+  LEPTOS_SITE_ROOT="$out/app/site" "$bin" check-assets >/dev/null
+  # The loader and every library it resolves for the binary, at the paths it resolves them.
+  for lib in $(ldd "$bin" | awk '/=> \// {print $3} /^[ \t]*\/[^ ]*ld-linux/ {print $1}'); do
+    mkdir -p "$out$(dirname "$lib")"
+    cp -L "$lib" "$out$lib"
+  done
+  # Debian's bundle of the CA certificates (for TLS to the services and a payment provider).
+  cp -L /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/ca-certificates.crt"
+  printf 'root:x:0:0:root:/:/sbin/nologin\nseckill:x:10001:10001:seckill:/tmp:/sbin/nologin\n' >"$out/etc/passwd"
+  printf 'root:x:0:\nseckill:x:10001:\n' >"$out/etc/group"
+  printf 'hosts: files dns\n' >"$out/etc/nsswitch.conf"
+}
+
+build() {
+  need_buildah
+  [ -f /etc/ssl/certs/ca-certificates.crt ] || fail "no /etc/ssl/certs/ca-certificates.crt (apt-get install ca-certificates)"
+  local staged="$root/target/image-root" ctr revision before
+  stage "$staged"
+  revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+  before=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+  ctr=$(buildah from scratch)
+  trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+  buildah copy --quiet "$ctr" "$staged" / >/dev/null
+  buildah config \
+    --user "$UID_GID" \
+    --workingdir /tmp \
+    --entrypoint '["/app/server"]' \
+    --cmd serve \
+    --port 3000/tcp \
+    --env LEPTOS_SITE_ROOT=/app/site \
+    --env SECKILL_ADDR=0.0.0.0:3000 \
+    --env SECKILL_DEPLOYED=1 \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    --label org.opencontainers.image.title=seckill \
+    --label org.opencontainers.image.description="The seckill flash-sale server" \
+    --label org.opencontainers.image.version="$VERSION" \
+    --label org.opencontainers.image.revision="$revision" \
+    "$ctr"
+  buildah commit --quiet --rm "$ctr" "$IMAGE" >/dev/null
+  trap - EXIT
+  # The build before, now untagged, goes (and nothing else).
+  if [ -n "$before" ] && [ "$before" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+    podman rmi "$before" >/dev/null 2>&1 || true
+  fi
+  echo "image: $IMAGE, $(size) bytes ($(($(size) / 1024 / 1024)) MiB); files: $(du -sh "$staged" | cut -f1) in $(find "$staged" -type f | wc -l) files"
+}
+
+size() { podman image inspect --format '{{.Size}}' "$IMAGE"; }
+
+# The image's root filesystem, mounted read-only by podman (kept until `unmount`).
+mounted_root() {
+  need_buildah
+  podman image exists "$IMAGE" || fail "no image $IMAGE (make image)"
+  podman image mount "$IMAGE"
+}
+
+case "${1:-build}" in
+  build) build ;;
+  stage) stage "${2:?folder}" ;;
+  root) mounted_root ;;
+  unmount) podman image unmount "$IMAGE" >/dev/null ;;
+  size) size ;;
+  name) echo "$IMAGE" ;;
+  *) echo "usage: $0 build|root|unmount|size|name" >&2; exit 2 ;;
+esac
