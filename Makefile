@@ -185,7 +185,7 @@ hosts-stop:
 
 # The short form in `make test`: a crowd through the hosts' nginx, its invariants checked, and
 # the buy journey of the e2e suite in Chromium; everything removed afterwards.
-HOSTS_DOORS := $(E2E_DOORS) SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password \
+HOSTS_DOORS = $(E2E_DOORS) SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password \
   SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password SECKILL_DEMO=0 \
   SECKILL_REDIS_PREFIX=hosts: RUST_LOG=warn
 HOSTS_E2E_GREP := full shopper journey|two shoppers race|hashed assets are immutable
@@ -197,6 +197,15 @@ test-hosts: image-tools
 	target/debug/seckill-load crowd --base-url "$$SECKILL_HOSTS_URL" --users 4000 --stock 2000 --stock-shards 3 --concurrency 256
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test storefront.spec.ts -g "$(HOSTS_E2E_GREP)"
+	cd ..
+	trap - EXIT
+	scripts/hosts.sh down
+	scripts/hosts.sh gone
+	# Nothing else was touched: the services of `make services` still answer.
+	redis-cli -p 56379 ping | grep -qx PONG
+	$(PSQL) -d postgres -tAc 'SELECT 1' | grep -qx 1
+	# A machine without network namespaces: said, and nothing left behind.
+	scripts/check-hosts-refusal.sh
 
 # The whole e2e suite through the hosts (long: not in `make test`).
 hosts-e2e: image-tools

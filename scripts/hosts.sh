@@ -324,11 +324,24 @@ down() {
   say "down: every host, link and process of make hosts removed"
 }
 
+# After `down`: fails naming whatever of ours is left (a namespace, a link, a process, the folder).
+gone() {
+  local left=()
+  mapfile -t left < <(ip netns list 2>/dev/null | awk -v p="$PREFIX_NS" 'index($1, p) == 1 {print "namespace " $1}')
+  ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("bridge $BRIDGE")
+  while read -r link; do left+=("link $link"); done < <(ip -o link show | awk -F': ' '$2 ~ /^skv-/ {split($2, a, "@"); print a[1]}')
+  [ ! -e "$dir" ] || left+=("folder .local/hosts")
+  pgrep -f "$dir" >/dev/null 2>&1 && left+=("processes: $(pgrep -f "$dir" | tr '\n' ' ')")
+  if ((${#left[@]})); then printf 'hosts: left behind: %s\n' "${left[@]}" >&2; return 1; fi
+  say "nothing of make hosts is left"
+}
+
 case "${1:-up}" in
   up) up ;;
   down) down ;;
+  gone) gone ;;
   env) env_lines ;;
   exec) shift; h=$1; shift; on "$h" "$@" ;;
   addr) addr "$2" ;;
-  *) echo "usage: $0 up|down|env|exec HOST CMD...|addr HOST" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|addr HOST" >&2; exit 2 ;;
 esac
