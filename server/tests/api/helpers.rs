@@ -168,6 +168,7 @@ pub fn test_config() -> Config {
         reservation_queues: 1,
         header_read_timeout: Duration::from_secs(10),
         request_timeout: Duration::from_secs(30),
+        drain: Duration::from_secs(30),
         layers_off: Vec::new(),
     }
 }
