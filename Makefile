@@ -202,7 +202,7 @@ test-hosts: image-tools
 	scripts/hosts.sh down
 	scripts/hosts.sh gone
 	# Nothing else was touched: the services of `make services` still answer.
-	redis-cli -p 56379 ping | grep -qx PONG
+	env -u REDISCLI_AUTH redis-cli -p 56379 ping | grep -qx PONG
 	$(PSQL) -d postgres -tAc 'SELECT 1' | grep -qx 1
 	# A machine without network namespaces: said, and nothing left behind.
 	scripts/check-hosts-refusal.sh

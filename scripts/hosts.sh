@@ -233,21 +233,15 @@ instance_env() { # N
 }
 
 instances_up() {
-  local rootfs image user entry n
+  local rootfs image n
   image=$("$root/scripts/image.sh" name)
   rootfs=$("$root/scripts/image.sh" root) || fail "no image $image to run the instances from (make image)"
   echo "image $image" >>"$dir/made"
-  user=$(podman image inspect --format '{{.Config.User}}' "$image")
-  entry=$(podman image inspect --format '{{join .Config.Entrypoint " "}}' "$image")
-  mapfile -t image_env < <(podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$image" | sed '/^$/d')
   echo "$rootfs" >"$dir/rootfs"
   for n in 1 2 3; do
     mapfile -t vars < <(instance_env "$n")
-    # As a runtime would: the image's root, its user, its environment and our settings, a /proc
-    # of its own (private mounts, gone with the process).
-    on "app$n" env -i "${image_env[@]}" "${vars[@]}" /usr/bin/unshare --mount --propagation private -- \
-      /bin/sh -c 'r=$0 u=$1; shift; /usr/bin/mount -t proc proc "$r/proc" && exec /usr/sbin/chroot --userspec="$u" "$r" "$@"' \
-      "$rootfs" "$user" $entry serve >"$dir/app$n.log" 2>&1 </dev/null &
+    # As a runtime would start it: the image's root, user and environment, our settings.
+    on "app$n" env SECKILL_IMAGE_ROOT="$rootfs" "$root/scripts/image.sh" run "${vars[@]}" -- serve >"$dir/app$n.log" 2>&1 </dev/null &
     echo $! >"$dir/app$n.pid"
     ((n > 1)) || wait_until 120 "app1's /readyz" curl -fsS -o /dev/null "http://$(addr app1):3000/readyz"
   done

@@ -34,7 +34,6 @@ rootfs=$("$root/scripts/image.sh" root) || fail "the image $image cannot be moun
 [ -x "$rootfs/app/server" ] || fail "the mounted image has no /app/server"
 user=$(podman image inspect --format '{{.Config.User}}' "$image")
 [ -n "$user" ] && [ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ] || fail "the image runs as '$user', not a non-root user"
-mapfile -t image_env < <(podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$image" | sed '/^$/d')
 entry=$(podman image inspect --format '{{join .Config.Entrypoint " "}}' "$image")
 
 mkdir -p "$work"
@@ -46,19 +45,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The image's entry with ARGS, as its user, with its environment plus the given variables only
-# (nothing of this shell's). A private mount namespace gives it the /proc a runtime would (the
-# server finds its asset hashes next to /proc/self/exe) and takes it away when it ends. It
-# replaces the shell it runs in (call it in a subshell: `( in_image … )`, `$(…)` or `… &`), so a
+# The image's entry with ARGS, as a runtime would start it (scripts/image.sh run). It replaces the
+# shell it runs in: call it in a subshell (`( in_image … )`, `$(…)` or `… &`), so that a
 # background one's $! is the server's own pid.
-in_image() { # VAR=value... -- args...
-  local vars=()
-  while [ "$1" != -- ]; do vars+=("$1"); shift; done
-  shift
-  exec env -i "${image_env[@]}" "${vars[@]}" /usr/bin/unshare --mount --propagation private -- \
-    /bin/sh -c 'r=$0 u=$1; shift; /usr/bin/mount -t proc proc "$r/proc" && exec /usr/sbin/chroot --userspec="$u" "$r" "$@"' \
-    "$rootfs" "$user" $entry "$@"
-}
+in_image() { SECKILL_IMAGE_ROOT="$rootfs" exec "$root/scripts/image.sh" run "$@"; }
 
 step "$image: $(podman image inspect --format '{{.Size}}' "$image") bytes, user $user, entry $entry"
 

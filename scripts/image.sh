@@ -7,6 +7,8 @@
 #
 #   scripts/image.sh build   seckill:<version> from target/release/server and target/site
 #   scripts/image.sh root    prints the image's root filesystem, mounted (for chroot)
+#   scripts/image.sh run [VAR=value…] -- ARGS…
+#                            the image's entry with ARGS, as a runtime would start it (below)
 #   scripts/image.sh size    the image's size in bytes
 #
 # Layout: /app/server (the entry), /app/hash.txt (the asset hashes, read next to the binary),
@@ -99,12 +101,34 @@ mounted_root() {
   podman image mount "$IMAGE"
 }
 
+# No container can start on the machines this project is tested on (crun is refused setrlimit),
+# so `run` does what a runtime would, by hand: the image's root filesystem (mounted), its entry,
+# its user, its environment plus the given variables and nothing of the caller's, and a /proc of
+# its own in a private mount namespace (the server finds its asset hashes next to
+# /proc/self/exe), gone when it ends. It replaces this script's process: a caller that starts it
+# in the background has the server's own pid.
+run() { # VAR=value... -- args...
+  local vars=() rootfs user entry image_env
+  while [ "$#" -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  [ "${1:-}" = -- ] || fail "run: VAR=value… -- ARGS…"
+  shift
+  # A caller that mounted the image once (`root`) names its folder; else it is mounted here.
+  rootfs=${SECKILL_IMAGE_ROOT:-$(mounted_root)} || fail "the image $IMAGE cannot be mounted"
+  user=$(podman image inspect --format '{{.Config.User}}' "$IMAGE")
+  entry=$(podman image inspect --format '{{join .Config.Entrypoint " "}}' "$IMAGE")
+  mapfile -t image_env < <(podman image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$IMAGE" | sed '/^$/d')
+  exec env -i "${image_env[@]}" "${vars[@]}" /usr/bin/unshare --mount --propagation private -- \
+    /bin/sh -c 'r=$0 u=$1; shift; /usr/bin/mount -t proc proc "$r/proc" && exec /usr/sbin/chroot --userspec="$u" "$r" "$@"' \
+    "$rootfs" "$user" $entry "$@"
+}
+
 case "${1:-build}" in
   build) build ;;
   stage) stage "${2:?folder}" ;;
   root) mounted_root ;;
+  run) shift; run "$@" ;;
   unmount) podman image unmount "$IMAGE" >/dev/null ;;
   size) size ;;
   name) echo "$IMAGE" ;;
-  *) echo "usage: $0 build|root|unmount|size|name" >&2; exit 2 ;;
+  *) echo "usage: $0 build|root|run [VAR=value…] -- ARGS…|unmount|size|name" >&2; exit 2 ;;
 esac
