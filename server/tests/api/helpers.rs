@@ -101,6 +101,12 @@ fn env_or(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
+/// How long the tests' clients keep an idle connection for the next request: less than the
+/// server's `SECKILL_HEADER_READ_TIMEOUT_SECS` (10 s), after which the server closes an idle
+/// keep-alive connection. A client that sent a request on such a connection just as it closed
+/// got `IncompleteMessage` (seen in `doors::forty_exports…` on a loaded machine).
+pub const CLIENT_IDLE: Duration = Duration::from_secs(5);
+
 pub fn test_config() -> Config {
     let redis = Target::new(
         &env_or("REDIS_URL", DEFAULT_REDIS_URL),
@@ -219,7 +225,11 @@ async fn start(config: Config) -> TestApp {
         config,
         db: state.db.clone(),
         redis: state.redis.clone(),
-        client: Client::builder().cookie_store(true).build().unwrap(),
+        client: Client::builder()
+            .cookie_store(true)
+            .pool_idle_timeout(CLIENT_IDLE)
+            .build()
+            .unwrap(),
         state,
         payments,
     }
@@ -324,6 +334,7 @@ pub fn client_with_cookies(user_id: i64, role: Role, shop_id: i64, more: &str) -
     Client::builder()
         .default_headers(headers)
         .pool_max_idle_per_host(64)
+        .pool_idle_timeout(CLIENT_IDLE)
         .build()
         .unwrap()
 }
@@ -811,7 +822,11 @@ pub async fn set_stock(app: &TestApp, shard: &ShardKeys, units: i64) {
 /// A shopper registered through the API (`201`), signed in: a client that keeps the session
 /// cookie, and the session id it holds.
 pub async fn register(app: &TestApp, username: &str, password: &str) -> (Client, String) {
-    let client = Client::builder().cookie_store(true).build().unwrap();
+    let client = Client::builder()
+        .cookie_store(true)
+        .pool_idle_timeout(CLIENT_IDLE)
+        .build()
+        .unwrap();
     let resp = client
         .post(app.url("/api/auth/register"))
         .json(&serde_json::json!({"username": username, "password": password}))
