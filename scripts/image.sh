@@ -89,7 +89,9 @@ build() {
   if [ -n "$before" ] && [ "$before" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
     podman rmi "$before" >/dev/null 2>&1 || true
   fi
-  echo "image: $IMAGE, $(size) bytes ($(($(size) / 1024 / 1024)) MiB); files: $(du -sh "$staged" | cut -f1) in $(find "$staged" -type f | wc -l) files"
+  local bytes
+  bytes=$(size)
+  echo "image: $IMAGE, $bytes bytes ($((bytes / 1024 / 1024)) MiB); files: $(du -sh "$staged" | cut -f1) in $(find "$staged" -type f | wc -l) files"
 }
 
 size() { podman image inspect --format '{{.Size}}' "$IMAGE"; }
