@@ -13,6 +13,8 @@ PG_PORT=${SECKILL_PG_PORT:-55432}
 DATABASE=seckill_upgrade_check
 PSQL="/usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p $PG_PORT -U seckill -v ON_ERROR_STOP=1 -qtA"
 PORT_OLD=3620 PORT_NEW=3621
+# cargo-leptos takes wasm-opt from npm's binaryen (the Makefile's PATH), as `make build-release` does.
+export PATH="$root/e2e/node_modules/.bin:$PATH"
 
 fail() { echo "upgrade check: FAILED: $*" >&2; exit 1; }
 step() { echo "upgrade check: $*"; }
@@ -36,7 +38,8 @@ $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" -c "CREATE
 stamp=$(date +%s%N)
 export DATABASE_URL="postgres://seckill@127.0.0.1:$PG_PORT/$DATABASE" SECKILL_SECRET=upgrade-check-secret-upgrade-check \
   SECKILL_REDIS_PREFIX="upg:$stamp:" SECKILL_AMQP_PREFIX="upg$stamp" SECKILL_QUEUE_EXPIRES_MS=600000 \
-  SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_STOCK_PER_MINUTE=1000000 SECKILL_QUEUE_PER_MINUTE=1000000 RUST_LOG=warn
+  SECKILL_TRUST_FORWARDED_FOR=1 SECKILL_STOCK_PER_MINUTE=1000000 SECKILL_QUEUE_PER_MINUTE=1000000 RUST_LOG=warn \
+  SECKILL_METRICS_TOKEN=upgrade-check-metrics-token
 "$root/target/release/server" migrate
 step "this release's migrations applied"
 # The release before starts on the database this release migrated (as an old instance that
@@ -55,5 +58,14 @@ done
 step "both releases ready on one database"
 "$root/target/debug/seckill-load" crowd --base-url "http://127.0.0.1:$PORT_OLD,http://127.0.0.1:$PORT_NEW" \
   --users 6000 --stock 3000 --stock-shards 2 --concurrency 256 | tee "$work/crowd.log"
+# Each release took its share: a crowd that only one of them answered would prove nothing.
+for port in $PORT_OLD $PORT_NEW; do
+  sold=$(curl -fsS -H "Authorization: Bearer $SECKILL_METRICS_TOKEN" "http://127.0.0.1:$port/metrics" |
+    awk '/^seckill_buy_requests_total\{result="accepted"\}/ {print $2}')
+  [ "${sold:-0}" -gt 0 ] 2>/dev/null || fail "the release on :$port accepted no buy"
+  step "the release on :$port accepted $sold buys"
+done
 step "OK: a crowd through both releases, invariants held"
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+pids=()
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
