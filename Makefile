@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
 run: setup build-release
@@ -48,7 +48,20 @@ run: setup build-release
 	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
-test: setup test-tools lint image test-build test-rust image-check test-e2e test-e2e-cluster test-hosts
+# The release build first: the image, the image check, the browser suites and every crowd run it.
+# The Rust suites need the debug build; it compiles at the lowest priority while the image check
+# and the browser suites mostly wait on pages and crowds, so the two cores do both (its output:
+# target/test-build.log). Then the Rust suites run on it.
+test: setup test-tools lint image load-tool
+	mkdir -p target
+	nice -n 19 $(MAKE) --no-print-directory test-build >target/test-build.log 2>&1 &
+	build=$$!
+	trap 'kill $$build 2>/dev/null || true' EXIT
+	$(MAKE) --no-print-directory image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)' test-hosts
+	echo "make test: waiting for the debug build (target/test-build.log)"
+	wait $$build || { tail -n 40 target/test-build.log; echo "make test: the debug build failed (target/test-build.log)" >&2; exit 1; }
+	trap - EXIT
+	$(MAKE) --no-print-directory test-rust
 
 setup: tools services
 
@@ -130,17 +143,19 @@ cluster-stop:
 build:
 	cargo leptos build
 	scripts/precompress.sh target/site/pkg
-	# The load tool the e2e dashboard crowd and the cluster crowd run (the loadtest crate).
-	cargo build -p loadtest
 
-# What `make test` adds to the release build (`make image`): the load tool, and the release site's
-# asset hashes beside the debug server that `cargo test` builds (its integration tests start it on
-# target/site). The browser suites run the release server: what ships is what is tested, and no
-# second (debug) wasm is built.
+# The load tool (the loadtest crate): the crowds of every suite and check, and the e2e suite's
+# signed cookies. A release build, on the release server's own build of every dependency
+# (server/Cargo.toml names the features its HTTP client adds).
+load-tool:
+	cargo build --release -p loadtest
+
+# The debug build the Rust suites run, compiled without running anything (`make test` does it
+# while the browser suites run). The browser suites run the release server: what ships is what
+# is tested, and no second (debug) wasm is built.
 test-build:
-	cargo build -p loadtest
-	mkdir -p target/debug
-	cp target/release/hash.txt target/debug/hash.txt
+	cargo test -p app --features ssr --lib --no-run
+	cargo test -p server --no-run
 
 # The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
 # that the site folder holds what its pages name.
@@ -163,7 +178,7 @@ image: image-tools build-release
 	scripts/image.sh build
 
 # The image tested as it ships: its root filesystem mounted, its server under chroot as its
-# non-root user (scripts/image-check.sh). Needs `make image` and the load tool (`make build`).
+# non-root user (scripts/image-check.sh). Needs `make image` and `make load-tool`.
 image-check: image-tools services
 	scripts/image-check.sh
 
@@ -194,7 +209,7 @@ test-hosts: image-tools
 	export $(HOSTS_DOORS)
 	scripts/hosts.sh up
 	eval "$$(scripts/hosts.sh env)"
-	target/debug/seckill-load crowd --base-url "$$SECKILL_HOSTS_URL" --users 4000 --stock 2000 --stock-shards 3 --concurrency 256
+	target/release/seckill-load crowd --base-url "$$SECKILL_HOSTS_URL" --users 4000 --stock 2000 --stock-shards 3 --concurrency 256
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test storefront.spec.ts -g "$(HOSTS_E2E_GREP)"
 	cd ..
@@ -218,8 +233,7 @@ hosts-e2e: image-tools
 
 # The release before (deploy/previous-release) and this one side by side on one database, a crowd
 # through both (docs/deploy.md "Upgrades"). Long: builds the release before; not in `make test`.
-upgrade-check: setup build-release
-	cargo build -p loadtest
+upgrade-check: setup build-release load-tool
 	scripts/upgrade-check.sh
 
 # The release wasm a shopper downloads, against its budget (docs/operations.md "Building and running"): built alone (no release
@@ -234,7 +248,11 @@ clean-test-dbs:
 	  $(PSQL) -d postgres -c "DROP DATABASE \"$$db\" WITH (FORCE)"
 	done
 
+# The server's integration tests start it on target/site: the release site, with its asset hashes.
 test-rust: clean-test-dbs
+	[ -f target/release/hash.txt ] || { echo "no release site: make build-release" >&2; exit 1; }
+	mkdir -p target/debug
+	cp target/release/hash.txt target/debug/hash.txt
 	cargo test -p app --features ssr --lib
 	cargo test -p server -- --test-threads=4
 	scripts/services.sh redis-cluster
@@ -246,7 +264,7 @@ test-e2e: clean-test-dbs
 	DATABASE_URL=postgres://seckill@127.0.0.1:55432/seckill_e2e \
 	SECKILL_SECRET=e2e-secret-e2e-secret-e2e-secret-e2e \
 	SECKILL_REDIS_PREFIX=e2e:$$(date +%s%N): \
-	E2E_SERVER_CMD="../target/release/server serve" $(E2E_DOORS) npx playwright test
+	$(E2E_DOORS) npx playwright test
 
 # Every browser of the e2e suites comes from this one loopback address: the per-address doors
 # (sign-up, captcha) and the per-shopper ones are opened wide there (their own tests lower them).
@@ -255,6 +273,9 @@ E2E_DOORS := SECKILL_SIGNUPS_PER_ADDRESS=1000000 SECKILL_SIGNUPS_PER_MINUTE=1000
   SECKILL_QUEUE_PER_MINUTE=1000000 SECKILL_STOCK_PER_MINUTE=1000000
 
 # The same journeys through nginx against the cluster shape (the release build, a database of its own).
+# `make test` runs there only the journeys that cross instances (E2E_CLUSTER_GREP); the single
+# server runs them all. `make test-e2e-cluster` runs every one.
+CLUSTER_JOURNEYS := full shopper journey|two shoppers race|creates a sale through the form|while a crowd buys|signs out everywhere|reopens when units come back|independent JWT library|pass-through sale
 test-e2e-cluster: clean-test-dbs
 	export SECKILL_CLUSTER_PROFILE=release SECKILL_CLUSTER_BUILT=1 SECKILL_CLUSTER_PORT=3300 SECKILL_CLUSTER_DATABASE=seckill_e2e_cluster \
 	  SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password SECKILL_DEMO=0 \
@@ -266,11 +287,11 @@ test-e2e-cluster: clean-test-dbs
 	scripts/cluster.sh up
 	# A crowd through nginx: 20,000 shoppers for 10,000 units over 4 stock shards; the load tool
 	# fails unless exactly the stock is sold, every order persisted, nobody over the limit.
-	target/debug/seckill-load crowd --base-url http://127.0.0.1:3300 --users 20000 --stock 10000 --stock-shards 4 --concurrency 512
+	target/release/seckill-load crowd --base-url http://127.0.0.1:3300 --users 20000 --stock 10000 --stock-shards 4 --concurrency 512
 	# nginx as the front door: /metrics not passed through, sign-in bursts limited per address.
 	scripts/check-front-door.sh http://127.0.0.1:3300
 	cd e2e
-	E2E_CLUSTER_URL=http://127.0.0.1:3300 E2E_REDIS_CLUSTER_PORT=$(CLUSTER_BASE) npx playwright test
+	E2E_CLUSTER_URL=http://127.0.0.1:3300 E2E_REDIS_CLUSTER_PORT=$(CLUSTER_BASE) npx playwright test $(if $(E2E_CLUSTER_GREP),-g "$(E2E_CLUSTER_GREP)")
 
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
 # down 10 s; prints the table and records it in docs/reliability.md. See server/tests/chaos/main.rs.

@@ -1,6 +1,6 @@
 import { defineConfig, devices } from "@playwright/test";
 
-// The server under test is started by Playwright from the debug build, against the services that
+// The server under test is started by Playwright from the release build (what ships), against the services that
 // `make test` started, with a database and a Redis key prefix of its own (see the Makefile).
 // With E2E_CLUSTER_URL the same journeys run as the project "cluster" against `make cluster`'s
 // nginx (started by the Makefile's test-e2e-cluster), and Playwright starts no server.
@@ -35,7 +35,7 @@ export default defineConfig({
   },
   projects: [{ name: clusterURL ? "cluster" : "chromium", use: { ...devices["Desktop Chrome"], channel: undefined } }],
   webServer: clusterURL ? undefined : {
-    command: process.env.E2E_SERVER_CMD ?? "../target/debug/server serve",
+    command: process.env.E2E_SERVER_CMD ?? "../target/release/server serve",
     url: `${baseURL}/readyz`,
     timeout: 120_000,
     reuseExistingServer: false,

@@ -21,14 +21,14 @@ PSQL="/usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p $PG_PORT -U seckill -v ON_
 PORT_A=${SECKILL_IMAGE_CHECK_PORT:-3610}
 PORT_B=$((PORT_A + 1))
 DRAIN_SECS=20
-LOAD="$root/target/debug/seckill-load"
+LOAD="$root/target/release/seckill-load"
 
 fail() { echo "image check: FAILED: $*" >&2; exit 1; }
 step() { echo "image check: $*"; }
 
 [ "$(id -u)" = 0 ] || fail "chroot needs root"
 command -v unshare >/dev/null && command -v chroot >/dev/null || fail "unshare and chroot (util-linux, coreutils) are missing"
-[ -x "$LOAD" ] || fail "no load tool at target/debug/seckill-load (make build)"
+[ -x "$LOAD" ] || fail "no load tool at target/release/seckill-load (make load-tool)"
 image=$("$root/scripts/image.sh" name)
 rootfs=$("$root/scripts/image.sh" root) || fail "the image $image cannot be mounted"
 [ -x "$rootfs/app/server" ] || fail "the mounted image has no /app/server"

@@ -21,7 +21,7 @@ step() { echo "upgrade check: $*"; }
 
 commit=$(git -C "$root" rev-parse --verify -q "$prev^{commit}") || fail "deploy/previous-release names $prev, which this clone does not have"
 [ -x "$root/target/release/server" ] || fail "no release build of this release (make build-release)"
-[ -x "$root/target/debug/seckill-load" ] || fail "no load tool (make build)"
+[ -x "$root/target/release/seckill-load" ] || fail "no load tool (make load-tool)"
 if [ "$(cat "$tree/.commit" 2>/dev/null)" != "$commit" ]; then
   rm -rf "$tree"; mkdir -p "$tree"
   git -C "$root" archive "$commit" | tar -x -C "$tree"
@@ -56,7 +56,7 @@ for port in $PORT_OLD $PORT_NEW; do
   done
 done
 step "both releases ready on one database"
-"$root/target/debug/seckill-load" crowd --base-url "http://127.0.0.1:$PORT_OLD,http://127.0.0.1:$PORT_NEW" \
+"$root/target/release/seckill-load" crowd --base-url "http://127.0.0.1:$PORT_OLD,http://127.0.0.1:$PORT_NEW" \
   --users 6000 --stock 3000 --stock-shards 2 --concurrency 256 | tee "$work/crowd.log"
 # Each release took its share: a crowd that only one of them answered would prove nothing.
 for port in $PORT_OLD $PORT_NEW; do

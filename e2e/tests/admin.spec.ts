@@ -2,7 +2,7 @@ import { APIRequestContext, expect, Page, request as playwrightRequest, test } f
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { baseURL } from "../playwright.config";
-import { createActivity, failOnConsoleErrors, MERCHANT, merchantApi, openHydrated, register, uniqueName } from "./helpers";
+import { createActivity, failOnConsoleErrors, LOAD_TOOL, MERCHANT, merchantApi, openHydrated, register, uniqueName } from "./helpers";
 
 /** A new shopper with an API client of its own (its session cookie lives there). */
 async function newShopper(): Promise<{ api: APIRequestContext; username: string }> {
@@ -202,7 +202,7 @@ test("the dashboard stays correct while a crowd buys about 1,000 times a second"
 
   // The load tool drives 3,000 shoppers at 1,000 a second (one buy each) and checks the invariants.
   const crowd = spawn(
-    "../target/debug/seckill-load",
+    LOAD_TOOL,
     ["crowd", "--base-url", baseURL, "--activity-id", String(id), "--users", "3000", "--rate", "1000", "--concurrency", "256"],
     { env: process.env, stdio: ["ignore", "pipe", "pipe"] },
   );
