@@ -204,11 +204,16 @@ HOSTS_DOORS = $(E2E_DOORS) SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWOR
   SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password SECKILL_DEMO=0 \
   SECKILL_REDIS_PREFIX=hosts: RUST_LOG=warn
 HOSTS_E2E_GREP := full shopper journey|two shoppers race|hashed assets are immutable
-test-hosts: image-tools
+# The hosts up for the rest of the recipe, and down when it ends however it ends.
+define hosts_up
 	trap '$(CURDIR)/scripts/hosts.sh down' EXIT
 	export $(HOSTS_DOORS)
 	scripts/hosts.sh up
 	eval "$$(scripts/hosts.sh env)"
+endef
+
+test-hosts: image-tools
+	$(hosts_up)
 	target/release/seckill-load crowd --base-url "$$SECKILL_HOSTS_URL" --users 4000 --stock 2000 --stock-shards 3 --concurrency 256
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test storefront.spec.ts -g "$(HOSTS_E2E_GREP)"
@@ -224,10 +229,7 @@ test-hosts: image-tools
 
 # The whole e2e suite through the hosts (long: not in `make test`).
 hosts-e2e: image-tools
-	trap '$(CURDIR)/scripts/hosts.sh down' EXIT
-	export $(HOSTS_DOORS)
-	scripts/hosts.sh up
-	eval "$$(scripts/hosts.sh env)"
+	$(hosts_up)
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test
 

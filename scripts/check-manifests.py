@@ -157,9 +157,15 @@ def check_settings(objects, known, verbs, errors):
                             errors.append(f"{where}: {kind} {source[ref]['name']} is not in the manifests")
                             continue
                         names += list(m.get("data", {})) + list(m.get("stringData", {}))
-            parts = set()
+            # $(NAME) is expanded only when NAME is defined earlier (envFrom, then env in order);
+            # otherwise the process gets the text "$(NAME)" itself.
+            parts, defined = set(), set(names) - {e["name"] for e in c.get("env", [])}
             for e in c.get("env", []):
-                parts.update(re.findall(r"\$\(([A-Z0-9_]+)\)", e.get("value", "")))
+                for ref in re.findall(r"\$\(([A-Za-z0-9_]+)\)", e.get("value", "")):
+                    parts.add(ref)
+                    if ref not in defined:
+                        errors.append(f"{where}: {e['name']} names $({ref}) before it is defined")
+                defined.add(e["name"])
             for name in names:
                 if name not in known and name not in parts and name not in NOT_SETTINGS:
                     errors.append(f"{where}: {name} is not a setting the server reads (docs/configuration.md)")
@@ -210,6 +216,8 @@ def self_test(schemas, known, verbs):
          lambda o: first(o, "ConfigMap").setdefault("data", {}).update({"SECKILL_DRAIN_SECONDS": "30"})),
         ("a setting the server does not read, in a container's env",
          lambda o: serve(o)["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "SECKILL_WORKERS", "value": "0"})),
+        ("a URL that names a credential defined after it",
+         lambda o: serve(o)["spec"]["template"]["spec"]["containers"][0]["env"].sort(key=lambda e: "valueFrom" in e)),
         ("a command the server does not have",
          lambda o: serve(o)["spec"]["template"]["spec"]["containers"][0].update({"args": ["server"]})),
         ("an unknown field of a Deployment",

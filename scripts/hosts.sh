@@ -144,23 +144,12 @@ redis_up() {
   for i in 1 2 3 4 5 6; do wait_until 30 "redis$i" redis-cli -h "$(addr "redis$i")" ping; done
   # The first three are the masters; each replica goes to a host of its own (every node has one).
   redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes >"$dir/redis-create.log"
-  wait_until 60 "the Redis Cluster's slots and replicas" redis_ready
+  wait_until 60 "the Redis Cluster's slots and replicas" "$root/scripts/services.sh" redis-cluster-ready "${nodes[@]}"
   # No master shares a host with its replica: every node is alone on its host, checked anyway.
   redis-cli -h "$(addr redis1)" cluster nodes | awk '$3 ~ /slave/ {split($2, a, ":"); r[$4] = a[1]}
     $3 ~ /master/ {split($2, a, ":"); m[$1] = a[1]} END {for (id in r) if (r[id] == m[id]) exit 1}' ||
     fail "a replica shares its master's host"
   say "redis cluster: masters on $(addr redis1)-$(addr redis3), replicas on $(addr redis4)-$(addr redis6)"
-}
-
-redis_ready() {
-  local i a
-  for i in 1 2 3 4 5 6; do
-    a=$(addr "redis$i")
-    redis-cli -h "$a" cluster info | grep -q '^cluster_state:ok' || return 1
-    if redis-cli -h "$a" info replication | grep -q '^role:slave'; then
-      redis-cli -h "$a" info replication | grep -q '^master_link_status:up' || return 1
-    fi
-  done
 }
 
 # RabbitMQ nodes are named rabbit@mqN; ERL_INETRC tells every Erlang VM of the script (the

@@ -84,13 +84,17 @@ reserve_ports() {
 CLUSTER_BASE=${SECKILL_REDIS_CLUSTER_PORT_BASE:-17001}
 cluster_ports() { for i in 0 1 2 3 4 5; do echo $((CLUSTER_BASE + i)); done; }
 
-cluster_ready() {
-  local port info
-  for port in $(cluster_ports); do
-    info=$(redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null) || return 1
+# Every node says the cluster is ok, and every replica's link to its master is up. The nodes are
+# HOST:PORT (this machine's cluster by default; `make hosts` names its own, with REDISCLI_AUTH).
+cluster_ready() { # [HOST:PORT…]
+  local nodes=("$@") node port info
+  ((${#nodes[@]})) || for port in $(cluster_ports); do nodes+=("127.0.0.1:$port"); done
+  for node in "${nodes[@]}"; do
+    info=$(redis-cli -h "${node%:*}" -p "${node##*:}" cluster info 2>/dev/null) || return 1
     grep -q '^cluster_state:ok' <<<"$info" || return 1
-    if redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | grep -q '^role:slave'; then
-      redis-cli -h 127.0.0.1 -p "$port" info replication | grep -q '^master_link_status:up' || return 1
+    info=$(redis-cli -h "${node%:*}" -p "${node##*:}" info replication 2>/dev/null) || return 1
+    if grep -q '^role:slave' <<<"$info"; then
+      grep -q '^master_link_status:up' <<<"$info" || return 1
     fi
   done
 }
@@ -421,6 +425,7 @@ case "${1:-start}" in
   stop) stop_all ;;
   redis-cluster) start_redis_cluster ;;
   redis-cluster-stop) stop_redis_cluster ;;
+  redis-cluster-ready) shift; cluster_ready "$@" ;;
   redis-cluster-kill-master) redis_cluster_kill_master "$2" ;;
   rabbitmq-cluster) start_rabbitmq_cluster ;;
   rabbitmq-cluster-stop) stop_rabbitmq_cluster ;;
