@@ -48,19 +48,21 @@ run: setup build-release
 	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
-# The release build first: the image, the image check, the browser suites and every crowd run it.
-# The Rust suites need the debug build; it compiles at the lowest priority while the image check
-# and the browser suites mostly wait on pages and crowds, so the two cores do both (its output:
-# target/test-build.log). Then the Rust suites run on it.
-test: setup test-tools lint image load-tool
+# Two lanes on the two cores. In front: the release build (the image, the image check, the
+# browser suites and every crowd run it), then those checks and suites. Behind, at the lowest
+# priority, filling what the front lane leaves idle (a big crate's single-threaded stretches,
+# pages and crowds waited on): `make lint`, then the debug build the Rust suites need (its
+# output: target/lint-and-build.log). Then the Rust suites run on it.
+test: setup test-tools
 	mkdir -p target
-	nice -n 19 $(MAKE) --no-print-directory test-build >target/test-build.log 2>&1 &
-	build=$$!
-	trap 'kill $$build 2>/dev/null || true' EXIT
-	$(MAKE) --no-print-directory image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)' test-hosts
-	echo "make test: waiting for the debug build (target/test-build.log)"
-	wait $$build || { tail -n 40 target/test-build.log; echo "make test: the debug build failed (target/test-build.log)" >&2; exit 1; }
+	nice -n 19 $(MAKE) --no-print-directory lint test-build >target/lint-and-build.log 2>&1 &
+	behind=$$!
+	trap 'kill $$behind 2>/dev/null || true' EXIT
+	$(MAKE) --no-print-directory image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)' test-hosts
+	echo "make test: waiting for the lint and the debug build (target/lint-and-build.log)"
+	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the debug build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
+	tail -n 3 target/lint-and-build.log
 	$(MAKE) --no-print-directory test-rust
 
 setup: tools services
@@ -84,11 +86,15 @@ SQLX_DB := seckill_sqlx_check
 define sqlx_describe
 	$(PSQL) -d postgres -c "DROP DATABASE IF EXISTS $(SQLX_DB) WITH (FORCE)" -c "CREATE DATABASE $(SQLX_DB)"
 	for f in migrations/*.sql; do $(PSQL) -d $(SQLX_DB) -f "$$f"; done
-	rm -rf target/sqlx-described && mkdir -p target/sqlx-described
-	touch server/src/lib.rs
-	SQLX_OFFLINE=false SQLX_OFFLINE_DIR=$(CURDIR)/target/sqlx-described \
+	rm -rf target/sqlx-described target/sqlx-described-*
+	# server/build.rs names SQLX_OFFLINE and SQLX_OFFLINE_DIR: a new folder each time re-checks
+	# the crate, and its macros describe every query (no source is touched: builds beside this
+	# one go on undisturbed).
+	described=$(CURDIR)/target/sqlx-described-$$(date +%s%N)
+	mkdir -p "$$described"
+	SQLX_OFFLINE=false SQLX_OFFLINE_DIR="$$described" \
 	  DATABASE_URL=postgres://seckill@127.0.0.1:55432/$(SQLX_DB) cargo check -q -p server --lib
-	touch server/src/lib.rs
+	mv "$$described" target/sqlx-described
 	$(PSQL) -d postgres -c "DROP DATABASE $(SQLX_DB) WITH (FORCE)"
 endef
 
@@ -160,7 +166,13 @@ test-build:
 # The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
 # that the site folder holds what its pages name.
 build-release:
-	cargo leptos build --release
+	# The wasm and the server side by side (cargo-leptos does them one after the other when asset
+	# names are hashed): each has single-threaded stretches the other fills. The site's hash file
+	# comes from the wasm's half; the server reads it when it runs.
+	cargo leptos build --release --frontend-only &
+	front=$$!
+	cargo leptos build --release --server-only || { kill $$front; exit 1; }
+	wait $$front
 	scripts/precompress.sh target/site/pkg
 	LEPTOS_SITE_ROOT=target/site target/release/server check-assets
 
