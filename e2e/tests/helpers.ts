@@ -183,14 +183,14 @@ export async function captchaIdOf(resp: Promise<Response>): Promise<string> {
   return (await (await resp).json()).id as string;
 }
 
+/** The load tool (the release build `make load-tool` makes): crowds, and cookies signed by the server's code. */
+export const LOAD_TOOL = "../target/release/seckill-load";
+
 /**
  * A session cookie's value for an existing user, signed with the server's secret as sign-in signs
  * it, whose password was checked `authAgeSecs` ago: the time a test cannot wait for. The cookie's
  * format is written once, in the server: the load tool signs it with that code.
  */
-/** The load tool (the release build `make load-tool` makes): crowds, and cookies signed by the server's code. */
-export const LOAD_TOOL = "../target/release/seckill-load";
-
 export function agedSession(userId: number, role: string, authAgeSecs: number): string {
   if (!process.env.SECKILL_SECRET) throw new Error("SECKILL_SECRET is the server's; the Makefile sets it");
   // Signed by the load tool with the server's own code: the cookie's format is written once.
