@@ -33,7 +33,12 @@ step "building the release before, ${commit:0:12} (cold: long)"
 
 mkdir -p "$work"
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+# The two servers end before their database is dropped, and whenever the script stops.
+stop_servers() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_servers EXIT
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" -c "CREATE DATABASE $DATABASE"
 stamp=$(date +%s%N)
 export DATABASE_URL="postgres://seckill@127.0.0.1:$PG_PORT/$DATABASE" SECKILL_SECRET=upgrade-check-secret-upgrade-check \
@@ -66,6 +71,5 @@ for port in $PORT_OLD $PORT_NEW; do
   step "the release on :$port accepted $sold buys"
 done
 step "OK: a crowd through both releases, invariants held"
-for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-pids=()
+stop_servers
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)"
