@@ -26,9 +26,9 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
-# `make run` serves the release build (the size and speed shoppers get); tests use the debug build.
+# `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
 	mkdir -p .local
 	[ -f .local/secret ] || (head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > .local/secret)
@@ -51,9 +51,10 @@ run: setup build-release
 # Two lanes on the two cores. In front: the release build (the image, the image check, the
 # browser suites and every crowd run it), then those checks and suites. Behind, at the lowest
 # priority, filling what the front lane leaves idle (a big crate's single-threaded stretches,
-# pages and crowds waited on): `make lint`, then the debug build the Rust suites need (its
-# output: target/lint-and-build.log). Then the Rust suites run on it.
-test: setup test-tools
+# pages and crowds waited on): `make lint`, then the Rust suites' own crates (`test-build`; its
+# output: target/lint-and-build.log). Then the Rust suites run. On a fresh machine the front lane
+# starts by building cargo-leptos and wasm-bindgen (`leptos-tools`).
+test: packages services test-tools
 	mkdir -p target
 	# Its own process group (job control on for the launch), so that a failure in front ends all
 	# of it, the compiler included; the same session, or the kernel's autogroups would share the
@@ -63,9 +64,9 @@ test: setup test-tools
 	behind=$$!
 	set +m
 	trap 'kill -- -$$behind 2>/dev/null || true' EXIT
-	$(MAKE) --no-print-directory image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)' test-hosts
-	echo "make test: waiting for the lint and the debug build (target/lint-and-build.log)"
-	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the debug build failed (target/lint-and-build.log)" >&2; exit 1; }
+	$(MAKE) --no-print-directory leptos-tools image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)' test-hosts
+	echo "make test: waiting for the lint and the tests' build (target/lint-and-build.log)"
+	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
 	tail -n 3 target/lint-and-build.log
 	$(MAKE) --no-print-directory test-rust
@@ -113,20 +114,28 @@ sqlx-check: services
 	diff -r .sqlx target/sqlx-described >/dev/null || { diff -r .sqlx target/sqlx-described | head -20; echo ".sqlx/ is stale: run make sqlx-prepare and commit it" >&2; exit 1; }
 	echo ".sqlx: $$(ls .sqlx | wc -l) statements, as the schema and the code say"
 
-tools:
+tools: packages leptos-tools
+
+# The services from Debian, the wasm target, wasm-opt and sass from npm.
+packages:
 	if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null
 	fi
 	rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	if [ ! -x e2e/node_modules/.bin/wasm-opt ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
+	  (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+	fi
+
+# cargo-leptos and wasm-bindgen, built from crates.io: on a fresh machine the longest step, and
+# mostly one core's work (cargo-leptos is linked whole, on one thread), so `make test` builds them
+# in front while the lint runs behind.
+leptos-tools:
 	if [ "$$(cargo leptos --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_LEPTOS_VERSION)" ]; then
 	  cargo install cargo-leptos --locked --version $(CARGO_LEPTOS_VERSION)
 	fi
 	if [ "$$(wasm-bindgen --version 2>/dev/null | awk '{print $$2}')" != "$(WASM_BINDGEN_VERSION)" ]; then
 	  cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
-	fi
-	if [ ! -x e2e/node_modules/.bin/wasm-opt ] || [ e2e/package-lock.json -nt e2e/node_modules/.package-lock.json ]; then
-	  (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
 	fi
 
 # Chromium for Playwright; nginx for the cluster shape (failover suite, e2e through nginx).
@@ -161,12 +170,14 @@ build:
 load-tool:
 	cargo build --release -p loadtest
 
-# The debug build the Rust suites run, compiled without running anything (`make test` does it
-# while the browser suites run). The browser suites run the release server: what ships is what
-# is tested, and no second (debug) wasm is built.
+# The Rust suites run on the release build too: `cargo test --release` takes the server, the load
+# tool and every dependency as `build-release` and `load-tool` built them, and compiles only the
+# tests' own crates (Cargo.toml's [profile.bench]: not optimised, debug assertions and overflow
+# checks on). What ships is what is tested, and nothing is built twice. `test-build` compiles them
+# without running anything (`make test` does it while the browser suites run).
+RUST_SUITES := -p app -p server --no-default-features --features app/ssr
 test-build:
-	cargo test -p app --features ssr --lib --no-run
-	cargo test -p server --no-run
+	cargo test --release $(RUST_SUITES) --lib --bins --tests --no-run
 
 # The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
 # that the site folder holds what its pages name.
@@ -256,7 +267,7 @@ upgrade-check: setup build-release load-tool
 	scripts/upgrade-check.sh
 
 # The release wasm a shopper downloads, against its budget (docs/operations.md "Building and running"): built alone (no release
-# server), before the debug build that the tests use takes the site folder back.
+# server), before a debug build (`make build`) takes the site folder back.
 wasm-budget:
 	cargo leptos build --release --frontend-only
 	scripts/wasm-budget.sh target/site/pkg
@@ -270,12 +281,9 @@ clean-test-dbs:
 # The server's integration tests start it on target/site: the release site, with its asset hashes.
 test-rust: clean-test-dbs
 	[ -f target/release/hash.txt ] || { echo "no release site: make build-release" >&2; exit 1; }
-	mkdir -p target/debug
-	cp target/release/hash.txt target/debug/hash.txt
-	cargo test -p app --features ssr --lib
-	cargo test -p server -- --test-threads=4
+	cargo test --release $(RUST_SUITES) --lib --bins --tests -- --test-threads=4
 	scripts/services.sh redis-cluster
-	REDIS_CLUSTER_URLS=$(TEST_CLUSTER_URLS) cargo test -p server --test api -- --test-threads=4
+	REDIS_CLUSTER_URLS=$(TEST_CLUSTER_URLS) cargo test --release $(RUST_SUITES) --test api -- --test-threads=4
 
 test-e2e: clean-test-dbs
 	$(PSQL) -d postgres -c "CREATE DATABASE seckill_e2e"
@@ -315,9 +323,9 @@ test-e2e-cluster: clean-test-dbs
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
 # down 10 s; prints the table and records it in docs/reliability.md. See server/tests/chaos/main.rs.
 # Then the request-body fuzzer with 20,000 generated bodies (500 in `make test`).
-chaos: setup clean-test-dbs
-	SECKILL_CHAOS=full cargo test -p server --test chaos
-	SECKILL_FUZZ_CASES=20000 cargo test -p server --test api fuzz
+chaos: setup build-release clean-test-dbs
+	SECKILL_CHAOS=full cargo test --release $(RUST_SUITES) --test chaos
+	SECKILL_FUZZ_CASES=20000 cargo test --release $(RUST_SUITES) --test api fuzz
 
 # Benchmarks are not tests: they measure and write docs/benchmarks.md (see docs/operations.md "Benchmarks").
 bench: setup test-tools
@@ -346,18 +354,27 @@ bench-waiting-room: setup test-tools build-release
 bench-report: setup build-release
 	scripts/bench-report.sh 100000
 
+# The mutation runs build the server at the debug profile (a mutant compiles far sooner there):
+# its servers find the site's asset names as the release's, next to their binary.
+define debug_site
+	mkdir -p target/debug
+	cp target/release/hash.txt target/debug/hash.txt
+endef
+
 # Each deliberate breakage of mutants/mutations.toml applied to a copy of the product, and the tests
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.
-mutants: setup test-tools
+mutants: setup test-tools build-release
+	$(debug_site)
 	python3 scripts/mutants.py
 
 # cargo-mutants over the buy path's and the pipeline's Rust, each group of functions with the tests
 # that guard it (docs/tests.md "cargo-mutants"). Long: not in `make test`.
 CARGO_MUTANTS_VERSION := 27.1.0
-cargo-mutants: setup
+cargo-mutants: setup build-release
 	if [ "$$(cargo mutants --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_MUTANTS_VERSION)" ]; then
 	  cargo install cargo-mutants --locked --version $(CARGO_MUTANTS_VERSION)
 	fi
+	$(debug_site)
 	scripts/cargo-mutants.sh
 
 # Lighthouse's mobile profile on the storefront list and a sale page (release build), and the proof

@@ -71,6 +71,7 @@ for name in tracked:
 generated = ("e2e/node_modules", "e2e/playwright-report", "e2e/test-results", "scripts/storefront-bench/node_modules")
 folders = {"/".join(p.split("/")[:i]) for p in tracked for i in range(1, p.count("/") + 1)}
 repo_path = re.compile(r"(?<![\w./-])((?:server|app|loadtest|scripts|e2e|docs|migrations|style|\.ci)/[\w./-]*\w)(?![\w{*])")
+feature_flag = re.compile(r"(?:--features[ =]|-F ?)$")
 for name in tracked:
     if name.startswith(generated) or name.startswith(".sqlx/") or not (root / name).is_file():
         continue
@@ -78,7 +79,9 @@ for name in tracked:
         text = (root / name).read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError):
         continue
-    for found in sorted(set(repo_path.findall(text))):
+    # A crate's feature handed to cargo (`--features app/ssr`) is not a path.
+    paths = {m.group(1) for m in repo_path.finditer(text) if not feature_flag.search(text, 0, m.start())}
+    for found in sorted(paths):
         if found.startswith(generated) or found in tracked_set or found in folders:
             continue
         if found.startswith("scripts/s") and found == "scripts/s":
