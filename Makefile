@@ -127,9 +127,8 @@ packages:
 	  (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
 	fi
 
-# cargo-leptos and wasm-bindgen, built from crates.io: on a fresh machine the longest step, and
-# mostly one core's work (cargo-leptos is linked whole, on one thread), so `make test` builds them
-# in front while the lint runs behind.
+# cargo-leptos and wasm-bindgen, built from crates.io: on a fresh machine the longest step (about
+# 25 minutes on 2 cores). `make test` builds them in front; the lint behind takes what they leave.
 leptos-tools:
 	if [ "$$(cargo leptos --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_LEPTOS_VERSION)" ]; then
 	  cargo install cargo-leptos --locked --version $(CARGO_LEPTOS_VERSION)
