@@ -80,7 +80,7 @@ for name in tracked:
     except (UnicodeDecodeError, OSError):
         continue
     # A crate's feature handed to cargo (`--features app/ssr`) is not a path.
-    paths = {m.group(1) for m in repo_path.finditer(text) if not feature_flag.search(text, 0, m.start())}
+    paths = {m.group(1) for m in repo_path.finditer(text) if not feature_flag.search(text, max(0, m.start() - 12), m.start())}
     for found in sorted(paths):
         if found.startswith(generated) or found in tracked_set or found in folders:
             continue
