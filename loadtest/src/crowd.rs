@@ -121,6 +121,24 @@ pub struct Report {
     pub demand_units: i64,
     /// On a sale with a waiting room: the line's figures.
     pub queue: Option<QueueReport>,
+    /// Every buy attempt, in the order answered.
+    pub history: Vec<Answer>,
+}
+
+/// One buy attempt as the crowd saw it: the history a checker reads (`server/tests/partitions`).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// When it was sent, from the crowd's start (its path request first, then the buy).
+    pub at: Duration,
+    /// From sending to the answer (or to the error).
+    pub took: Duration,
+    pub shopper: usize,
+    /// The `Idempotency-Key` every attempt of this shopper sends.
+    pub key: String,
+    /// `accepted`, an error code, or a transport outcome (as `outcomes` counts them).
+    pub outcome: String,
+    /// The order token of a `202`.
+    pub token: Option<String>,
 }
 
 #[derive(Debug)]
@@ -304,6 +322,8 @@ struct Seen {
 }
 
 struct Tally {
+    started: Instant,
+    history: Vec<Answer>,
     outcomes: BTreeMap<String, u64>,
     retried: BTreeMap<String, u64>,
     latency: Histogram<u64>,
@@ -699,6 +719,7 @@ impl Report {
             users_over_limit: figures.users_over_limit,
             demand_units: opts.users as i64 * i64::from(activity.per_user_limit),
             queue,
+            history: t.history,
         }
     }
 }
@@ -706,6 +727,8 @@ impl Report {
 impl Tally {
     fn new() -> anyhow::Result<Tally> {
         Ok(Tally {
+            started: Instant::now(),
+            history: Vec::new(),
             outcomes: BTreeMap::new(),
             retried: BTreeMap::new(),
             latency: Histogram::new_with_bounds(1, 60_000_000, 3)?,
@@ -1229,7 +1252,7 @@ impl Target<'_> {
             let Attempt { outcome, retry } = {
                 let _permit = self.requests.acquire().await.expect("never closed");
                 let proof = self.proofs.get(shopper).map(String::as_str);
-                self.attempt(base, cookie, addr, &key, admission, proof, tally)
+                self.attempt(shopper, base, cookie, addr, &key, admission, proof, tally)
                     .await
             };
             if !retry || Instant::now() + backoff >= give_up {
@@ -1251,6 +1274,7 @@ impl Target<'_> {
     #[allow(clippy::too_many_arguments)]
     async fn attempt(
         &self,
+        shopper: usize,
         base: &str,
         cookie: &str,
         addr: &str,
@@ -1260,9 +1284,25 @@ impl Target<'_> {
         tally: &Mutex<Tally>,
     ) -> Attempt {
         let id = self.id;
+        let asked = Instant::now();
+        let answered = |outcome: &str, token: Option<String>| {
+            let mut t = tally.lock().expect("tally");
+            let at = asked.saturating_duration_since(t.started);
+            t.history.push(Answer {
+                at,
+                took: asked.elapsed(),
+                shopper,
+                key: key.to_string(),
+                outcome: outcome.to_string(),
+                token,
+            });
+        };
         let path = match self.path(base, cookie, addr).await {
             Ok(path) => path,
-            Err(refused) => return refused,
+            Err(refused) => {
+                answered(&refused.outcome, None);
+                return refused;
+            }
         };
         let sent = Instant::now();
         let resp = self
@@ -1283,6 +1323,7 @@ impl Target<'_> {
             .await;
         let took = sent.elapsed().as_micros() as u64;
         let (attempt, token) = answer_of(resp).await;
+        answered(&attempt.outcome, token.clone());
         let units = i64::from(self.quantity);
         tally
             .lock()

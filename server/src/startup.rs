@@ -201,6 +201,7 @@ impl AppState {
             broker: broker.clone(),
             topology: topology.clone(),
             metrics: metrics.clone(),
+            between_reads: None,
         };
         Ok(AppState::new(Shared {
             sessions,
@@ -268,7 +269,7 @@ impl AppState {
         tokio::spawn(
             self.reconciler
                 .clone()
-                .run_periodically(Duration::from_secs(10)),
+                .run_periodically(self.config.reconcile_every),
         );
         Ok(())
     }

@@ -226,6 +226,8 @@ pub async fn set_paused<'e>(
 
 /// A sale's figures after units were added.
 pub struct Added {
+    /// The addition, owed to Redis until `carried` marks it.
+    pub addition: i64,
     pub total_stock: i64,
     pub sold: i64,
     pub stock_shards: i16,
@@ -241,9 +243,9 @@ pub async fn add_units(
     merchant_id: i64,
     add: i64,
 ) -> ApiResult<Option<Added>> {
-    let Some(added) = sqlx::query_as!(
-        Added,
-        "UPDATE activities SET total_stock = total_stock + $2 WHERE id = $1 AND shop_id = $3
+    let Some(sale) = sqlx::query!(
+        "UPDATE activities SET total_stock = total_stock + $2, stock_moves = stock_moves + 1
+         WHERE id = $1 AND shop_id = $3
          RETURNING total_stock, sold, stock_shards, title",
         id,
         add,
@@ -254,15 +256,101 @@ pub async fn add_units(
     else {
         return Ok(None);
     };
-    sqlx::query!(
-        "INSERT INTO stock_additions (activity_id, merchant_id, added) VALUES ($1, $2, $3)",
+    let addition = sqlx::query_scalar!(
+        "INSERT INTO stock_additions (activity_id, merchant_id, added, in_redis)
+         VALUES ($1, $2, $3, false) RETURNING id",
         id,
         merchant_id,
         add
     )
-    .execute(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
-    Ok(Some(added))
+    Ok(Some(Added {
+        addition,
+        total_stock: sale.total_stock,
+        sold: sale.sold,
+        stock_shards: sale.stock_shards,
+        title: sale.title,
+    }))
+}
+
+/// An addition of units the database took and Redis has not yet.
+#[derive(Debug, Clone, Copy)]
+pub struct OwedAddition {
+    pub addition: i64,
+    pub activity_id: i64,
+    pub added: i64,
+    pub stock_shards: i16,
+    /// What the database says is left of the sale (for shards Redis does not hold).
+    pub remaining: i64,
+}
+
+/// The additions of sale `id` that Redis does not have yet, oldest first.
+pub async fn owed_additions(db: &PgPool, id: i64) -> sqlx::Result<Vec<OwedAddition>> {
+    sqlx::query_as!(
+        OwedAddition,
+        r#"SELECT s.id AS addition, s.activity_id, s.added, a.stock_shards,
+                  a.total_stock - a.sold AS "remaining!"
+           FROM stock_additions s JOIN activities a ON a.id = s.activity_id
+           WHERE s.activity_id = $1 AND NOT s.in_redis ORDER BY s.id"#,
+        id
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Redis has the addition now.
+pub async fn carried(db: &PgPool, addition: i64) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE stock_additions SET in_redis = true WHERE id = $1",
+        addition
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// A sale's stock figures in the database, read at one instant: what Redis must follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StockLook {
+    pub total_stock: i64,
+    pub sold: i64,
+    /// How many additions and cancellations the sale has had: it only grows.
+    pub moves: i64,
+    /// Additions and cancelled orders' units that Redis does not have yet.
+    pub owed: i64,
+}
+
+impl StockLook {
+    /// What Redis should hold once nothing is in flight.
+    pub fn expected(&self) -> i64 {
+        self.total_stock - self.sold
+    }
+}
+
+/// Sale `id`'s stock figures, in one statement.
+pub async fn stock_look(db: &PgPool, id: i64) -> sqlx::Result<StockLook> {
+    sqlx::query_as!(
+        StockLook,
+        r#"SELECT a.total_stock, a.sold, a.stock_moves AS moves,
+                  (SELECT count(*) FROM stock_additions s WHERE s.activity_id = a.id AND NOT s.in_redis)
+                  + (SELECT count(*) FROM orders o WHERE o.activity_id = a.id AND o.units_owed)
+                  AS "owed!"
+           FROM activities a WHERE a.id = $1"#,
+        id
+    )
+    .fetch_one(db)
+    .await
+}
+
+/// Additions and cancelled orders' units, of any sale, that Redis does not have yet.
+pub async fn owed_moves(db: &PgPool) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT (SELECT count(*) FROM stock_additions WHERE NOT in_redis)
+                  + (SELECT count(*) FROM orders WHERE units_owed) AS "owed!""#
+    )
+    .fetch_one(db)
+    .await
 }
 
 /// Whether sale `id` is the shop's.
@@ -586,19 +674,18 @@ pub async fn warm(redis: &Redis, row: &ActivityRow, remaining: i64) -> ApiResult
     Ok(())
 }
 
-/// Puts `add` more units on sale in Redis (after the database took them), spread over the
-/// sale's shards; `remaining_in_db` is what the database says is left, for shards Redis does not
-/// hold. Returns the units on sale.
-pub async fn add_to_stock(
-    redis: &Redis,
-    (id, shards): (i64, i16),
-    add: i64,
-    remaining_in_db: i64,
-) -> ApiResult<i64> {
+/// How long a shard remembers that it took an addition: far longer than an addition stays owed
+/// (the reconciler carries owed ones over every round).
+const ADDITION_MARK_TTL_SECS: i64 = 8 * 24 * 3600;
+
+/// Puts an addition's units on sale in Redis (after the database took them), spread over the
+/// sale's shards, each shard once whatever is retried or delivered late; a shard Redis does not
+/// hold is warmed from what the database says is left. Returns the units on sale.
+pub async fn add_to_stock(redis: &Redis, owed: &OwedAddition) -> ApiResult<i64> {
     let script = crate::infra::scripts::add_stock();
-    let adds = split(add, shards);
-    let fallbacks = split(remaining_in_db.max(0), shards);
-    let shards = redis.keys.shards(id, shards);
+    let adds = split(owed.added, owed.stock_shards);
+    let fallbacks = split(owed.remaining.max(0), owed.stock_shards);
+    let shards = redis.keys.shards(owed.activity_id, owed.stock_shards);
     let calls = shards
         .iter()
         .zip(adds)
@@ -606,7 +693,11 @@ pub async fn add_to_stock(
         .map(|((shard, add), fallback)| {
             let mut conn = redis.conn();
             let mut invocation = script.key(shard.stock());
-            invocation.arg(add).arg(fallback);
+            invocation
+                .key(shard.added(owed.addition))
+                .arg(add)
+                .arg(fallback)
+                .arg(ADDITION_MARK_TTL_SECS);
             async move { invocation.invoke_async::<i64>(&mut conn).await }
         });
     let mut on_sale = 0;

@@ -299,11 +299,13 @@ pub async fn record_failed(
 }
 
 /// Cancels the order if it is still unpaid past its deadline, its units taken off the sale's
-/// `sold` in the same transaction: whether it was cancelled now.
+/// `sold` in the same transaction and owed to Redis until `units_returned`: whether it was
+/// cancelled now.
 pub async fn cancel_if_overdue(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<bool> {
     let mut tx = db.begin().await?;
     let cancelled = sqlx::query!(
-        "UPDATE orders SET status = 'cancelled', cancelled_at = now(), reason = 'payment window closed'
+        "UPDATE orders SET status = 'cancelled', cancelled_at = now(), reason = 'payment window closed',
+                units_owed = true
              WHERE token = $1 AND status = 'confirmed' AND pay_by <= now()
              RETURNING activity_id, quantity",
         token
@@ -312,7 +314,7 @@ pub async fn cancel_if_overdue(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<b
     .await?;
     if let Some(order) = &cancelled {
         sqlx::query!(
-            "UPDATE activities SET sold = sold - $2 WHERE id = $1",
+            "UPDATE activities SET sold = sold - $2, stock_moves = stock_moves + 1 WHERE id = $1",
             order.activity_id,
             i64::from(order.quantity)
         )
@@ -321,6 +323,17 @@ pub async fn cancel_if_overdue(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<b
     }
     tx.commit().await?;
     Ok(cancelled.is_some())
+}
+
+/// A cancelled order's units are back in Redis: it owes nothing any more.
+pub async fn units_returned(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE orders SET units_owed = false WHERE token = $1 AND units_owed",
+        token
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// An order's status, sale, shopper and units.
@@ -337,12 +350,15 @@ pub async fn state_of(
     .map(|o| (o.status, o.activity_id, o.user_id, o.quantity)))
 }
 
-/// Orders past their deadline and still unpaid, and those cancelled in the last two minutes
-/// (whose units may not be back in Redis yet), a thousand of each at most.
+/// Orders past their deadline and still unpaid, and those cancelled whose units may not be back
+/// in Redis yet (owed, or cancelled in the last two minutes by a release that did not mark them),
+/// a thousand of each at most.
 pub async fn overdue(db: &PgPool) -> sqlx::Result<Vec<uuid::Uuid>> {
     sqlx::query_scalar!(r#"(SELECT token AS "token!" FROM orders WHERE status = 'confirmed' AND pay_by <= now() - interval '1 second' ORDER BY pay_by LIMIT 1000)
              UNION ALL
-             (SELECT token FROM orders WHERE status = 'cancelled' AND cancelled_at > now() - interval '2 minutes' LIMIT 1000)"#)
+             (SELECT token FROM orders WHERE units_owed LIMIT 1000)
+             UNION
+             (SELECT token FROM orders WHERE status = 'cancelled' AND cancelled_at > now() - interval '2 minutes' AND NOT units_owed LIMIT 1000)"#)
         .fetch_all(db)
         .await
 }

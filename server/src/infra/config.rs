@@ -53,6 +53,8 @@ pub struct Config {
     pub min_payment_window_secs: i32,
     /// How often the deadline sweeper looks for overdue orders whose message went missing.
     pub sweep_every: Duration,
+    /// How often the stock in Redis is compared with the database (`pipeline/reconcile.rs`).
+    pub reconcile_every: Duration,
     /// Persister consumers per worker process, each on its own channel: while one waits for
     /// PostgreSQL to commit, another marks Redis and acknowledges.
     pub persisters: usize,
@@ -440,6 +442,10 @@ pub struct Settings {
     /// milliseconds.
     #[arg(long, env = "SECKILL_SWEEP_EVERY_MS", default_value_t = 2_000)]
     pub sweep_every_ms: u64,
+    /// How often the stock in Redis is compared with the database and repaired, in seconds.
+    #[arg(long, env = "SECKILL_RECONCILE_EVERY_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub reconcile_every_secs: u64,
     /// A client must send its request head within this many seconds, else the connection is
     /// closed (slow-header clients cannot hold connections open).
     #[arg(long, env = "SECKILL_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
@@ -674,6 +680,7 @@ impl Config {
             demo: s.demo,
             min_payment_window_secs: s.min_payment_window_secs,
             sweep_every: Duration::from_millis(s.sweep_every_ms),
+            reconcile_every: Duration::from_secs(s.reconcile_every_secs),
             persisters: s.persisters,
             reservation_queues: s.reservation_queues,
             header_read_timeout: Duration::from_secs(s.header_read_timeout_secs),

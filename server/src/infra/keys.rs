@@ -158,6 +158,10 @@ impl ShardKeys {
     pub fn returned(&self, token: &uuid::Uuid) -> String {
         self.key(&format!("ret:{token}"))
     }
+    /// Set once this shard took stock addition `addition` (its id in the database).
+    pub fn added(&self, addition: i64) -> String {
+        self.key(&format!("add:{addition}"))
+    }
     pub fn lent(&self, token: &uuid::Uuid) -> String {
         self.key(&format!("lent:{token}"))
     }

@@ -3,10 +3,15 @@
 //! reservations with it, and the replica promoted in its place would sell those units again.
 //!
 //! After the script, the gate asks [`Replication::confirm`] for the key's slot. `WAIT` blocks the
-//! connection it is sent on, so it goes over a connection of its own, and one `WAIT` covers every
-//! write made before it: callers of one slot are grouped, and while one `WAIT` is out the next
-//! callers gather for the following one (a group commit). Under load a buy costs about one
-//! replication round trip of latency and next to nothing in Redis work.
+//! connection it is sent on, so it goes over a connection of its own. `WAIT` waits for the
+//! replication offset of its own connection's last command, not for the master's: on a
+//! connection that writes nothing it would answer at once for every write made since its
+//! previous command (seen: a write the stopped replica never got, confirmed). So each `WAIT`
+//! follows a small write of its own on the slot (a mark), which puts its connection's offset
+//! past every write made to the master before it: one `WAIT` covers them all. Callers of one slot
+//! are grouped, and while one `WAIT` is out the next callers gather for the following one (a
+//! group commit). Under load a buy costs about one replication round trip of latency and next to
+//! nothing in Redis work.
 //!
 //! When the master has no replica connected at all (its replica is the one that failed, or it was
 //! just promoted), there is nothing to wait for and the buy is answered as on a single Redis
@@ -99,7 +104,7 @@ impl Replication {
                 }
                 std::mem::take(&mut pending.waiters)
             };
-            let outcome = self.wait_once(slot).await;
+            let outcome = self.wait_once(slot, &key).await;
             if outcome.is_err() {
                 // After a failover the node this connection believes masters the slot may be a
                 // replica now (`WAIT` has no key, so no MOVED corrects it): a keyed command
@@ -114,7 +119,14 @@ impl Replication {
         }
     }
 
-    async fn wait_once(&self, slot: u16) -> RedisResult<Confirmed> {
+    async fn wait_once(&self, slot: u16, key: &str) -> RedisResult<Confirmed> {
+        // The mark: a key of the same slot (the same hash tag), written on this connection.
+        let mut mark = redis::cmd("SET");
+        mark.arg(format!("{key}:replicated"))
+            .arg(1)
+            .arg("PX")
+            .arg(60_000);
+        self.on_master(slot, mark).await?;
         let mut wait = redis::cmd("WAIT");
         wait.arg(self.replicas).arg(self.timeout.as_millis() as u64);
         let acked: i64 = redis::from_redis_value(self.on_master(slot, wait).await?)?;

@@ -159,6 +159,7 @@ impl Deadlines {
                     reason: "payment window closed",
                 };
                 give_back(&self.redis, &self.sold_out, g).await?;
+                order::units_returned(&self.db, token).await?;
                 if cancelled {
                     tracing::info!(order.token = %token, activity.id = activity_id, "unpaid order cancelled; stock returned");
                     return Ok(Expiry::Cancelled);

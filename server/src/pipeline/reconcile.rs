@@ -1,17 +1,24 @@
 //! Redis against the database. At start-up, and whenever an activity's stock is missing from
 //! Redis (it lost its data), the stock is rebuilt from the database once the reservation queue has
-//! drained: remaining = total_stock − sold − reservations still in flight. Periodically (and on
-//! `server reconcile`) each live activity is compared; drift is logged and exported, and repaired
-//! where that is safe:
-//! - Redis above `total_stock − sold` can never be right (reservations in flight only lower it):
-//!   it is lowered at once.
-//! - Redis below it is normal while reservations are in flight; it is raised only when the
-//!   pipeline is idle (no granted token left unsettled, empty journal, empty queue) and the
-//!   figures held still between two looks. The unsettled tokens cover what neither the journal
-//!   nor the queue shows: a batch in a persister's hands (delivered, not acknowledged).
+//! drained and nothing is owed: remaining = total_stock − sold − reservations still in flight.
+//! Periodically (and on `server reconcile`) each live activity is compared; drift is logged and
+//! exported, and repaired where that is safe.
+//!
+//! The database moves first: units added, or a cancelled order's units, are committed there and
+//! reach Redis afterwards (each once, however often retried or late), owed until they do. So the
+//! two are compared only over one instant of the database's figures, taken before and after
+//! Redis is read (`StockLook`):
+//! - Redis above `total_stock − sold` as read *after* Redis can never be right: every unit Redis
+//!   gained was in the database before, and reservations in flight only lower Redis. It is lowered
+//!   at once.
+//! - Redis below it is normal while reservations are in flight or moves are owed; it is raised only
+//!   when the figures held still across the Redis read (the same sale moves, the same stock and
+//!   sold), nothing was owed when the read began and no granted token was unsettled during it
+//!   (empty journal, empty queue). The unsettled tokens cover what neither the journal nor the
+//!   queue shows: a batch in a persister's hands (delivered, not acknowledged).
 //!
 //! Every repair is a compare-and-set, so a buy that lands in between wins and the repair waits
-//! for the next round.
+//! for the next round. Additions that Redis has not taken yet are carried over first.
 
 use crate::infra::scripts;
 use crate::{
@@ -39,7 +46,22 @@ pub struct Reconciler {
     pub broker: Broker,
     pub topology: Topology,
     pub metrics: Arc<Metrics>,
+    /// Called between the reads of a round, for tests that put a move there; `None` in service.
+    pub between_reads: Option<BetweenReads>,
 }
+
+/// Where a round stands when `between_reads` is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// The database's figures are read; Redis is next.
+    Database,
+    /// Redis is read; the database's figures are read again next.
+    Redis,
+}
+
+/// A test's move between two reads of a round.
+pub type BetweenReads =
+    Arc<dyn Fn(Read) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
 
 /// A granted token unsettled for longer than this is looked up in the database.
 const STALE_UNSETTLED_MS: i64 = 5_000;
@@ -134,11 +156,15 @@ impl Reconciler {
         let mut poll = tokio::time::interval(Duration::from_millis(200));
         loop {
             poll.tick().await;
-            match self.in_flight().await {
+            let waiting = async {
+                let owed = activity::owed_moves(&self.db).await?;
+                anyhow::Ok(self.in_flight().await? + owed.unsigned_abs())
+            };
+            match waiting.await {
                 Ok(0) => return Ok(()),
                 Ok(n) if tokio::time::Instant::now() > deadline => {
                     anyhow::bail!(
-                        "{n} reservations still in flight after 30 s; stock not rebuilt yet"
+                        "{n} reservations in flight or moves owed after 30 s; stock not rebuilt yet"
                     )
                 }
                 Err(e) if tokio::time::Instant::now() > deadline => return Err(e),
@@ -277,6 +303,29 @@ impl Reconciler {
         Ok(left == 0)
     }
 
+    async fn pause(&self, read: Read) {
+        if let Some(between) = &self.between_reads {
+            between(read).await;
+        }
+    }
+
+    /// Carries over to Redis the additions of sale `id` it has not taken (the request that made
+    /// one failed to reach Redis, or died first).
+    async fn carry_additions(&self, id: i64) -> anyhow::Result<()> {
+        for owed in activity::owed_additions(&self.db, id).await? {
+            activity::add_to_stock(&self.redis, &owed)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            activity::carried(&self.db, owed.addition).await?;
+            tracing::info!(
+                activity.id = id,
+                added = owed.added,
+                "stock addition carried over to Redis"
+            );
+        }
+        Ok(())
+    }
+
     /// One round over every live activity.
     pub async fn reconcile(&self) -> anyhow::Result<Vec<Drift>> {
         let mut report = Vec::new();
@@ -284,7 +333,11 @@ impl Reconciler {
             .await
             .map_err(|e| anyhow::anyhow!("{e:?}"))?
         {
-            let expected = row.total_stock - row.sold;
+            if let Err(e) = self.carry_additions(row.id).await {
+                tracing::warn!(activity.id = row.id, error = %format!("{e:#}"), "stock addition not carried over yet");
+            }
+            let before = activity::stock_look(&self.db, row.id).await?;
+            self.pause(Read::Database).await;
             let stock = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
             if stock.iter().any(Option::is_none) {
                 let rebuilt = self.rebuild(&row, &stock).await?;
@@ -298,24 +351,24 @@ impl Reconciler {
                 continue;
             }
             let redis_remaining: i64 = stock.iter().flatten().sum();
+            // Only a raise needs to know what is in flight, and only during the read.
+            let idle = if redis_remaining < before.expected() && before.owed == 0 {
+                self.in_flight().await? == 0
+            } else {
+                false
+            };
+            self.pause(Read::Redis).await;
+            let after = activity::stock_look(&self.db, row.id).await?;
+            let expected = after.expected();
             let drift = redis_remaining - expected;
             let mut repaired = false;
             if drift > 0 {
                 repaired = self.lower(&row, &stock, drift).await?;
-            } else if drift < 0 && self.in_flight().await? == 0 {
-                // Look again: the figures must hold still, with nothing in flight, before raising.
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                let again: (i64, i64) = activity::figures(&self.db, row.id).await?;
-                let now = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
-                if now == stock
-                    && again == (row.total_stock, row.sold)
-                    && self.in_flight().await? == 0
-                {
-                    // The missing units go back to the first shard (others borrow from it).
-                    let first = self.redis.keys.shard(row.id, 0, row.stock_shards).stock();
-                    let units = stock[0].unwrap_or(0);
-                    repaired = self.compare_and_set(&first, units, units - drift).await?;
-                }
+            } else if drift < 0 && idle && after == before {
+                // The missing units go back to the first shard (others borrow from it).
+                let first = self.redis.keys.shard(row.id, 0, row.stock_shards).stock();
+                let units = stock[0].unwrap_or(0);
+                repaired = self.compare_and_set(&first, units, units - drift).await?;
             }
             self.metrics.drift(row.id, drift);
             if drift != 0 {

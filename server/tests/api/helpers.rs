@@ -170,6 +170,7 @@ pub fn test_config() -> Config {
         queue: server::infra::config::QueueLimits::default(),
         min_payment_window_secs: 1,
         sweep_every: Duration::from_secs(1),
+        reconcile_every: Duration::from_secs(10),
         persisters: 2,
         reservation_queues: 1,
         header_read_timeout: Duration::from_secs(10),

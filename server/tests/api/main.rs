@@ -20,6 +20,7 @@ mod lifecycle;
 mod limits;
 mod line;
 mod queue;
+mod reconcile;
 mod reminders;
 mod replication;
 mod report;

@@ -192,3 +192,94 @@ async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
     buyer_ids.sort();
     assert_eq!(owners, buyer_ids);
 }
+
+/// `WAIT` counts the replicas that acknowledged the last write *of its own connection*, as of its
+/// previous command: on a connection kept for waiting, which writes nothing, it answered at once
+/// for a write made after its last wait, whatever the replica held. A write made while the
+/// replica is stopped must not be confirmed.
+#[tokio::test]
+async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica() {
+    use server::infra::{
+        redis::connect,
+        replication::{Confirmed, Replication},
+    };
+    let master = RedisProcess::start(None);
+    eventually(30, "the master answers", || master.info()).await;
+    let replica = RedisProcess::start(Some(master.port));
+    eventually(30, "the replica is in sync", || async {
+        let info = replica.info().await?;
+        info.contains("master_link_status:up").then_some(())
+    })
+    .await;
+    let target = Target::Single(master.url());
+    let writes = connect(&target).await.unwrap();
+    let replication = Replication::new(
+        Some(connect(&target).await.unwrap()),
+        1,
+        std::time::Duration::from_millis(500),
+    );
+    let key = "{wait}:stock";
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(1)
+        .query_async(&mut writes.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        replication.confirm(key).await.unwrap(),
+        Confirmed::Replicated
+    );
+    // The replica has acknowledged everything (the master's offset is its offset), and the wait
+    // connection's last command came after that.
+    eventually(
+        30,
+        "the replica acknowledges the master's offset",
+        || async {
+            let info = master.info().await?;
+            let field = |name: &str| -> Option<i64> {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| v.trim().parse().ok())
+            };
+            let offset = field("master_repl_offset:")?;
+            let acked: i64 = info
+                .lines()
+                .find_map(|l| l.strip_prefix("slave0:"))?
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("offset="))?
+                .parse()
+                .ok()?;
+            (acked == offset).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        replication.confirm(key).await.unwrap(),
+        Confirmed::Replicated
+    );
+
+    replica.signal("-STOP");
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg(2)
+        .query_async(&mut writes.clone())
+        .await
+        .unwrap();
+    let confirmed = replication.confirm(key).await.unwrap();
+    replica.signal("-CONT");
+    assert_eq!(
+        confirmed,
+        Confirmed::NotYet,
+        "a write the stopped replica does not hold was confirmed"
+    );
+    // Once the replica runs again, the same write is confirmed.
+    let confirmed = eventually(30, "the replica acknowledges", || async {
+        replication
+            .confirm(key)
+            .await
+            .ok()
+            .filter(|c| *c == Confirmed::Replicated)
+    })
+    .await;
+    assert_eq!(confirmed, Confirmed::Replicated);
+}

@@ -132,9 +132,10 @@ async fn add_stock(
         }
     }
     let activity::Added {
+        addition,
         total_stock,
         sold,
-        stock_shards: shards,
+        stock_shards,
         title,
     } = activity::add_units(&mut tx, id, merchant.shop_id, merchant.user_id, body.add)
         .await?
@@ -158,10 +159,23 @@ async fn add_stock(
     }
     tx.commit().await?;
 
-    let remaining = match add_to_stock(&redis, (id, shards), body.add, total_stock - sold).await {
+    // The addition is owed to Redis until it is there: the reconciler carries it over otherwise.
+    let owed = activity::OwedAddition {
+        addition,
+        activity_id: id,
+        added: body.add,
+        stock_shards,
+        remaining: total_stock - sold,
+    };
+    let carried = async {
+        let on_sale = add_to_stock(&redis, &owed).await?;
+        activity::carried(&db, addition).await?;
+        ApiResult::Ok(on_sale)
+    };
+    let remaining = match carried.await {
         Ok(remaining) => remaining,
         Err(e) => {
-            tracing::warn!(activity.id = id, error = %e, "stock added; Redis takes it with the next reconciliation");
+            tracing::warn!(activity.id = id, error = ?e, "stock added; Redis takes it with the next reconciliation");
             total_stock - sold
         }
     };

@@ -45,7 +45,7 @@ registry! {
     ack => "ack.lua",
     /// Units of a cancelled or failed reservation back on sale, once.
     give_back => "give_back.lua",
-    /// Adds to a shard's stock, or warms it from the database's figures.
+    /// Adds one stock addition to a shard once, or warms it from the database's figures.
     add_stock => "add_stock.lua",
     /// The reconciler's compare-and-set repair.
     compare_and_set => "compare_and_set.lua",
