@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -64,12 +64,13 @@ test: packages services test-tools
 	behind=$$!
 	set +m
 	trap 'kill -- -$$behind 2>/dev/null || true' EXIT
-	$(MAKE) --no-print-directory leptos-tools image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)' test-hosts
+	$(MAKE) --no-print-directory leptos-tools image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
 	echo "make test: waiting for the lint and the tests' build (target/lint-and-build.log)"
 	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
 	tail -n 3 target/lint-and-build.log
-	$(MAKE) --no-print-directory test-rust
+	# The hosts last: their partition suite is one of the tests just built.
+	$(MAKE) --no-print-directory test-rust test-hosts
 
 setup: tools services
 
@@ -193,7 +194,8 @@ build-release:
 
 # The image a shop deploys (docs/deploy.md "The image"): the release build, its wasm against its
 # budget, then seckill:<version> built FROM scratch with buildah (no registry).
-IMAGE_PACKAGES := buildah podman
+# iptables: the hosts' partition nemesis (scripts/hosts.sh), which runs on the image.
+IMAGE_PACKAGES := buildah podman iptables
 image-tools:
 	if ! dpkg -s $(IMAGE_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
@@ -245,6 +247,8 @@ test-hosts: image-tools
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test storefront.spec.ts -g "$(HOSTS_E2E_GREP)"
 	cd ..
+	# The partition suite's short form: the minority master and one cut (server/tests/partitions).
+	cargo test --release $(RUST_SUITES) --test partitions
 	trap - EXIT
 	scripts/hosts.sh down
 	scripts/hosts.sh gone
@@ -253,6 +257,12 @@ test-hosts: image-tools
 	$(PSQL) -d postgres -tAc 'SELECT 1' | grep -qx 1
 	# A machine without network namespaces: said, and nothing left behind.
 	scripts/check-hosts-refusal.sh
+
+# Every partition scenario, three runs each, on the hosts; writes the table into
+# docs/reliability.md (long: not in `make test`, whose hosts run the short form).
+partitions: setup build-release load-tool image
+	$(hosts_up)
+	SECKILL_PARTITIONS=full cargo test --release $(RUST_SUITES) --test partitions
 
 # The whole e2e suite through the hosts (long: not in `make test`).
 hosts-e2e: image-tools
@@ -321,10 +331,12 @@ test-e2e-cluster: clean-test-dbs
 
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
 # down 10 s; prints the table and records it in docs/reliability.md. See server/tests/chaos/main.rs.
-# Then the request-body fuzzer with 20,000 generated bodies (500 in `make test`).
+# Then the request-body fuzzer with 20,000 generated bodies (500 in `make test`), and every
+# partition scenario on the hosts (`make partitions`).
 chaos: setup build-release clean-test-dbs
 	SECKILL_CHAOS=full cargo test --release $(RUST_SUITES) --test chaos
 	SECKILL_FUZZ_CASES=20000 cargo test --release $(RUST_SUITES) --test api fuzz
+	$(MAKE) --no-print-directory partitions
 
 # Benchmarks are not tests: they measure and write docs/benchmarks.md (see docs/operations.md "Benchmarks").
 bench: setup test-tools

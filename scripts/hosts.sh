@@ -18,7 +18,17 @@
 #   scripts/hosts.sh down    end every process, namespace, link and file the script made, and
 #                            nothing else (`make hosts-stop`)
 #   scripts/hosts.sh env     the variables that point a tool at the hosts (eval it)
-#   scripts/hosts.sh exec HOST CMD...   run a command on a host (the partition tests' nemesis)
+#   scripts/hosts.sh exec HOST CMD...   run a command on a host
+#
+# The partition suite's nemesis (server/tests/partitions), with iptables inside the hosts' own
+# namespaces (the machine's tables are never touched):
+#   scripts/hosts.sh cut A B         A and B no longer reach each other (both ways)
+#   scripts/hosts.sh cut-oneway A B  A's packets reach B, B's packets to A are dropped
+#   scripts/hosts.sh heal            every cut made above undone, on every host
+#   scripts/hosts.sh pause HOST      the host's Redis stopped (SIGSTOP); resume HOST: SIGCONT
+#   scripts/hosts.sh master-of KEY   the host whose Redis masters KEY's slot now
+#   scripts/hosts.sh settle          waits until the Redis and RabbitMQ clusters and the
+#                                    instances are whole again
 #
 # The instances run the image `make image` built; SECKILL_* variables of the caller's
 # environment are handed to them (the doors the e2e suite opens, the accounts it uses).
@@ -319,12 +329,69 @@ gone() {
   say "nothing of make hosts is left"
 }
 
+# --- the nemesis -------------------------------------------------------------------------------
+
+# Drops on HOST every packet from PEER (INPUT) or to PEER (OUTPUT): the rules live in the host's
+# own namespace, in a chain of ours, so healing flushes exactly them.
+drop_on() { # host direction(in|out) peer
+  local h=$1 dir=$2 peer
+  peer=$(addr "$3")
+  on "$h" iptables -w -N sk-nemesis 2>/dev/null || true
+  on "$h" iptables -w -C INPUT -j sk-nemesis 2>/dev/null || on "$h" iptables -w -I INPUT -j sk-nemesis
+  on "$h" iptables -w -C OUTPUT -j sk-nemesis 2>/dev/null || on "$h" iptables -w -I OUTPUT -j sk-nemesis
+  case $dir in
+    in) on "$h" iptables -w -A sk-nemesis -s "$peer" -j DROP ;;
+    out) on "$h" iptables -w -A sk-nemesis -d "$peer" -j DROP ;;
+  esac
+}
+
+cut() { drop_on "$1" out "$2"; drop_on "$1" in "$2"; drop_on "$2" out "$1"; drop_on "$2" in "$1"; }
+cut_oneway() { drop_on "$1" in "$2"; }
+heal() {
+  local h
+  for h in "${HOSTS[@]}"; do
+    on "$h" iptables -w -F sk-nemesis 2>/dev/null || true
+  done
+}
+redis_pid() { cat "$dir/$1/redis.pid"; }
+# Whole again after a fault: every slot served with its replica in sync, the three RabbitMQ
+# nodes running, every instance ready.
+settle() {
+  local i nodes=()
+  for i in 1 2 3 4 5 6; do nodes+=("$(addr "redis$i"):6379"); done
+  wait_until 120 "the Redis Cluster's slots and replicas" "$root/scripts/services.sh" redis-cluster-ready "${nodes[@]}"
+  wait_until 120 "the RabbitMQ cluster's three nodes" mq_three_running
+  for i in 1 2 3; do wait_until 120 "app$i's /readyz" curl -fsS -o /dev/null "http://$(addr "app$i"):3000/readyz"; done
+}
+master_of() { # key -> host name
+  local slot node
+  slot=$(redis-cli -h "$(addr redis1)" cluster keyslot "$1" 2>/dev/null || redis-cli -h "$(addr redis2)" cluster keyslot "$1")
+  for node in redis1 redis2 redis3 redis4 redis5 redis6; do
+    redis-cli -h "$(addr "$node")" cluster shards 2>/dev/null | tr -d '\r' | awk -v slot="$slot" '
+      /^slots$/ {getline a; getline b; lo = a; hi = b; next}
+      $0 == "ip" {getline ip}
+      $0 == "role" {getline role; if (role == "master" && slot >= lo && slot <= hi) {print ip; exit}}' >"$dir/master-of" || true
+    if [ -s "$dir/master-of" ]; then break; fi
+  done
+  local ip
+  ip=$(head -1 "$dir/master-of")
+  [ -n "$ip" ] || fail "no master serves slot $slot"
+  echo "redis${ip##*.2}"
+}
+
 case "${1:-up}" in
   up) up ;;
   down) down ;;
   gone) gone ;;
   env) env_lines ;;
   exec) shift; h=$1; shift; on "$h" "$@" ;;
+  cut) cut "$2" "$3" ;;
+  cut-oneway) cut_oneway "$2" "$3" ;;
+  heal) heal ;;
+  settle) settle ;;
+  pause) kill -STOP "$(redis_pid "$2")" ;;
+  resume) kill -CONT "$(redis_pid "$2")" ;;
+  master-of) master_of "$2" ;;
   addr) addr "$2" ;;
-  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|addr HOST" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|addr HOST|cut A B|cut-oneway A B|heal|pause HOST|resume HOST|master-of KEY|settle" >&2; exit 2 ;;
 esac
