@@ -22,7 +22,7 @@
 #
 # The partition suite's nemesis (server/tests/partitions), with iptables inside the hosts' own
 # namespaces (the machine's tables are never touched):
-#   scripts/hosts.sh cut A B         A and B no longer reach each other (both ways)
+#   scripts/hosts.sh cut A B...      A and each B no longer reach each other (both ways)
 #   scripts/hosts.sh cut-oneway A B  A's packets reach B, B's packets to A are dropped
 #   scripts/hosts.sh heal            every cut made above undone, on every host
 #   scripts/hosts.sh pause HOST      the host's Redis stopped (SIGSTOP); resume HOST: SIGCONT
@@ -345,7 +345,10 @@ drop_on() { # host direction(in|out) peer
   esac
 }
 
-cut() { drop_on "$1" out "$2"; drop_on "$1" in "$2"; drop_on "$2" out "$1"; drop_on "$2" in "$1"; }
+cut() { # host peer...
+  local a=$1 b; shift
+  for b in "$@"; do drop_on "$a" out "$b"; drop_on "$a" in "$b"; drop_on "$b" out "$a"; drop_on "$b" in "$a"; done
+}
 cut_oneway() { drop_on "$1" in "$2"; }
 heal() {
   local h
@@ -385,7 +388,7 @@ case "${1:-up}" in
   gone) gone ;;
   env) env_lines ;;
   exec) shift; h=$1; shift; on "$h" "$@" ;;
-  cut) cut "$2" "$3" ;;
+  cut) shift; cut "$@" ;;
   cut-oneway) cut_oneway "$2" "$3" ;;
   heal) heal ;;
   settle) settle ;;
@@ -393,5 +396,5 @@ case "${1:-up}" in
   resume) kill -CONT "$(redis_pid "$2")" ;;
   master-of) master_of "$2" ;;
   addr) addr "$2" ;;
-  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|addr HOST|cut A B|cut-oneway A B|heal|pause HOST|resume HOST|master-of KEY|settle" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|addr HOST|cut A B...|cut-oneway A B|heal|pause HOST|resume HOST|master-of KEY|settle" >&2; exit 2 ;;
 esac

@@ -27,6 +27,10 @@ pub struct ActivityCache {
 }
 
 const CACHE_TTL: Duration = Duration::from_secs(5);
+/// How long a buy waits for an expired row to be read again before it goes on with the copy it
+/// has (PostgreSQL slow or cut off from this instance: the sale goes on, refused fast if there is
+/// no copy).
+const REFRESH_WAIT: Duration = Duration::from_millis(500);
 /// The most unknown ids remembered at once.
 pub const MAX_UNKNOWN: usize = 10_000;
 
@@ -42,10 +46,14 @@ impl ActivityCache {
                 return Ok(row.clone());
             }
         }
-        let row = match load(db, id).await {
+        let loaded = tokio::time::timeout(REFRESH_WAIT, load(db, id))
+            .await
+            .unwrap_or(Err(ApiError::Unavailable { retry_after: 1 }));
+        let row = match loaded {
             Ok(row) => row.map(Arc::new),
-            // PostgreSQL is down or restarting: the sale goes on with what this instance last
-            // read (Redis decides the buy; the row only gives its window, limit and captcha rule).
+            // PostgreSQL is down, restarting or out of reach: the sale goes on with what this
+            // instance last read (Redis decides the buy; the row only gives its window, limit and
+            // captcha rule).
             Err(e @ ApiError::Unavailable { .. }) => {
                 return self.stale(id).ok_or(e)?.ok_or(ApiError::NotFound)
             }

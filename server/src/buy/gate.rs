@@ -303,16 +303,24 @@ impl Gate {
             .try_acquire()
             .map_err(|_| ApiError::Overloaded { retry_after: 1 })?;
         let started = Instant::now();
-        let answer = self
-            .ask(
-                activity,
-                user,
-                quantity,
-                proof,
-                idempotency.as_deref(),
-                (&who.user, &who.ip),
-            )
-            .await;
+        let asked = self.ask(
+            activity,
+            user,
+            quantity,
+            proof,
+            idempotency.as_deref(),
+            (&who.user, &who.ip),
+        );
+        // Past the deadline the buy is refused rather than held: whatever the script did, the
+        // retry with the same key gets its answer.
+        let answer = tokio::time::timeout(self.limits.deadline, asked)
+            .await
+            .unwrap_or_else(|_| {
+                Err(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "the buy's deadline passed",
+                )))
+            });
         self.parts
             .metrics
             .gate_seconds

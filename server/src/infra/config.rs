@@ -196,6 +196,9 @@ pub struct GateLimits {
     pub block_ms: u64,
     /// Buy requests in the gate at once on this instance; more get `503 overloaded`.
     pub max_in_flight: usize,
+    /// The longest a buy waits on Redis (its script, the replica's acknowledgement, a borrowing)
+    /// before it is answered `503 overloaded`: a node cut off or paused is refused fast, not held.
+    pub deadline: Duration,
     /// How the buys of one stock shard are gathered into one gate call (`buy/batch.rs`).
     pub batching: Batching,
 }
@@ -228,6 +231,7 @@ impl From<&Settings> for GateLimits {
             strikes_before_block: s.strikes_before_block,
             block_ms: s.block_ms,
             max_in_flight: s.max_in_flight,
+            deadline: Duration::from_millis(s.buy_deadline_ms),
             batching: Batching {
                 window: Duration::from_micros(s.gate_batch_window_us),
                 max: s.gate_batch_max.max(1),
@@ -387,6 +391,11 @@ pub struct Settings {
     /// Buys in the gate at once on this instance before `503 overloaded`.
     #[arg(long, env = "SECKILL_MAX_IN_FLIGHT", default_value_t = 512)]
     pub max_in_flight: usize,
+    /// The longest a buy waits on Redis before `503 overloaded`, in milliseconds (above
+    /// `SECKILL_REDIS_WAIT_MS`, which it includes).
+    #[arg(long, env = "SECKILL_BUY_DEADLINE_MS", default_value_t = 1_500,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub buy_deadline_ms: u64,
     /// How long the first buy of a batch waits for others to reach its stock shard, in
     /// microseconds (0: buys gather only while the shard's call before is in Redis).
     #[arg(long, env = "SECKILL_GATE_BATCH_WINDOW_US", default_value_t = 0)]

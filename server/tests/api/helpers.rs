@@ -313,7 +313,18 @@ pub fn client_of_shop(user_id: i64, role: Role, shop_id: i64) -> Client {
 
 /// `client_of_shop`, sending `more` (`name=value; …`) beside its session cookie.
 pub fn client_with_cookies(user_id: i64, role: Role, shop_id: i64, more: &str) -> Client {
-    let keys = SessionKeys::new(SECRET, Duration::from_secs(3600), false);
+    client_signed_with(SECRET, user_id, role, shop_id, more)
+}
+
+/// `client_with_cookies`, its session minted with `secret` (a deployment's own).
+pub fn client_signed_with(
+    secret: &[u8],
+    user_id: i64,
+    role: Role,
+    shop_id: i64,
+    more: &str,
+) -> Client {
+    let keys = SessionKeys::new(secret, Duration::from_secs(3600), false);
     let expires_at = chrono::Utc::now().timestamp() + 3600;
     let cookie = keys.sign(&Claims {
         sid: server::domain::sessions::new_session_id(),
