@@ -245,6 +245,7 @@ impl AppState {
                 topology: self.topology.clone(),
                 metrics: self.metrics.clone(),
                 consumer: instance.clone(),
+                replication: self.gate.replication().clone(),
             }
             .run(),
         );

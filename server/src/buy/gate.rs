@@ -180,6 +180,11 @@ impl Gate {
         }
     }
 
+    /// The replication wait the gate's answers go through (the relay's too).
+    pub fn replication(&self) -> &Replication {
+        &self.parts.replication
+    }
+
     /// Forgets shoppers whose keyed-retry bucket is full again (bounds its memory).
     pub fn sweep(&self) {
         self.keyed_lookups.retain_recent();

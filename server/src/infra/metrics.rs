@@ -40,6 +40,7 @@ pub struct Metrics {
     pub gate_batch_size: Histogram,
     pub journal_lag: Gauge,
     pub relayed: Counter,
+    pub relay_held: Counter,
     pub borrowed: Counter,
     pub unreplicated: Counter,
     pub persisted: Counter,
@@ -95,6 +96,12 @@ impl Metrics {
             "Reservations published to RabbitMQ and confirmed",
             relayed.clone(),
         );
+        let relay_held = Counter::default();
+        registry.register(
+            "relay_held_journal_reads",
+            "Journal reads the relay held back because their master's replica had not acknowledged them",
+            relay_held.clone(),
+        );
         let borrowed = Counter::default();
         registry.register(
             "borrowed_reservations",
@@ -133,6 +140,7 @@ impl Metrics {
             gate_batch_size,
             journal_lag,
             relayed,
+            relay_held,
             borrowed,
             unreplicated,
             persisted,

@@ -4,6 +4,14 @@
 //! cut-off relay left pending are re-claimed after a while by whichever relay runs. A message may
 //! thus be published twice; the persister is idempotent on the token.
 //!
+//! Only entries already on a replica are published: a master cut off with a minority journals
+//! reservations that its replica never gets (their buys were answered `503`), and the failover
+//! discards them; published, they would become orders the new master's stock never
+//! counted (sold twice, a shopper past the limit, the last `202`s refused by the database). So
+//! after each read the relay confirms the journal's slot as the gate does
+//! (`infra/replication.rs`); unconfirmed entries stay pending and are read again once idle. A
+//! master with no replica connected at all is taken at its word, as the gate takes it.
+//!
 //! One message carries up to [`PER_MESSAGE`] reservations of one journal (a JSON array): a quorum
 //! queue's cost is per message (its Raft log, its confirm, its delivery and acknowledgement), not
 //! per byte. The persister splits a batch in which PostgreSQL refuses a reservation, so that only
@@ -14,6 +22,7 @@ use crate::infra::{
     broker::{Broker, Topology},
     metrics::Metrics,
     redis::Redis,
+    replication::{Confirmed, Replication},
 };
 use anyhow::Context;
 use lapin::{options::*, BasicProperties, Channel, Confirmation, PublisherConfirm};
@@ -94,6 +103,8 @@ pub struct Relay {
     pub topology: Topology,
     pub metrics: Arc<Metrics>,
     pub consumer: String,
+    /// Confirms that what was read is on a replica before it is published.
+    pub replication: Replication,
 }
 
 /// The journals the relay reads: those of sales on now are read every round, those of sales
@@ -304,11 +315,30 @@ impl Relay {
             }
             anyhow::Ok((journal.clone(), entries))
         });
-        let mut batches = Vec::new();
-        for read in futures_util::future::join_all(reads).await {
-            let (journal, entries) = read?;
+        let mut read = Vec::new();
+        for one in futures_util::future::join_all(reads).await {
+            let (journal, entries) = one?;
             if !entries.is_empty() {
-                batches.push((journal, entries));
+                read.push((journal, entries));
+            }
+        }
+        let confirms = read
+            .iter()
+            .map(|(journal, _)| self.replication.confirm(journal));
+        let confirmed = futures_util::future::join_all(confirms).await;
+        let mut batches = Vec::new();
+        for ((journal, entries), confirmed) in read.into_iter().zip(confirmed) {
+            match confirmed {
+                // A master with no replica connected at all answers its buys as a single Redis
+                // does (`infra/replication.rs`): its entries go on as its answers did.
+                Ok(Confirmed::Replicated | Confirmed::NoReplica) => {
+                    batches.push((journal, entries));
+                }
+                other => {
+                    // Pending, read again once idle (`RECLAIM_IDLE_MS`).
+                    self.metrics.relay_held.inc();
+                    tracing::warn!(journal, entries = entries.len(), outcome = ?other, "journal entries not on a replica yet; held back");
+                }
             }
         }
         if due(journals.lag_at, Duration::from_secs(1)) {

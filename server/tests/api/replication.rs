@@ -283,3 +283,71 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
     .await;
     assert_eq!(confirmed, Confirmed::Replicated);
 }
+
+/// A master cut off from its replica still journals the reservations its buys made before they
+/// were refused (`503`); a failover would discard them. The relay must not turn them into orders
+/// while they are on the master alone (they would be orders the new master's stock never
+/// counted: seen on the hosts as shoppers past the limit and units sold twice); once the replica
+/// has them, they go on, and the retry with the same key gets the same reservation.
+#[tokio::test]
+async fn the_relay_ships_no_reservation_its_replica_has_not_acknowledged() {
+    let master = RedisProcess::start(None);
+    eventually(30, "the master answers", || master.info()).await;
+    let replica = RedisProcess::start(Some(master.port));
+    eventually(30, "the replica is in sync", || async {
+        let info = replica.info().await?;
+        info.contains("master_link_status:up").then_some(())
+    })
+    .await;
+    let app = spawn_app_with(|c| {
+        c.redis = Target::Single(master.url());
+        c.redis_wait_replicas = 1;
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let activity = live_activity(&app, &merchant, 10, json!({})).await;
+    let id = activity["id"].as_i64().unwrap();
+    let buyer = shoppers(&app, 1).await.remove(0);
+    let path = app.path(&buyer.client, id).await;
+
+    replica.signal("-STOP");
+    let (status, body) = app
+        .buy_keyed(&buyer.client, id, "key", json!({"path": path.clone()}))
+        .await;
+    assert_eq!(status, 503, "{body}");
+    let held = |metrics: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("seckill_relay_held_journal_reads_total "))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    eventually(30, "the relay read the entry and held it back", || async {
+        (held(&app.metrics().await) > 0).then_some(())
+    })
+    .await;
+    let orders = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM orders WHERE activity_id = $1")
+            .bind(id)
+            .fetch_one(&app.db)
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        orders().await,
+        0,
+        "an entry on the master alone became an order"
+    );
+    replica.signal("-CONT");
+
+    let token = eventually(30, "the retry is answered 202", || async {
+        let (status, body) = app
+            .buy_keyed(&buyer.client, id, "key", json!({"path": path.clone()}))
+            .await;
+        (status == 202).then(|| body["token"].as_str().unwrap().to_string())
+    })
+    .await;
+    assert_settled(&app, id, std::slice::from_ref(&token)).await;
+    assert_eq!(orders().await, 1);
+    assert_eq!(app.remaining(id).await, 9);
+}
