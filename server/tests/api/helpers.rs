@@ -386,6 +386,11 @@ pub async fn merchant(app: &TestApp) -> Client {
 
 /// A signed-in client of a new merchant of the named shop (created when missing).
 pub async fn merchant_of(app: &TestApp, shop: &str) -> Client {
+    merchant_signed_with(app, shop, SECRET).await
+}
+
+/// `merchant_of`, its session minted with `secret` (a deployment's own).
+pub async fn merchant_signed_with(app: &TestApp, shop: &str, secret: &[u8]) -> Client {
     let user = server::domain::account::create_account(
         &app.db,
         Role::Merchant,
@@ -401,7 +406,7 @@ pub async fn merchant_of(app: &TestApp, shop: &str) -> Client {
         .fetch_one(&app.db)
         .await
         .unwrap();
-    client_of_shop(user.id, Role::Merchant, shop_id)
+    client_signed_with(secret, user.id, Role::Merchant, shop_id, "")
 }
 
 /// An activity that is on sale now (captcha off unless `fields` says otherwise).

@@ -41,15 +41,27 @@ where
     reconciler
 }
 
-/// A merchant's addition of `add` units, through the API, whole (database and Redis).
-async fn add_units(app: &TestApp, merchant: &reqwest::Client, id: i64, add: i64) {
-    let resp = merchant
-        .post(app.url(&format!("/api/admin/activities/{id}/stock")))
-        .json(&json!({ "add": add }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
+/// A merchant's addition of `add` units through the API, whole (database and Redis), to run
+/// when awaited.
+fn adding(
+    app: &TestApp,
+    merchant: &reqwest::Client,
+    id: i64,
+    add: i64,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let (url, merchant) = (
+        app.url(&format!("/api/admin/activities/{id}/stock")),
+        merchant.clone(),
+    );
+    async move {
+        let resp = merchant
+            .post(url)
+            .json(&json!({ "add": add }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+    }
 }
 
 /// One unit sold to a shopper whose home shard is not the first (where a raise lands), settled;
@@ -89,32 +101,14 @@ async fn a_stock_addition_during_a_reconcile_round_leaves_every_added_unit_on_sa
 
     // Added after the round read the database, before it reads Redis (the restock that was
     // taken off sale for a round): Redis is ahead of the first figures, not of the second.
-    let (app_url, client) = (app.base.clone(), merchant.clone());
-    let add = async move {
-        let resp = client
-            .post(format!("{app_url}/api/admin/activities/{id}/stock"))
-            .json(&json!({ "add": 20 }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status().as_u16(), 200);
-    };
+    let add = adding(&app, &merchant, id, 20);
     let drift = round(&reconciler_moving_at(&app, Read::Database, add), id).await;
     assert_eq!((drift.drift, drift.repaired), (0, false), "{drift:?}");
     assert_eq!(app.remaining(id).await, 28, "every added unit is on sale");
 
     // Added after the round read Redis: Redis is behind the second figures, which moved, so
     // nothing is raised; the addition itself brings the units.
-    let (app_url, client) = (app.base.clone(), merchant.clone());
-    let add = async move {
-        let resp = client
-            .post(format!("{app_url}/api/admin/activities/{id}/stock"))
-            .json(&json!({ "add": 20 }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status().as_u16(), 200);
-    };
+    let add = adding(&app, &merchant, id, 20);
     let drift = round(&reconciler_moving_at(&app, Read::Redis, add), id).await;
     assert_eq!((drift.drift, drift.repaired), (-20, false), "{drift:?}");
     assert_eq!(app.remaining(id).await, 48);
@@ -167,7 +161,7 @@ async fn an_addition_that_never_reached_redis_is_carried_over_once_even_if_deliv
     };
     activity::add_to_stock(&app.redis, &late).await.unwrap();
     assert_eq!(app.remaining(id).await, 20);
-    add_units(&app, &merchant, id, 1).await;
+    adding(&app, &merchant, id, 1).await;
     assert_eq!(app.remaining(id).await, 21);
 }
 

@@ -92,8 +92,8 @@ impl RedisProcess {
     }
 }
 
-#[tokio::test]
-async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
+/// A master and its replica, in sync.
+async fn master_and_replica() -> (RedisProcess, RedisProcess) {
     let master = RedisProcess::start(None);
     eventually(30, "the master answers", || master.info()).await;
     let replica = RedisProcess::start(Some(master.port));
@@ -102,6 +102,12 @@ async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
         info.contains("master_link_status:up").then_some(())
     })
     .await;
+    (master, replica)
+}
+
+#[tokio::test]
+async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
+    let (master, replica) = master_and_replica().await;
     let app = spawn_app_with(|c| {
         c.redis = Target::Single(master.url());
         c.redis_wait_replicas = 1;
@@ -203,14 +209,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
         redis::connect,
         replication::{Confirmed, Replication},
     };
-    let master = RedisProcess::start(None);
-    eventually(30, "the master answers", || master.info()).await;
-    let replica = RedisProcess::start(Some(master.port));
-    eventually(30, "the replica is in sync", || async {
-        let info = replica.info().await?;
-        info.contains("master_link_status:up").then_some(())
-    })
-    .await;
+    let (master, replica) = master_and_replica().await;
     let target = Target::Single(master.url());
     let writes = connect(&target).await.unwrap();
     let replication = Replication::new(
@@ -291,14 +290,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
 /// has them, they go on, and the retry with the same key gets the same reservation.
 #[tokio::test]
 async fn the_relay_ships_no_reservation_its_replica_has_not_acknowledged() {
-    let master = RedisProcess::start(None);
-    eventually(30, "the master answers", || master.info()).await;
-    let replica = RedisProcess::start(Some(master.port));
-    eventually(30, "the replica is in sync", || async {
-        let info = replica.info().await?;
-        info.contains("master_link_status:up").then_some(())
-    })
-    .await;
+    let (master, replica) = master_and_replica().await;
     let app = spawn_app_with(|c| {
         c.redis = Target::Single(master.url());
         c.redis_wait_replicas = 1;

@@ -24,8 +24,12 @@
 #[allow(dead_code)]
 mod helpers;
 
+#[path = "record.rs"]
+mod record;
+
 use helpers::*;
 use loadtest::crowd::{self, CrowdOptions, Report};
+use record::record_in_reliability;
 use serde_json::json;
 use std::{
     collections::BTreeMap,
@@ -847,23 +851,6 @@ fn table(shape: Shape, rows: &[Row], size: &Size) -> String {
     out
 }
 
-/// Puts the table between the chaos markers of docs/reliability.md.
-fn record(table: &str) {
-    let path = "../docs/reliability.md";
-    let text = std::fs::read_to_string(path).expect("docs/reliability.md exists");
-    let (begin, end) = ("<!-- chaos:begin -->", "<!-- chaos:end -->");
-    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else {
-        panic!("docs/reliability.md lacks the chaos markers")
-    };
-    let stamp = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
-    let updated = format!(
-        "{}{begin}\nLast full run: {stamp} (`make chaos`, debug build).\n\n{table}{}",
-        &text[..b],
-        &text[e..]
-    );
-    std::fs::write(path, updated).expect("docs/reliability.md is written");
-}
-
 fn main() {
     let full = std::env::var("SECKILL_CHAOS").is_ok_and(|v| v == "full");
     let size = if full { FULL } else { SHORT };
@@ -930,7 +917,7 @@ fn main() {
         );
     }
     if full && broken.is_empty() && only.is_empty() {
-        record(&report);
+        record_in_reliability("chaos", "`make chaos`, release build", &report);
     }
     if !broken.is_empty() {
         eprintln!(

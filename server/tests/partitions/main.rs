@@ -28,8 +28,12 @@
 #[allow(dead_code)]
 mod helpers;
 
+#[path = "../chaos/record.rs"]
+mod record;
+
 use helpers::*;
 use loadtest::crowd::{self, Answer, CrowdOptions, Report};
+use record::record_in_reliability;
 use serde_json::json;
 use std::{
     collections::{BTreeMap, HashSet},
@@ -182,32 +186,6 @@ async fn strike(fault: Fault, master: &str, hold: Duration) {
     hosts(&["heal"]);
 }
 
-/// A signed-in merchant of the default shop, its session minted with the hosts' secret.
-async fn merchant_of_the_hosts(control: &TestApp) -> reqwest::Client {
-    let user = server::domain::account::create_account(
-        &control.db,
-        app::api::Role::Merchant,
-        Some(server::domain::shop::DEFAULT_SHOP),
-        &unique_name("m"),
-        "merchant-password",
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let shop_id: i64 = sqlx::query_scalar("SELECT shop_id FROM users WHERE id = $1")
-        .bind(user.id)
-        .fetch_one(&control.db)
-        .await
-        .unwrap();
-    client_signed_with(
-        &control.config.secret.0,
-        user.id,
-        app::api::Role::Merchant,
-        shop_id,
-        "",
-    )
-}
-
 /// One scenario's figures: a row of the table.
 struct Row {
     fault: Fault,
@@ -255,7 +233,13 @@ fn percentile(history: &[Answer], q: f64) -> Duration {
 }
 
 async fn scenario(control: &TestApp, fault: Fault, run: usize, size: Size) -> Row {
-    let merchant = merchant_of_the_hosts(control).await;
+    // Its session minted with the hosts' secret.
+    let merchant = merchant_signed_with(
+        control,
+        server::domain::shop::DEFAULT_SHOP,
+        &control.config.secret.0,
+    )
+    .await;
     let body = json!({
         "title": format!("Partition: {fault:?} #{run}"),
         "stock_shards": SHARDS,
@@ -530,22 +514,6 @@ fn table(rows: &[Row], size: &Size) -> String {
     out
 }
 
-fn record(table: &str) {
-    let path = "../docs/reliability.md";
-    let text = std::fs::read_to_string(path).expect("docs/reliability.md exists");
-    let (begin, end) = ("<!-- partitions:begin -->", "<!-- partitions:end -->");
-    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else {
-        panic!("docs/reliability.md lacks the partitions markers")
-    };
-    let stamp = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
-    let updated = format!(
-        "{}{begin}\nLast full run: {stamp} (`make partitions`).\n\n{table}{}",
-        &text[..b],
-        &text[e..]
-    );
-    std::fs::write(path, updated).expect("docs/reliability.md is written");
-}
-
 /// Whatever happens, the network is healed and every Redis resumed at the end.
 struct Heal;
 
@@ -619,7 +587,7 @@ fn main() {
         })
         .collect();
     if full && only.is_empty() && broken.is_empty() {
-        record(&table);
+        record_in_reliability("partitions", "`make partitions`", &table);
     }
     if !broken.is_empty() {
         eprintln!("BROKEN INVARIANTS:\n  {}", broken.join("\n  "));
