@@ -28,8 +28,7 @@ pub struct ActivityCache {
 
 const CACHE_TTL: Duration = Duration::from_secs(5);
 /// How long a buy waits for an expired row to be read again before it goes on with the copy it
-/// has (PostgreSQL slow or cut off from this instance: the sale goes on, refused fast if there is
-/// no copy).
+/// has (PostgreSQL slow or cut off from this instance: the sale goes on).
 const REFRESH_WAIT: Duration = Duration::from_millis(500);
 /// The most unknown ids remembered at once.
 pub const MAX_UNKNOWN: usize = 10_000;
@@ -46,9 +45,14 @@ impl ActivityCache {
                 return Ok(row.clone());
             }
         }
-        let loaded = tokio::time::timeout(REFRESH_WAIT, load(db, id))
-            .await
-            .unwrap_or(Err(ApiError::Unavailable { retry_after: 1 }));
+        // With a copy at hand the read is bounded; a first read waits as long as the pool lets it.
+        let loaded = if self.stale(id).is_some() {
+            tokio::time::timeout(REFRESH_WAIT, load(db, id))
+                .await
+                .unwrap_or(Err(ApiError::Unavailable { retry_after: 1 }))
+        } else {
+            load(db, id).await
+        };
         let row = match loaded {
             Ok(row) => row.map(Arc::new),
             // PostgreSQL is down, restarting or out of reach: the sale goes on with what this
