@@ -69,7 +69,7 @@ test: packages services test-tools
 	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
 	tail -n 3 target/lint-and-build.log
-	# The hosts last: their partition suite is one of the tests just built.
+	# The hosts last: their partition suite links against what the tests' build left (about a minute).
 	$(MAKE) --no-print-directory test-rust test-hosts
 
 setup: tools services
