@@ -616,7 +616,7 @@ impl Gate {
                 Confirmed::NoReplica => {
                     self.parts.metrics.unreplicated.inc();
                 }
-                Confirmed::NotYet => {
+                Confirmed::NotYet | Confirmed::Deposed => {
                     return Err(redis::RedisError::from((
                         redis::ErrorKind::Io,
                         "the reservation is not on a replica yet",

@@ -17,10 +17,21 @@
 //! just promoted), there is nothing to wait for and the buy is answered as on a single Redis
 //! (durable by the AOF of the master); this is logged. When a replica is connected but does not
 //! acknowledge in time, the buy is answered `503` and the client retries with its key.
+//!
+//! "No replica connected" is also what a deposed master sees: one paused past the cluster's node
+//! timeout wakes up believing it still leads while its replica, promoted meanwhile, has dropped
+//! the link; one cut off with a minority loses its replica's link after `repl-timeout`. Writes it
+//! takes then are discarded when it learns the truth and turns replica. So on a cluster a master
+//! without a replica is trusted only once a majority of the masters, asked there and then, name
+//! it the slot's master in their own view (`CLUSTER NODES`): the cluster's configuration epochs
+//! are the fence. A deposed master fails that test ([`Confirmed::Deposed`]); its buys are
+//! refused (`503`, retried with their key) and the relay holds its journal entries.
 
 use super::{keys::slot, redis::Conn};
 use redis::{
-    cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr},
+    cluster_routing::{
+        MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
+    },
     RedisResult,
 };
 use std::{
@@ -39,6 +50,9 @@ pub enum Confirmed {
     NoReplica,
     /// A replica is connected but did not acknowledge within the timeout.
     NotYet,
+    /// The master has no replica and a majority of the cluster's masters does not name it the
+    /// slot's master (or could not be asked in time): its writes may be discarded.
+    Deposed,
 }
 
 #[derive(Default)]
@@ -141,15 +155,51 @@ impl Replication {
             .find_map(|l| l.strip_prefix("connected_slaves:"))
             .and_then(|n| n.trim().parse::<i64>().ok())
             .unwrap_or(0);
-        Ok(if connected == 0 {
+        if connected != 0 {
+            return Ok(Confirmed::NotYet);
+        }
+        if !self.majority_names_it_master(slot).await {
             tracing::warn!(
                 slot,
-                "no replica connected: buys on this slot are durable by the master's AOF only"
+                "no replica connected, and the cluster's majority does not name this node the slot's master: refused"
             );
-            Confirmed::NoReplica
-        } else {
-            Confirmed::NotYet
-        })
+            return Ok(Confirmed::Deposed);
+        }
+        tracing::warn!(
+            slot,
+            "no replica connected: buys on this slot are durable by the master's AOF only"
+        );
+        Ok(Confirmed::NoReplica)
+    }
+
+    /// Whether more than half of the masters this connection knows name the node serving `slot`
+    /// as its master, each in its own view. A single Redis has no one else to ask.
+    async fn majority_names_it_master(&self, slot: u16) -> bool {
+        let Some(Conn::Cluster(shared)) = &self.conn else {
+            return true;
+        };
+        let ask = async {
+            let mut myid = redis::cmd("CLUSTER");
+            myid.arg("MYID");
+            let me: String = redis::from_redis_value(self.on_master(slot, myid).await?)?;
+            let mut nodes = redis::cmd("CLUSTER");
+            nodes.arg("NODES");
+            let all = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+            let views = shared.get().route_command(nodes, all).await?;
+            Ok::<_, redis::RedisError>((me, views))
+        };
+        // A master cut off with a minority cannot reach the others: no answer is a no.
+        let Ok(Ok((me, redis::Value::Map(views)))) = tokio::time::timeout(self.timeout, ask).await
+        else {
+            return false;
+        };
+        let asked = views.len();
+        let named = views
+            .into_iter()
+            .filter_map(|(_, view)| redis::from_redis_value::<String>(view).ok())
+            .filter(|view| master_in_view(view, slot) == Some(me.as_str()))
+            .count();
+        named * 2 > asked
     }
 
     /// Runs `cmd` on the master of `slot` (on a single Redis, on it).
@@ -165,5 +215,45 @@ impl Replication {
             }
             Conn::Single(_) => cmd.query_async(&mut conn).await,
         }
+    }
+}
+
+/// The id of the node that `view` (a node's `CLUSTER NODES`) has serving `slot`, unless that node
+/// is flagged failing (`fail` or `fail?`) there.
+fn master_in_view(view: &str, slot: u16) -> Option<&str> {
+    view.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (id, flags, ranges) = (fields.first()?, fields.get(2)?, fields.get(8..)?);
+        let serves = ranges.iter().any(|range| {
+            // `[slot->-id]` and `[slot-<-id]` mark a migration, not ownership.
+            let mut ends = range.splitn(2, '-');
+            let from = ends.next().and_then(|n| n.parse::<u16>().ok());
+            let to = ends.next().map_or(from, |n| n.parse::<u16>().ok());
+            matches!((from, to), (Some(from), Some(to)) if (from..=to).contains(&slot))
+        });
+        (serves && flags.contains("master") && !flags.contains("fail")).then_some(*id)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::master_in_view;
+
+    const VIEW: &str = "\
+07c3 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460
+67ed 127.0.0.1:30002@40002 master - 0 1426238316232 2 connected 5461-10922 [5470->-292f]
+292f 127.0.0.1:30003@40003 master,fail? - 1426238316232 0 3 connected 10923-16383
+6ec2 127.0.0.1:30004@40004 slave 07c3 0 1426238316232 1 connected
+";
+
+    #[test]
+    fn the_master_of_a_slot_is_read_from_a_view() {
+        assert_eq!(master_in_view(VIEW, 0), Some("07c3"));
+        assert_eq!(master_in_view(VIEW, 5460), Some("07c3"));
+        assert_eq!(master_in_view(VIEW, 5461), Some("67ed"));
+        assert_eq!(master_in_view(VIEW, 5470), Some("67ed"));
+        // A master the viewer holds failing is named by no one.
+        assert_eq!(master_in_view(VIEW, 12000), None);
+        assert_eq!(master_in_view("", 1), None);
     }
 }

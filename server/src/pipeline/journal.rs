@@ -330,7 +330,8 @@ impl Relay {
         for ((journal, entries), confirmed) in read.into_iter().zip(confirmed) {
             match confirmed {
                 // A master with no replica connected at all answers its buys as a single Redis
-                // does (`infra/replication.rs`): its entries go on as its answers did.
+                // does (`infra/replication.rs`): its entries go on as its answers did. A deposed
+                // one's entries (`Deposed`) are held like those not on a replica yet.
                 Ok(Confirmed::Replicated | Confirmed::NoReplica) => {
                     batches.push((journal, entries));
                 }

@@ -18,27 +18,50 @@ struct RedisProcess {
 
 impl RedisProcess {
     fn start(replica_of: Option<u16>) -> RedisProcess {
+        match replica_of {
+            Some(master) => Self::spawn(&["--replicaof", "127.0.0.1", &master.to_string()]),
+            None => Self::spawn(&[]),
+        }
+    }
+
+    /// A node in cluster mode, in no cluster yet.
+    fn start_clustered() -> RedisProcess {
+        Self::spawn(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+    }
+
+    fn spawn(extra: &[&str]) -> RedisProcess {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        // A folder of its own: a replica writes the master's snapshot there when it syncs.
+        // A folder of its own: a replica writes the master's snapshot there when it syncs, a
+        // cluster node its nodes.conf (none left from an earlier run on the same port).
         let dir = std::env::temp_dir().join(format!("seckill-test-redis-{port}"));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut cmd = Command::new("redis-server");
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&dir)
+            .args(extra)
             .stdout(Stdio::null());
-        if let Some(master) = replica_of {
-            cmd.args(["--replicaof", "127.0.0.1", &master.to_string()]);
-        }
         RedisProcess {
             port,
             child: cmd.spawn().expect("redis-server starts"),
         }
+    }
+
+    /// One command on this node alone.
+    async fn ask<T: redis::FromRedisValue>(&self, args: &[&str]) -> redis::RedisResult<T> {
+        let client = redis::Client::open(self.url())?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let mut cmd = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            cmd.arg(*arg);
+        }
+        cmd.query_async(&mut conn).await
     }
 
     fn url(&self) -> String {
@@ -342,4 +365,143 @@ async fn the_relay_ships_no_reservation_its_replica_has_not_acknowledged() {
     assert_settled(&app, id, std::slice::from_ref(&token)).await;
     assert_eq!(orders().await, 1);
     assert_eq!(app.remaining(id).await, 9);
+}
+
+/// A master with no replica connected is trusted as a single Redis is, but that is also what a
+/// deposed master sees: paused past the node timeout (or cut off with a minority), it wakes up
+/// believing it leads while the cluster has given its slots to another node, and whatever it
+/// takes is discarded once it learns. Here the deposition is made exact, with no race to win: the
+/// other two masters forget the node and one of them takes its slots with a newer epoch, while
+/// the node, having forgotten them too, still believes it serves them.
+#[tokio::test]
+async fn a_master_the_cluster_has_replaced_confirms_nothing() {
+    use server::infra::{
+        keys::slot,
+        redis::connect,
+        replication::{Confirmed, Replication},
+    };
+    let nodes: Vec<RedisProcess> = (0..3).map(|_| RedisProcess::start_clustered()).collect();
+    let mut ids = Vec::new();
+    for node in &nodes {
+        let id = eventually(30, "the node answers", || async {
+            node.ask::<String>(&["CLUSTER", "MYID"]).await.ok()
+        })
+        .await;
+        ids.push(id);
+    }
+    let thirds = [(0, 5460), (5461, 10922), (10923, 16383)];
+    for (node, (from, to)) in nodes.iter().zip(thirds) {
+        let (from, to) = (from.to_string(), to.to_string());
+        let _: () = node
+            .ask(&["CLUSTER", "ADDSLOTSRANGE", &from, &to])
+            .await
+            .unwrap();
+    }
+    for node in &nodes[1..] {
+        let port = node.port.to_string();
+        let _: () = nodes[0]
+            .ask(&["CLUSTER", "MEET", "127.0.0.1", &port])
+            .await
+            .unwrap();
+    }
+    for node in &nodes {
+        eventually(30, "every node sees the whole cluster", || async {
+            let info: String = node.ask(&["CLUSTER", "INFO"]).await.ok()?;
+            let known: String = node.ask(&["CLUSTER", "NODES"]).await.ok()?;
+            (info.contains("cluster_state:ok") && known.lines().count() == 3).then_some(())
+        })
+        .await;
+    }
+
+    let key = "{fence}:stock";
+    let owner = thirds
+        .iter()
+        .position(|(from, to)| (*from..=*to).contains(&slot(key)))
+        .unwrap();
+    let (other, third) = ((owner + 1) % 3, (owner + 2) % 3);
+    let target = Target::Cluster(nodes.iter().map(RedisProcess::url).collect());
+    let writes = connect(&target).await.unwrap();
+    let replication = Replication::new(
+        Some(connect(&target).await.unwrap()),
+        1,
+        std::time::Duration::from_millis(300),
+    );
+    let set = |value: i64| {
+        let mut conn = writes.clone();
+        async move {
+            let _: () = redis::cmd("SET")
+                .arg(key)
+                .arg(value)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+    };
+    set(1).await;
+    assert_eq!(
+        replication.confirm(key).await.unwrap(),
+        Confirmed::NoReplica,
+        "a master without a replica, named by every master, is trusted as a single Redis"
+    );
+
+    // The deposition. Having forgotten the others, the node no longer sees their slots served:
+    // it is told to go on serving its own, as a master that believes the cluster whole does.
+    let _: () = nodes[owner]
+        .ask(&["CONFIG", "SET", "cluster-require-full-coverage", "no"])
+        .await
+        .unwrap();
+    for o in [other, third] {
+        let _: () = nodes[o]
+            .ask(&["CLUSTER", "FORGET", &ids[owner]])
+            .await
+            .unwrap();
+        let _: () = nodes[owner]
+            .ask(&["CLUSTER", "FORGET", &ids[o]])
+            .await
+            .unwrap();
+    }
+    let (from, to) = (thirds[owner].0.to_string(), thirds[owner].1.to_string());
+    let _: () = nodes[other]
+        .ask(&["CLUSTER", "ADDSLOTSRANGE", &from, &to])
+        .await
+        .unwrap();
+    let _: String = nodes[other].ask(&["CLUSTER", "BUMPEPOCH"]).await.unwrap();
+    let taken = format!("{} ", ids[other]);
+    eventually(30, "the third master names the new one", || async {
+        let view: String = nodes[third].ask(&["CLUSTER", "NODES"]).await.ok()?;
+        let line = view.lines().find(|l| l.starts_with(&taken))?;
+        // Ranges that touch are printed as one.
+        let serves = line.split_whitespace().skip(8).any(|range| {
+            let mut ends = range
+                .split('-')
+                .map(|n| n.parse::<u16>().unwrap_or(u16::MAX));
+            let from = ends.next().unwrap_or(u16::MAX);
+            (from..=ends.next().unwrap_or(from)).contains(&slot(key))
+        });
+        serves.then_some(())
+    })
+    .await;
+    let own: String = nodes[owner].ask(&["CLUSTER", "NODES"]).await.unwrap();
+    assert_eq!(
+        own.lines().count(),
+        1,
+        "the deposed node knows no one: {own}"
+    );
+
+    // It still takes writes, believing it leads; none of them may be confirmed.
+    eventually(30, "the deposed node takes writes", || async {
+        let mut conn = writes.clone();
+        redis::cmd("SET")
+            .arg(key)
+            .arg(2)
+            .query_async::<()>(&mut conn)
+            .await
+            .ok()
+    })
+    .await;
+    assert_eq!(
+        replication.confirm(key).await.unwrap(),
+        Confirmed::Deposed,
+        "a write on a master the cluster has replaced was confirmed"
+    );
 }
