@@ -275,23 +275,41 @@ rabbit_node_kill() { # node number
 
 # Fault injection: the master serving a key's slot SIGKILLed; prints its port and returns once the
 # cluster has promoted its replica. `redis-cluster` starts the node again (it rejoins as a replica).
-redis_cluster_kill_master() { # key
-  local port slot pid
-  slot=$(redis-cli -h 127.0.0.1 -p "$CLUSTER_BASE" cluster keyslot "$1")
+master_port_of() { # slot: the port of the node that masters it, in its own view
+  local port
   for port in $(cluster_ports); do
     # `cluster nodes`: the line of "myself,master" lists its slot ranges from field 9 on.
-    if redis-cli -h 127.0.0.1 -p "$port" cluster nodes 2>/dev/null | awk -v s="$slot" '
+    if redis-cli -h 127.0.0.1 -p "$port" cluster nodes 2>/dev/null | awk -v s="$1" '
         $3 ~ /myself/ && $3 ~ /master/ { for (i = 9; i <= NF; i++) { n = split($i, r, "-");
           if (n == 1) r[2] = r[1]; if (s + 0 >= r[1] + 0 && s + 0 <= r[2] + 0) found = 1 } }
         END { exit !found }'; then
-      pid=$(cat "$state/redis-cluster/$port/redis.pid")
-      kill -9 "$pid"
-      echo "$port"
-      wait_failover "$slot" "$port"
-      return 0
+      echo "$port"; return 0
     fi
   done
-  echo "no master serves slot $slot" >&2; return 1
+  echo "no master serves slot $1" >&2; return 1
+}
+
+redis_cluster_kill_master() { # key
+  local port slot
+  slot=$(redis-cli -h 127.0.0.1 -p "$CLUSTER_BASE" cluster keyslot "$1")
+  port=$(master_port_of "$slot") || return 1
+  kill -9 "$(cat "$state/redis-cluster/$port/redis.pid")"
+  echo "$port"
+  wait_failover "$slot" "$port"
+}
+
+# The one-box form of a partition: the master stops (SIGSTOP) with every connection open, its
+# replica is promoted behind it, and it wakes up (SIGCONT) believing it still leads, until the
+# cluster's newer epoch demotes it to a replica.
+redis_cluster_pause_master() { # key
+  local port slot pid
+  slot=$(redis-cli -h 127.0.0.1 -p "$CLUSTER_BASE" cluster keyslot "$1")
+  port=$(master_port_of "$slot") || return 1
+  pid=$(cat "$state/redis-cluster/$port/redis.pid")
+  kill -STOP "$pid"
+  echo "$port"
+  wait_failover "$slot" "$port" || { kill -CONT "$pid"; return 1; }
+  kill -CONT "$pid"
 }
 
 wait_failover() { # slot killed-port: until another node masters the slot and the cluster is ok
@@ -427,6 +445,7 @@ case "${1:-start}" in
   redis-cluster-stop) stop_redis_cluster ;;
   redis-cluster-ready) shift; cluster_ready "$@" ;;
   redis-cluster-kill-master) redis_cluster_kill_master "$2" ;;
+  redis-cluster-pause-master) redis_cluster_pause_master "$2" ;;
   rabbitmq-cluster) start_rabbitmq_cluster ;;
   rabbitmq-cluster-stop) stop_rabbitmq_cluster ;;
   rabbitmq-node-kill) rabbit_node_kill "$2" ;;
@@ -440,5 +459,5 @@ case "${1:-start}" in
   redis-kill) redis_kill ;;
   redis-start) redis_restart ;;
   postgres-restart) postgres_crash_restart ;;
-  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|redis-cluster-kill-master KEY|rabbitmq-cluster|rabbitmq-cluster-stop|rabbitmq-node-kill N|rabbitmq-node-start N|nginx-start PORT SITE UPSTREAM...|nginx-stop|nginx-restart|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|redis-cluster-kill-master KEY|redis-cluster-pause-master KEY|rabbitmq-cluster|rabbitmq-cluster-stop|rabbitmq-node-kill N|rabbitmq-node-start N|nginx-start PORT SITE UPSTREAM...|nginx-stop|nginx-restart|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
 esac

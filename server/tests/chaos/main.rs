@@ -73,6 +73,7 @@ enum Fault {
     RedisRestart,
     InstanceKill,
     RedisMasterKill,
+    RedisMasterPause,
     RabbitmqNodeKill,
     NginxRestart,
 }
@@ -101,6 +102,7 @@ impl Shape {
             Shape::Cluster => &[
                 Fault::InstanceKill,
                 Fault::RedisMasterKill,
+                Fault::RedisMasterPause,
                 Fault::RabbitmqNodeKill,
                 Fault::NginxRestart,
             ],
@@ -136,6 +138,9 @@ impl Fault {
             }
             Fault::RedisMasterKill => {
                 "the Redis master of the sale's first shard SIGKILLed; its replica promoted; the node restarted as a replica".into()
+            }
+            Fault::RedisMasterPause => {
+                "the Redis master of the sale's first shard paused (SIGSTOP) until its replica was promoted, then resumed believing it leads".into()
             }
             Fault::RabbitmqNodeKill => {
                 "a RabbitMQ node SIGKILLed (the quorum keeps 2 of 3), restarted".into()
@@ -372,6 +377,19 @@ impl Deployment {
                 // The cluster promotes the replica by itself; the buys on its slots meet a
                 // failing master meanwhile. Then the node comes back and rejoins as a replica
                 // (`redis-cluster` waits until every slot is served and every replica in sync).
+                services("redis-cluster").await;
+            }
+            Fault::RedisMasterPause => {
+                let key = control
+                    .redis
+                    .keys
+                    .shard(activity, 0, CLUSTER_SHARDS)
+                    .stock();
+                // Every connection stays open to a node that answers nothing; the cluster
+                // promotes the replica behind it, then the node wakes up a master no longer and
+                // is demoted by the newer epoch (the one-box form of the partition suite's paused
+                // master: no network to cut on the loopback).
+                services_with("redis-cluster-pause-master", vec![key]).await;
                 services("redis-cluster").await;
             }
             Fault::RabbitmqNodeKill => {
@@ -843,7 +861,7 @@ fn table(shape: Shape, rows: &[Row], size: &Size) -> String {
     out.push_str(
         "Backlog: units taken at the gate that were not orders yet when the fault ended. \
          Fault lasted: from the strike until the fault was lifted (the process or service back; for a Redis \
-         master, until its replica was promoted and the killed node rejoined as a replica in sync). ",
+         master, until its replica was promoted and the killed or paused node rejoined as a replica in sync). ",
     );
     out.push_str("Time to recover: from the fault's end until every instance answers `/readyz` 200 and every unit taken \
                   until then is an order in PostgreSQL. Settled: from the crowd's \
