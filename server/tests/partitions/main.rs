@@ -479,8 +479,11 @@ async fn check(
 
 fn table(rows: &[Row], size: &Size) -> String {
     let mut out = format!(
-        "{} shoppers at {}/s for {} units over {SHARDS} shards, each fault held {} s (node timeout {} s); \
-         the crowd retries a 503 or a transport error for 30 s with the same key.\n\n",
+        "{} shoppers at {}/s for {} units over {SHARDS} shards, every tenth shopper greedy (asking past the \
+         limit); each fault held {} s, flapping 20 s (`cluster-node-timeout` {} s); the crowd retries a 503 or \
+         a transport error for 30 s with the same key. \"fault held\" counts from the first rule made to the \
+         heal (making the rules takes a second or more); \"time to settle\" from the crowd's last answer until the clusters \
+         are whole and every token has ended.\n\n",
         size.shoppers,
         size.rate,
         size.stock,
