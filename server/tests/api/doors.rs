@@ -95,7 +95,12 @@ async fn fifty_concurrent_guesses_verify_at_most_five_and_lock_only_the_guessers
 
     // Guessing on, one at a time, until locked: never more than 5 verified in all.
     let mut verified = t.get(&401).copied().unwrap_or(0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let locked = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not locked within 30 s of guessing"
+        );
         let (status, retry_after) = sign_in_from(&app, guesser, &owner, "yet-another-guess").await;
         match status {
             401 => verified += 1,
@@ -212,7 +217,8 @@ async fn a_sign_up_flood_from_one_address_is_refused_and_sign_in_goes_on() {
 #[tokio::test]
 async fn the_platforms_sign_up_budget_holds_against_many_addresses() {
     let minute = || chrono::Utc::now().timestamp() / 60;
-    loop {
+    // A minute turns at most once in a try of a few seconds: three tries always see one whole.
+    for _ in 0..3 {
         // A fresh deployment (its own Redis prefix) each try: its budget is untouched.
         let app = behind_a_proxy(|c| {
             c.doors = DoorLimits {
@@ -238,6 +244,7 @@ async fn the_platforms_sign_up_budget_holds_against_many_addresses() {
         }
         // The minute turned during the loop (a new budget then): again, on a fresh deployment.
     }
+    panic!("three tries in a row each saw a minute turn");
 }
 
 /// The statuses of `n` copies of one request, 32 at a time.
@@ -266,9 +273,10 @@ fn rss_kib() -> u64 {
 }
 
 /// A flood at a bucket of 20 a minute: its burst of 20 answered, plus the one token it regains
-/// every 3 s while the flood lasts; every other request `429`.
+/// every 3 s while the flood lasts (whole tokens only: `took` spans the flood, so it is never
+/// shorter than the time the bucket had); every other request `429`.
 fn within_the_bucket(t: &BTreeMap<u16, usize>, sent: usize, took: std::time::Duration) {
-    let refilled = (took.as_secs_f64() / 3.0).ceil() as usize;
+    let refilled = (took.as_secs_f64() / 3.0).floor() as usize;
     let answered = t.get(&200).copied().unwrap_or(0);
     assert!(
         (20..=20 + refilled).contains(&answered),

@@ -536,8 +536,10 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         .expect("the crowd task")
         .unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
     let crowd_ended = Instant::now();
-    let lost = settle(app, &report.tokens).await;
+    settle(app, &report.tokens).await;
     let settled = crowd_ended.elapsed();
+    // A `202` is an order: one that ended `failed` is as lost as one that vanished.
+    let lost = without_order(app, &report.tokens).await;
     let mut row = check(
         app,
         (id, shards),
@@ -624,8 +626,8 @@ async fn orders_of(app: &TestApp, id: i64) -> Option<i64> {
 }
 
 /// Waits (two minutes at most) until every accepted token has its order or ended `failed`, and
-/// the journal is empty; returns the tokens that did neither.
-async fn settle(app: &TestApp, tokens: &[String]) -> Vec<String> {
+/// the journal is empty.
+async fn settle(app: &TestApp, tokens: &[String]) {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut poll = tokio::time::interval(Duration::from_millis(100));
     loop {
@@ -640,7 +642,7 @@ async fn settle(app: &TestApp, tokens: &[String]) -> Vec<String> {
                 .unwrap_or(1);
         }
         if (unsettled.is_empty() && journal == 0) || Instant::now() > deadline {
-            return unsettled;
+            return;
         }
     }
 }
@@ -658,23 +660,26 @@ fn journal_shards(app: &TestApp, tokens: &[String]) -> Vec<server::infra::keys::
         .collect()
 }
 
-/// Accepted tokens with no order in the database whose status in Redis is not `failed`.
-async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
+/// Accepted tokens with no order in the database (all of them while it cannot be asked).
+async fn without_order(app: &TestApp, tokens: &[String]) -> Vec<String> {
     let ids: Vec<uuid::Uuid> = tokens
         .iter()
         .map(|t| t.parse().expect("a token is a UUID"))
         .collect();
-    let Ok(missing) = sqlx::query_scalar::<_, uuid::Uuid>(
+    sqlx::query_scalar::<_, uuid::Uuid>(
         "SELECT t FROM unnest($1::uuid[]) AS t WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.token = t)",
     )
     .bind(&ids)
     .fetch_all(&app.db)
     .await
-    else {
-        return tokens.to_vec();
-    };
+    .map_or_else(|_| tokens.to_vec(), |missing| missing.iter().map(ToString::to_string).collect())
+}
+
+/// Accepted tokens with no order in the database whose status in Redis is not `failed`.
+async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
     let mut left = Vec::new();
-    for token in missing {
+    for token in without_order(app, tokens).await {
+        let token: uuid::Uuid = token.parse().expect("a token is a UUID");
         let status: redis::RedisResult<Option<String>> = redis::cmd("HGET")
             .arg(app.redis.keys.token(&token).expect("a token the gate made"))
             .arg("status")
@@ -760,7 +765,7 @@ async fn check(
     expect(
         lost.is_empty(),
         format!(
-            "{} accepted tokens neither persisted nor failed, e.g. {:?}",
+            "{} accepted tokens have no order (ended failed, or neither persisted nor failed), e.g. {:?}",
             lost.len(),
             lost.first()
         ),
@@ -859,7 +864,8 @@ fn table(shape: Shape, rows: &[Row], size: &Size) -> String {
     out.push_str("\nReads: GETs of the sale list, the sale, its stock, its stats, its orders and a shopper's orders on every instance (on the cluster: through nginx) \
                   every 100 ms from the sale's start until recovery; during an outage they may answer 503, never another 5xx. ");
     out.push_str(
-        "Backlog: units taken at the gate that were not orders yet when the fault ended. \
+        "Lost tokens: `202`s with no order once settled, one that ended `failed` included. \
+         Backlog: units taken at the gate that were not orders yet when the fault ended. \
          Fault lasted: from the strike until the fault was lifted (the process or service back; for a Redis \
          master, until its replica was promoted and the killed or paused node rejoined as a replica in sync). ",
     );
