@@ -367,29 +367,24 @@ impl Deployment {
                 tokio::time::sleep(size.redis_down).await;
                 services("redis-start").await;
             }
-            Fault::RedisMasterKill => {
+            Fault::RedisMasterKill | Fault::RedisMasterPause => {
                 let key = control
                     .redis
                     .keys
                     .shard(activity, 0, CLUSTER_SHARDS)
                     .stock();
-                services_with("redis-cluster-kill-master", vec![key]).await;
-                // The cluster promotes the replica by itself; the buys on its slots meet a
-                // failing master meanwhile. Then the node comes back and rejoins as a replica
-                // (`redis-cluster` waits until every slot is served and every replica in sync).
-                services("redis-cluster").await;
-            }
-            Fault::RedisMasterPause => {
-                let key = control
-                    .redis
-                    .keys
-                    .shard(activity, 0, CLUSTER_SHARDS)
-                    .stock();
-                // Every connection stays open to a node that answers nothing; the cluster
-                // promotes the replica behind it, then the node wakes up a master no longer and
-                // is demoted by the newer epoch (the one-box form of the partition suite's paused
-                // master: no network to cut on the loopback).
-                services_with("redis-cluster-pause-master", vec![key]).await;
+                // Killed: the buys on its slots meet a failing master until the cluster promotes
+                // the replica by itself. Paused: every connection stays open to a node that
+                // answers nothing; the replica is promoted behind it, then the node wakes up a
+                // master no longer and is demoted by the newer epoch (the one-box form of the
+                // partition suite's paused master: no network to cut on the loopback).
+                let action = match fault {
+                    Fault::RedisMasterKill => "redis-cluster-kill-master",
+                    _ => "redis-cluster-pause-master",
+                };
+                services_with(action, vec![key]).await;
+                // The node rejoins as a replica (`redis-cluster` starts it if it was killed, and
+                // waits until every slot is served and every replica in sync).
                 services("redis-cluster").await;
             }
             Fault::RabbitmqNodeKill => {
