@@ -43,3 +43,24 @@ done)
 hits=$(grep -c -E '^(HIT|UPDATING|STALE)$' <<<"$statuses" || true)
 echo "front door: 20 reads of a sale's board in a row: $hits answered by nginx's cache"
 [ "$hits" -ge 15 ] || { echo "front door: the board is not cached ($(tr '\n' ' ' <<<"$statuses"))" >&2; exit 1; }
+
+# nginx lets its idle connections to the instances go before the instances would close them
+# (SECKILL_HEADER_READ_TIMEOUT_SECS, 10 s): a request sent on a connection an instance is closing
+# fails and marks that instance down (max_fails), and after a crowd every pooled connection goes
+# idle at once — all three instances down together, 502 for everyone. The crowd before this
+# script filled the pool; from the last request on, every one of nginx's connections to an
+# instance must be gone well before 10 s.
+port=${BASE##*:}
+port=${port%%/*}
+upstream() { ss -Htnp state established | grep '"nginx"' | awk -v p=":$port" '$3 !~ p"$"' | wc -l; }
+curl -s -o /dev/null "$BASE/api/activities"
+start=$(date +%s%N)
+held=$(upstream)
+while [ "$(upstream)" -gt 0 ]; do
+  if [ $(( ($(date +%s%N) - start) / 1000000 )) -gt 9000 ]; then
+    echo "front door: nginx still holds $(upstream) idle connections to the instances 9 s after the last request (they close theirs at 10 s)" >&2
+    exit 1
+  fi
+  sleep 0.2
+done
+echo "front door: nginx let its $held pooled connections to the instances go $(( ($(date +%s%N) - start) / 1000000 )) ms after the last request (the instances wait 10 s)"
