@@ -376,7 +376,7 @@ endef
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.
 mutants: setup test-tools build-release
 	$(debug_site)
-	python3 scripts/mutants.py
+	python3 scripts/mutants.py $(if $(ONLY),--only "$(ONLY)")
 
 # cargo-mutants over the buy path's and the pipeline's Rust, each group of functions with the tests
 # that guard it (docs/tests.md "cargo-mutants"). Long: not in `make test`.

@@ -904,6 +904,86 @@ async fn a_reservation_delivered_twice_makes_one_order() {
     assert_eq!(sold(&app, id).await, 2);
 }
 
+/// A relay that read journal entries and died before RabbitMQ confirmed them leaves them pending
+/// in the relay group. The next relay re-claims them once idle and they become orders, once; and
+/// the entries it reads, ships and acknowledges meanwhile must not trim them away (`ack.lua` trims
+/// only below the oldest entry still pending).
+#[tokio::test]
+async fn entries_a_dead_relay_left_unacknowledged_become_orders_once() {
+    let app = spawn_app_with(|c| c.run_workers = false).await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let crowd = shoppers(&app, 4).await;
+    let mut tokens = Vec::new();
+    for s in &crowd[..2] {
+        let path = app.path(&s.client, id).await;
+        let (status, body) = json(app.buy(&s.client, id, json!({"path": path})).await).await;
+        assert_eq!(status, 202, "{body}");
+        tokens.push(body["token"].as_str().unwrap().to_string());
+    }
+    // The dead relay: it joined the group, read both entries, and was never heard of again.
+    let journal = app.shard_keys(id).await[0].journal();
+    let _: redis::RedisResult<()> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(&journal)
+        .arg("relay")
+        .arg("0")
+        .query_async(&mut app.redis.conn())
+        .await;
+    let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg("relay")
+        .arg("a-relay-that-died")
+        .arg("STREAMS")
+        .arg(&journal)
+        .arg(">")
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(
+        read.keys[0].ids.len(),
+        2,
+        "the dead relay holds both entries"
+    );
+
+    // A live relay starts; two more buys are shipped and acknowledged while those two wait.
+    app.state.spawn_workers().await.unwrap();
+    let mut later = Vec::new();
+    for s in &crowd[2..] {
+        let path = app.path(&s.client, id).await;
+        let (status, body) = json(app.buy(&s.client, id, json!({"path": path})).await).await;
+        assert_eq!(status, 202, "{body}");
+        later.push(body["token"].as_str().unwrap().to_string());
+    }
+    let later_ids: Vec<uuid::Uuid> = later.iter().map(|t| t.parse().unwrap()).collect();
+    let count = |ids: Vec<uuid::Uuid>| {
+        let db = app.db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM orders WHERE token = ANY($1)")
+                .bind(ids)
+                .fetch_one(&db)
+                .await
+                .unwrap()
+        }
+    };
+    eventually(30, "the later buys shipped", || async {
+        (count(later_ids.clone()).await == 2).then_some(())
+    })
+    .await;
+
+    tokens.extend(later);
+    assert_settled(&app, id, &tokens).await;
+    let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(orders, 4, "each entry became one order");
+    assert_eq!(app.remaining(id).await, 6);
+}
+
 #[tokio::test]
 async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned() {
     let app = spawn_app().await;
