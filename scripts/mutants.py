@@ -129,7 +129,7 @@ def run(tree: Path, env: dict, tests: str, log: Path, timeout: int) -> tuple:
 
 
 SECTION = re.compile(r"^---- (\S+) stdout ----$", re.M)
-PANIC = re.compile(r"^thread '[^']+' panicked at ([^:\n]+):(\d+):\d+:\n(.*)$", re.M)
+PANIC = re.compile(r"^thread '[^']+'(?: \(\d+\))? panicked at ([^:\n]+):(\d+):\d+:\n(.*)$", re.M)
 
 
 def failures(tree: Path, text: str) -> list:

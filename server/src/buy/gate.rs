@@ -279,8 +279,9 @@ impl Gate {
     }
 
     /// One buy, step by step: what can be answered in-process is (the window, the path, the
-    /// ticket, the quantity, the bot check's form, sold out, a failed proof of work, a block),
-    /// then one gate script call decides, and its answer becomes the HTTP one.
+    /// ticket, the quantity, the bot check's form, sold out, a failed proof of work, a block
+    /// unless the request resumes a borrowing), then one gate script call decides, and its
+    /// answer becomes the HTTP one.
     async fn judge(
         &self,
         activity: &ActivityRow,
@@ -302,7 +303,20 @@ impl Gate {
             user: format!("u:{user}"),
             ip: format!("ip:{}", address_bucket(ip)),
         };
-        self.not_blocked(&who)?;
+        if let Err(blocked) = self.not_blocked(&who) {
+            // A block refuses new buys, not the end of one begun before it: a keyed retry of a
+            // granted buy gets its token back, and one whose units are being borrowed resumes
+            // the borrowing (the script answers a keyed retry before its buckets), so no units
+            // stay held for a shopper with no token to show for them.
+            match self
+                .first_answer(activity, user, idempotency.as_deref())
+                .await
+            {
+                Ok(Some(Previous::Granted(token))) => return Ok(token),
+                Ok(Some(Previous::Borrowing)) => {}
+                Ok(None) | Err(_) => return Err(blocked),
+            }
+        }
         let _permit = self
             .admission
             .try_acquire()

@@ -781,6 +781,20 @@ mod tests {
         FromEnvironment::try_parse_from(all).map(|p| p.settings)
     }
 
+    /// A lost session broadcast is honoured within the reload period, so the period has a bound
+    /// an operator cannot set past.
+    #[test]
+    fn a_session_reload_period_past_thirty_seconds_is_refused() {
+        let period = |secs: &str| {
+            parse(&["--session-reload-secs", secs])
+                .ok()
+                .map(|s| s.session_reload_secs)
+        };
+        assert_eq!(period("30"), Some(30));
+        assert_eq!(period("31"), None);
+        assert_eq!(period("0"), None);
+    }
+
     /// `UPDATE_DOCS=1 cargo test -p server --lib the_configuration_doc` rewrites the table.
     #[test]
     fn the_configuration_doc_is_written_from_the_settings() {

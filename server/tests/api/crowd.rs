@@ -2,6 +2,7 @@
 
 use crate::helpers::*;
 use loadtest::crowd::{run, CrowdOptions};
+use serde_json::json;
 
 #[tokio::test]
 async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
@@ -92,6 +93,25 @@ async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
 #[tokio::test]
 async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_stock() {
     let app = spawn_app().await;
+    // Admitted slowly enough (six a second) that the order of the admissions is measurable:
+    // admitting a crowd in one or two steps would make any order as good as another.
+    let merchant = merchant(&app).await;
+    let starts = chrono::Utc::now() + chrono::Duration::seconds(4);
+    let sale = live_activity(
+        &app,
+        &merchant,
+        100,
+        json!({
+            "starts_at": starts.to_rfc3339(),
+            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+            "per_user_limit": 1,
+            "waiting_room": true,
+            "admit_per_sec": 6,
+        }),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
     let opts = CrowdOptions {
         base_urls: vec![app.base.clone()],
         users: 300,
@@ -101,7 +121,7 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
         lead_secs: 3,
         show_progress: false,
         settle: true,
-        activity_id: None,
+        activity_id: Some(sale),
         rate: 0,
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
@@ -115,6 +135,13 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
     assert!(report.invariants_hold(), "{report:?}");
     assert_eq!(report.accepted, 100);
     let queue = report.queue.as_ref().expect("a line's figures");
+    // Admitted in the order of the places: the instants the shoppers saw their admission rank
+    // as their places do (a poll's lag apart).
+    let (rho, admitted) = queue.order_kept.expect("admissions seen");
+    assert!(
+        admitted >= 100 && rho >= 0.99,
+        "rank correlation of place and admission {rho:.4} over {admitted} admitted"
+    );
     // Like the page: once a place is numbered, its polls read the board, not the line.
     assert!(
         queue.board_polls > 0 && queue.board_polls <= queue.polls,

@@ -212,6 +212,7 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
         "{:?}",
         endpoints.iter().map(|e| &e.0).collect::<Vec<_>>()
     );
+    let documented = documented_refusals();
     let cases = std::env::var("SECKILL_FUZZ_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -260,6 +261,11 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
                         error["message"].as_str().is_some_and(|m| !m.is_empty()),
                         "{name}: no message: {text}"
                     );
+                    let code = error["error"].as_str().unwrap_or_default().to_string();
+                    prop_assert!(
+                        documented.contains(&(status, code.clone())),
+                        "{name} answered {status} {code}, which docs/api.md does not document, to {shown}"
+                    );
                     prop_assert_eq!(
                         state(&app, activity).await,
                         before,
@@ -283,6 +289,35 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
     if let Err(e) = result {
         panic!("{e}");
     }
+}
+
+/// The refusals docs/api.md documents, as it writes them: `` `400 invalid_input` `` or
+/// `` `400 {"error":"invalid_input"}` ``.
+fn documented_refusals() -> std::collections::BTreeSet<(u16, String)> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.md"))
+        .expect("docs/api.md");
+    let mut found = std::collections::BTreeSet::new();
+    for piece in text.split('`').skip(1) {
+        let Some((status, rest)) = piece.split_once(' ') else {
+            continue;
+        };
+        let Ok(status) = status.parse::<u16>() else {
+            continue;
+        };
+        let rest = rest.strip_prefix("{\"error\":\"").unwrap_or(rest);
+        let code: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        if (400..600).contains(&status) && !code.is_empty() {
+            found.insert((status, code));
+        }
+    }
+    assert!(
+        found.contains(&(400, "invalid_input".to_string())) && found.len() >= 20,
+        "docs/api.md's refusals not found: {found:?}"
+    );
+    found
 }
 
 /// Users, activities, orders and the sale's stock in Redis.

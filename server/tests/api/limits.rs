@@ -57,8 +57,9 @@ enum Outcome {
     Granted(usize, String),
     /// Told to wait: nothing taken.
     RateLimited,
-    /// A key whose client never got its answer: retried at the end.
-    Unanswered(usize, u8),
+    /// A key whose client never got its answer: retried at the end (with the token of the
+    /// borrowing its instance left pending, if the gate began one).
+    Unanswered(usize, u8, Option<uuid::Uuid>),
     GaveBack(String),
     Nothing,
 }
@@ -113,8 +114,8 @@ impl Case<'_> {
             } => {
                 let user = self.shoppers[shopper].id;
                 let key_name = format!("c{case}-k{key}");
-                crashed_borrow(app, self.id, user, quantity, &key_name, asked).await;
-                Outcome::Unanswered(shopper, key)
+                let token = crashed_borrow(app, self.id, user, quantity, &key_name, asked).await;
+                Outcome::Unanswered(shopper, key, token)
             }
             Op::AddStock(n) => {
                 let resp = self
@@ -294,6 +295,7 @@ async fn one_case(
     stock: i64,
     rounds: &[Vec<Op>],
     case: u32,
+    seen: &std::cell::Cell<Seen>,
 ) -> Result<(), TestCaseError> {
     let activity = live_activity(
         app,
@@ -317,7 +319,7 @@ async fn one_case(
         given_back: BTreeSet::new(),
         added: 0,
     };
-    let mut unanswered = BTreeSet::new();
+    let mut unanswered = BTreeMap::new();
     for round in rounds {
         c.added += round
             .iter()
@@ -336,15 +338,16 @@ async fn one_case(
                 Outcome::GaveBack(token) => {
                     c.given_back.insert(token);
                 }
-                Outcome::Unanswered(shopper, key) => {
-                    unanswered.insert((shopper, key));
+                Outcome::Unanswered(shopper, key, token) => {
+                    let pending = unanswered.entry((shopper, key)).or_insert(None);
+                    *pending = token.or(*pending);
                 }
                 Outcome::Nothing | Outcome::RateLimited => {}
             }
         }
     }
     // Every client whose answer was lost retries its key: a borrowing left pending is resumed.
-    for (shopper, key) in unanswered {
+    for ((shopper, key), pending) in unanswered {
         let op = Op::Buy {
             shopper,
             quantity: 1,
@@ -359,9 +362,19 @@ async fn one_case(
         })
         .await;
         if let Outcome::Granted(shopper, token) = outcome {
+            if pending.is_some_and(|p| p.to_string() == token) {
+                seen.set(Seen {
+                    resumed: seen.get().resumed + 1,
+                    ..seen.get()
+                });
+            }
             c.granted.insert((shopper, token));
         }
     }
+    seen.set(Seen {
+        granted: seen.get().granted + c.granted.len() as u64,
+        ..seen.get()
+    });
 
     // Every answer is in: settle the books.
     let shards = app.shard_keys(id).await;
@@ -459,16 +472,41 @@ async fn the_per_user_limit_holds_on_a_sharded_sale_whatever_the_retries_and_int
     );
     let handle = tokio::runtime::Handle::current();
     let case = std::cell::Cell::new(0u32);
+    let seen = std::cell::Cell::new(Seen::default());
     let result = runner.run(&strategy, |(stock, rounds)| {
         case.set(case.get() + 1);
         let case = case.get();
         tokio::task::block_in_place(|| {
-            handle.block_on(one_case(&app, &merchant, &shoppers, stock, &rounds, case))
+            handle.block_on(one_case(
+                &app, &merchant, &shoppers, stock, &rounds, case, &seen,
+            ))
         })
     });
     if let Err(e) = result {
         panic!("{e}");
     }
+    // The cases must have reached what they are about: a suite where every buy was refused
+    // would hold every invariant above.
+    let seen = seen.get();
+    let metrics = app.metrics().await;
+    let borrowed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("seckill_borrowed_reservations_total "))
+        .map_or(0, |n| n.trim().parse::<u64>().unwrap());
+    assert!(
+        seen.granted > 0 && borrowed > 0 && seen.resumed > 0,
+        "over the cases: {} tokens granted, {borrowed} borrowings, {} crashed borrowings resumed",
+        seen.granted,
+        seen.resumed
+    );
+}
+
+/// What the cases reached, over all of them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen {
+    granted: u64,
+    /// Borrowings a crashed instance left pending, resumed by the client's keyed retry.
+    resumed: u64,
 }
 
 /// Sums every shard's stock and every shopper's held units of a sale.
@@ -517,6 +555,143 @@ async fn a_keyed_retry_with_another_quantity_resumes_the_borrowing_of_the_first_
     );
     let (left, held) = books(&app, id).await;
     assert_eq!((left, held), (19, 1), "one unit lent and held, not {LIMIT}");
+}
+
+/// A shopper blocked after their buy began borrowing (the instance died before settling it,
+/// then the shopper's hammering earned a block): the block refuses new buys, but the keyed
+/// retry still resumes the borrowing, so the unit held for it ends as a token and an order, not
+/// held with nothing to show for it.
+#[tokio::test]
+async fn a_shopper_blocked_mid_borrowing_resumes_it_with_the_keyed_retry() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let id = live_activity(
+        &app,
+        &merchant,
+        20,
+        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let home = home_shard(shopper.id, SHARDS) as usize;
+    move_all_units_to(&app, id, (home + 1) % SHARDS as usize).await;
+    let token = crashed_borrow(&app, id, shopper.id, 1, "before-the-block", 0)
+        .await
+        .expect("the home shard is empty: the gate borrows");
+    assert_eq!(
+        books(&app, id).await,
+        (20, 1),
+        "one unit held, none lent yet"
+    );
+    app.state
+        .blocks
+        .block(&app.redis, &format!("u:{}", shopper.id), 60_000)
+        .await
+        .unwrap();
+    let path = app.path(&shopper.client, id).await;
+    // A new buy is refused...
+    let (status, body) = json(app.buy(&shopper.client, id, json!({"path": path})).await).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("blocked")),
+        "{body}"
+    );
+    // ...the retry of the one begun before the block ends it.
+    let (status, body) = app
+        .buy_keyed(
+            &shopper.client,
+            id,
+            "before-the-block",
+            json!({"path": path}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(
+        body["token"],
+        token.to_string(),
+        "the first request's token"
+    );
+    assert_eq!(books(&app, id).await, (19, 1), "the held unit lent, once");
+    assert_settled(&app, id, &[token.to_string()]).await;
+    // And asked again, the same answer: the token, nothing more taken.
+    let (status, body) = app
+        .buy_keyed(
+            &shopper.client,
+            id,
+            "before-the-block",
+            json!({"path": path}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["token"].clone()),
+        (202, json!(token.to_string())),
+        "{body}"
+    );
+    assert_eq!(books(&app, id).await, (19, 1));
+}
+
+/// The same crashed borrowing ended twice (the client's retries reached two instances, and
+/// neither found a lender): `settle.lua` lets its held units go once, so the shopper's other
+/// holding stays counted against the limit.
+#[tokio::test]
+async fn a_borrowing_ended_twice_lets_its_units_go_once() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let shopper = shoppers(&app, 1).await.remove(0);
+    let id = live_activity(
+        &app,
+        &merchant,
+        20,
+        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let home_index = home_shard(shopper.id, SHARDS);
+    let shards = app.shard_keys(id).await;
+    move_all_units_to(&app, id, home_index as usize).await;
+    let path = app.path(&shopper.client, id).await;
+    let (status, body) = json(app.buy(&shopper.client, id, json!({"path": path})).await).await;
+    assert_eq!(status, 202, "{body}");
+    for shard in &shards {
+        set_stock(&app, shard, 0).await;
+    }
+    let token = crashed_borrow(&app, id, shopper.id, 2, "twice", 0)
+        .await
+        .expect("every shard is empty: the gate borrows");
+    assert_eq!(
+        books(&app, id).await.1,
+        3,
+        "one unit granted, two held for the borrowing"
+    );
+    let home = &shards[home_index as usize];
+    let mut settled = Vec::new();
+    for _ in 0..2 {
+        let n: i64 = server::infra::scripts::settle()
+            .key(home.token(&token))
+            .key(home.holders())
+            .key(home.idempotency(shopper.id, "twice"))
+            .key(home.unsettled())
+            .arg("none")
+            .arg(shopper.id)
+            .arg(2)
+            .arg(token.to_string())
+            .arg(server::buy::batch::IDEMPOTENCY_TTL_SECS)
+            .arg(1)
+            .arg(chrono::Utc::now().timestamp_millis())
+            .invoke_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        settled.push(n);
+    }
+    assert_eq!(settled, [1, 0], "settled by the first call only");
+    assert_eq!(
+        books(&app, id).await.1,
+        1,
+        "the granted unit still held, the borrowing's two let go once"
+    );
 }
 
 /// The second: a borrowing resumed after stock was added to a shard that had refused it. A

@@ -269,6 +269,60 @@ async fn places_drawn_at_the_start_are_not_the_joining_order_and_later_arrivals_
     );
 }
 
+/// The waiting room admits in the order of the places drawn: every admission step takes the next
+/// places after the last one it admitted. Each admitted shopper's claim deadline is its step's
+/// time plus the claim window, so in drawn order the deadlines never go back.
+#[tokio::test]
+async fn shoppers_are_admitted_in_the_order_of_their_drawn_places() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    // Four admissions a second: twelve shoppers take at least three steps.
+    let id = sale_with_line(&app, &merchant, 1000, 3, 4).await;
+    let crowd = shoppers(&app, 12).await;
+    for s in &crowd {
+        assert_eq!(join(&app, &s.client, id).await["state"], "drawing");
+    }
+    let keys = app.redis.keys.queue(id);
+    let score = |key: String, user: i64| {
+        let app = &app;
+        async move {
+            let score: Option<f64> = redis::cmd("ZSCORE")
+                .arg(key)
+                .arg(user)
+                .query_async(&mut app.redis.conn())
+                .await
+                .unwrap();
+            score
+        }
+    };
+    eventually(30, "all twelve admitted", || async {
+        let admitted: i64 = redis::cmd("ZCARD")
+            .arg(keys.admitted())
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        (admitted == 12).then_some(())
+    })
+    .await;
+    let mut by_place = Vec::new();
+    for s in &crowd {
+        let place = score(keys.line(), s.id).await.expect("a place drawn");
+        let deadline = score(keys.admitted(), s.id).await.expect("admitted");
+        by_place.push((place, deadline as i64, s.id));
+    }
+    by_place.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let deadlines: Vec<i64> = by_place.iter().map(|p| p.1).collect();
+    let steps: std::collections::BTreeSet<i64> = deadlines.iter().copied().collect();
+    assert!(
+        steps.len() >= 3,
+        "admitted over several steps: {by_place:?}"
+    );
+    assert!(
+        deadlines.windows(2).all(|w| w[0] <= w[1]),
+        "admitted out of the drawn order (place, claim deadline, shopper): {by_place:?}"
+    );
+}
+
 #[tokio::test]
 async fn two_instances_serve_one_line_and_admission_stops_while_admitted_shoppers_cover_the_stock()
 {
