@@ -456,7 +456,9 @@ pub struct Settings {
           value_parser = clap::value_parser!(u64).range(1..))]
     pub reconcile_every_secs: u64,
     /// A client must send its request head within this many seconds, else the connection is
-    /// closed (slow-header clients cannot hold connections open).
+    /// closed (slow-header clients cannot hold connections open); so an idle keep-alive
+    /// connection is closed after it too, and a proxy in front must close its idle connections
+    /// to the instances sooner (the nginx template: 5 s).
     #[arg(long, env = "SECKILL_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub header_read_timeout_secs: u64,
