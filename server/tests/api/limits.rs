@@ -516,23 +516,29 @@ async fn books(app: &TestApp, id: i64) -> (i64, i64) {
     (app.remaining(id).await, held)
 }
 
+/// A sale of `stock` units over the shards with the suite's limit, its merchant and one shopper.
+async fn sale_and_shopper(app: &TestApp, stock: i64) -> (reqwest::Client, Shopper, i64) {
+    let merchant = merchant(app).await;
+    let shopper = shoppers(app, 1).await.remove(0);
+    let id = live_activity(
+        app,
+        &merchant,
+        stock,
+        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    (merchant, shopper, id)
+}
+
 /// The first regression the hostile crowd found: a retry of a borrowing whose first request's
 /// instance died asks for another quantity. The units lent are the first request's, which are
 /// the ones held.
 #[tokio::test]
 async fn a_keyed_retry_with_another_quantity_resumes_the_borrowing_of_the_first_quantity() {
     let app = spawn_app().await;
-    let merchant = merchant(&app).await;
-    let shopper = shoppers(&app, 1).await.remove(0);
-    let id = live_activity(
-        &app,
-        &merchant,
-        20,
-        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap();
+    let (_, shopper, id) = sale_and_shopper(&app, 20).await;
     let home = home_shard(shopper.id, SHARDS) as usize;
     move_all_units_to(&app, id, (home + 1) % SHARDS as usize).await;
     let token = crashed_borrow(&app, id, shopper.id, 1, "retried", 0)
@@ -564,17 +570,7 @@ async fn a_keyed_retry_with_another_quantity_resumes_the_borrowing_of_the_first_
 #[tokio::test]
 async fn a_shopper_blocked_mid_borrowing_resumes_it_with_the_keyed_retry() {
     let app = spawn_app().await;
-    let merchant = merchant(&app).await;
-    let shopper = shoppers(&app, 1).await.remove(0);
-    let id = live_activity(
-        &app,
-        &merchant,
-        20,
-        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap();
+    let (_, shopper, id) = sale_and_shopper(&app, 20).await;
     let home = home_shard(shopper.id, SHARDS) as usize;
     move_all_units_to(&app, id, (home + 1) % SHARDS as usize).await;
     let token = crashed_borrow(&app, id, shopper.id, 1, "before-the-block", 0)
@@ -638,17 +634,7 @@ async fn a_shopper_blocked_mid_borrowing_resumes_it_with_the_keyed_retry() {
 #[tokio::test]
 async fn a_borrowing_ended_twice_lets_its_units_go_once() {
     let app = spawn_app().await;
-    let merchant = merchant(&app).await;
-    let shopper = shoppers(&app, 1).await.remove(0);
-    let id = live_activity(
-        &app,
-        &merchant,
-        20,
-        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap();
+    let (_, shopper, id) = sale_and_shopper(&app, 20).await;
     let home_index = home_shard(shopper.id, SHARDS);
     let shards = app.shard_keys(id).await;
     move_all_units_to(&app, id, home_index as usize).await;
@@ -699,17 +685,7 @@ async fn a_borrowing_ended_twice_lets_its_units_go_once() {
 #[tokio::test]
 async fn a_borrowing_resumed_after_stock_was_added_takes_its_units_once() {
     let app = spawn_app().await;
-    let merchant = merchant(&app).await;
-    let shopper = shoppers(&app, 1).await.remove(0);
-    let id = live_activity(
-        &app,
-        &merchant,
-        8,
-        json!({"stock_shards": SHARDS, "per_user_limit": LIMIT}),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap();
+    let (merchant, shopper, id) = sale_and_shopper(&app, 8).await;
     // Every shard empty, so the gate borrows; then all 8 units in the last lender the token's
     // order asks. The crashed instance asked all three: two refused, the last lent, and it died
     // before settling.
