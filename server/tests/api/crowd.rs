@@ -2,7 +2,6 @@
 
 use crate::helpers::*;
 use loadtest::crowd::{run, CrowdOptions};
-use serde_json::json;
 
 #[tokio::test]
 async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
@@ -96,22 +95,7 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
     // Admitted slowly enough (six a second) that the order of the admissions is measurable:
     // admitting a crowd in one or two steps would make any order as good as another.
     let merchant = merchant(&app).await;
-    let starts = chrono::Utc::now() + chrono::Duration::seconds(4);
-    let sale = live_activity(
-        &app,
-        &merchant,
-        100,
-        json!({
-            "starts_at": starts.to_rfc3339(),
-            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-            "per_user_limit": 1,
-            "waiting_room": true,
-            "admit_per_sec": 6,
-        }),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap();
+    let sale = sale_with_line(&app, &merchant, 100, 4, 6).await;
     let opts = CrowdOptions {
         base_urls: vec![app.base.clone()],
         users: 300,

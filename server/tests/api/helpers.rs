@@ -422,6 +422,31 @@ pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields:
     activity
 }
 
+/// A sale with a waiting room that starts `in_secs` from now and admits `rate` a second.
+pub async fn sale_with_line(
+    app: &TestApp,
+    merchant: &Client,
+    stock: i64,
+    in_secs: i64,
+    rate: i32,
+) -> i64 {
+    let starts = chrono::Utc::now() + chrono::Duration::seconds(in_secs);
+    live_activity(
+        app,
+        merchant,
+        stock,
+        serde_json::json!({
+            "starts_at": starts.to_rfc3339(),
+            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
+            "waiting_room": true,
+            "admit_per_sec": rate,
+        }),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap()
+}
+
 /// The create body `live_activity` sends: a sale on now, captcha off, `fields` merged in.
 pub fn live_activity_body(stock: i64, fields: Value) -> Value {
     let now = chrono::Utc::now();

@@ -7,25 +7,6 @@ use app::api::Role;
 use reqwest::{header, Client, Response};
 use serde_json::{json, Value};
 
-/// A sale with a waiting room that starts `in_secs` from now.
-async fn sale_with_line(app: &TestApp, merchant: &Client, stock: i64, in_secs: i64) -> i64 {
-    let starts = chrono::Utc::now() + chrono::Duration::seconds(in_secs);
-    live_activity(
-        app,
-        merchant,
-        stock,
-        json!({
-            "starts_at": starts.to_rfc3339(),
-            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-            "waiting_room": true,
-            "admit_per_sec": 1000,
-        }),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap()
-}
-
 /// The `place` value a response hands the shopper, if it set one.
 fn place_cookie(resp: &Response) -> Option<String> {
     resp.headers()
@@ -110,7 +91,7 @@ async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
     // One unit: two admitted shoppers cover it, and admission stops there.
-    let id = sale_with_line(&app, &merchant, 1, 2).await;
+    let id = sale_with_line(&app, &merchant, 1, 2, 1000).await;
     let crowd = shoppers(&app, 6).await;
     let mut held = Vec::new();
     for s in &crowd {
@@ -198,8 +179,8 @@ async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
 async fn a_place_value_the_server_did_not_sign_is_refused_never_a_better_place() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = sale_with_line(&app, &merchant, 1, 1).await;
-    let other = sale_with_line(&app, &merchant, 1, 1).await;
+    let id = sale_with_line(&app, &merchant, 1, 1, 1000).await;
+    let other = sale_with_line(&app, &merchant, 1, 1, 1000).await;
     eventually(20, "the start", || async {
         (board(&app, id).await["state"] == "admitting").then_some(())
     })
@@ -253,7 +234,7 @@ async fn an_admission_not_claimed_in_time_lapses_and_the_next_in_line_is_admitte
     let app = spawn_app_with(|c| c.queue.claim = std::time::Duration::from_secs(1)).await;
     let merchant = merchant(&app).await;
     // One unit: two admitted at a time.
-    let id = sale_with_line(&app, &merchant, 1, 1).await;
+    let id = sale_with_line(&app, &merchant, 1, 1, 1000).await;
     eventually(20, "the start", || async {
         (board(&app, id).await["state"] == "admitting").then_some(())
     })
@@ -515,7 +496,7 @@ async fn a_blocked_client_is_left_waiting_or_told_as_configured() {
     for shadow in [true, false] {
         let app = spawn_app_with(|c| c.queue.shadow = shadow).await;
         let merchant = merchant(&app).await;
-        let id = sale_with_line(&app, &merchant, 10, 0).await;
+        let id = sale_with_line(&app, &merchant, 10, 0, 1000).await;
         let mut crowd = shoppers(&app, 2).await;
         let (blocked, other) = (crowd.remove(0), crowd.remove(0));
         app.state
@@ -581,7 +562,7 @@ fn verify(drawing: &Value, args: &[&str]) -> (i32, String, String) {
 async fn the_drawing_of_a_thousand_is_recomputed_from_the_published_seed_and_receipts() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = sale_with_line(&app, &merchant, 10, 8).await;
+    let id = sale_with_line(&app, &merchant, 10, 8, 1000).await;
     // Paused: nobody is admitted, so that every place stays numbered on the shopper's poll.
     let resp = merchant
         .post(app.url(&format!("/api/admin/activities/{id}/pause")))
@@ -811,7 +792,7 @@ async fn jwks(app: &TestApp) -> Vec<String> {
 async fn tickets_name_a_published_key_and_a_rotation_keeps_old_tickets_good() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = sale_with_line(&app, &merchant, 10, 0).await;
+    let id = sale_with_line(&app, &merchant, 10, 0, 1000).await;
     let crowd = shoppers(&app, 2).await;
     join(&app, &crowd[0], id).await;
     let old = until(&app, &crowd[0].client, id, "admitted").await["ticket"]
@@ -867,8 +848,8 @@ async fn the_turns_of_shoppers_who_left_lapse_and_those_behind_wait_less() {
     let app = spawn_app_with(|c| c.queue.claim = std::time::Duration::from_secs(1)).await;
     let merchant = merchant(&app).await;
     // Two units: four admitted at a time.
-    let with_leavers = sale_with_line(&app, &merchant, 2, 0).await;
-    let without = sale_with_line(&app, &merchant, 2, 0).await;
+    let with_leavers = sale_with_line(&app, &merchant, 2, 0, 1000).await;
+    let without = sale_with_line(&app, &merchant, 2, 0, 1000).await;
     let crowd = shoppers(&app, 6).await;
     for id in [with_leavers, without] {
         for s in &crowd {

@@ -7,31 +7,6 @@ use reqwest::Client;
 use serde_json::{json, Value};
 use server::buy::queue::{Tickets, TICKET_MS};
 
-/// A sale with a waiting room that starts `in_secs` from now.
-async fn sale_with_line(
-    app: &TestApp,
-    merchant: &Client,
-    stock: i64,
-    in_secs: i64,
-    rate: i32,
-) -> i64 {
-    let starts = chrono::Utc::now() + chrono::Duration::seconds(in_secs);
-    live_activity(
-        app,
-        merchant,
-        stock,
-        json!({
-            "starts_at": starts.to_rfc3339(),
-            "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-            "waiting_room": true,
-            "admit_per_sec": rate,
-        }),
-    )
-    .await["id"]
-        .as_i64()
-        .unwrap()
-}
-
 async fn join(app: &TestApp, client: &Client, id: i64) -> Value {
     let resp = client
         .post(app.url(&format!("/api/activities/{id}/queue")))
