@@ -48,7 +48,10 @@ async fn read_answer(stream: &mut TcpStream) -> Option<(u16, String)> {
         if complete {
             break;
         }
-        let n = stream.read(&mut chunk).await.ok()?;
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("the body within 10 s")
+            .ok()?;
         if n == 0 {
             break;
         }

@@ -147,11 +147,12 @@ async fn a_crowd_sales_report_is_the_databases_and_the_crowds_counts_and_names_n
         line["admitted"].as_u64().unwrap() >= queue.admitted,
         "{line} vs {queue:?}"
     );
-    let (p50, p99) = (
-        line["wait_p50_ms"].as_i64().unwrap(),
-        line["wait_p99_ms"].as_i64().unwrap(),
+    // The waits counted as the admitted reached their turn: both quantiles there, in order.
+    let (p50, p99) = (line["wait_p50_ms"].as_i64(), line["wait_p99_ms"].as_i64());
+    assert!(
+        matches!((p50, p99), (Some(p50), Some(p99)) if 0 <= p50 && p50 <= p99),
+        "waits at the turn: {line}"
     );
-    assert!(p50 <= p99, "{line}");
     // The drawing: its seed, hashing to the fingerprint published before the start.
     let seed = hex::decode(report["drawing"]["seed"].as_str().unwrap()).unwrap();
     use sha2::Digest;
