@@ -89,8 +89,9 @@ for name in tracked:
         problems.append(f"{name}: names {found}, which is not in the repo")
 
 # A test a document names (`path/to/file.rs::function`) is a function of that file, and a mutation
-# the promises table of docs/reliability.md names is one of mutants/mutations.toml: a claim names
-# its proof, and the proof cannot be renamed or removed under it.
+# the promises table of docs/reliability.md names is one of mutants/mutations.toml, and each of
+# those is named there: a claim names its proof, and the proof cannot be renamed or removed under
+# it.
 named_test = re.compile(r"`((?:server|app|loadtest)/[\w./-]+\.rs)::(\w+)`")
 for name in markdown:
     text = (root / name).read_text(encoding="utf-8")
@@ -101,6 +102,7 @@ for name in markdown:
 mutation_names = set(re.findall(r'(?m)^name = "([^"]+)"', (root / "mutants/mutations.toml").read_text()))
 table = (root / "docs/reliability.md").read_text(encoding="utf-8")
 section = table.split("## Promises and their tests", 1)[-1].split("\n## ", 1)[0]
+claimed = set()
 for row in section.splitlines():
     cells = [c.strip() for c in row.strip().strip("|").split("|")]
     if len(cells) != 3 or cells[0] in ("promise", "---"):
@@ -108,6 +110,10 @@ for row in section.splitlines():
     for mutation in filter(None, (m.strip() for m in cells[2].split(","))):
         if mutation not in mutation_names:
             problems.append(f"docs/reliability.md: the mutation '{mutation}' is not in mutants/mutations.toml")
+        claimed.add(mutation)
+# And the other way: every mutation guards a promise the table states.
+for mutation in sorted(mutation_names - claimed):
+    problems.append(f"docs/reliability.md: no promise names the mutation '{mutation}'")
 
 if problems:
     print("docs check failed:\n  " + "\n  ".join(problems), file=sys.stderr)
