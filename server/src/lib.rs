@@ -17,9 +17,6 @@ pub mod infra;
 pub mod pipeline;
 pub mod startup;
 
-/// The state every handler shares: `http::state`, named at the root as before.
-pub use http::state;
-
 pub use infra::config::Config;
 pub use startup::Application;
 

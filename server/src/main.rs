@@ -131,19 +131,19 @@ async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyh
         }
         Command::CheckAssets => unreachable!("answered before the configuration is read"),
         Command::Worker => {
-            let state = server::state::AppState::connect(config).await?;
+            let state = server::http::state::AppState::connect(config).await?;
             state.spawn_workers().await?;
             tracing::info!("relay and persister running");
             startup::shutdown_signal().await;
             Ok(())
         }
         Command::Reconcile => {
-            let state = server::state::AppState::connect(config).await?;
+            let state = server::http::state::AppState::connect(config).await?;
             print_reconciliation(&state.reconciler.reconcile().await?);
             Ok(())
         }
         Command::RotateTicketKey => {
-            let state = server::state::AppState::connect(config).await?;
+            let state = server::http::state::AppState::connect(config).await?;
             let generation = server::buy::queue::Tickets::rotate(&state.redis).await?;
             println!("admission tickets are signed with key admission-{generation} from now on");
             Ok(())

@@ -19,7 +19,12 @@ use crate::{
         payment::{PaymentProvider, SimulatedProvider},
         ApiError,
     },
-    http::{self, session::SessionKeys, site},
+    http::{
+        self,
+        session::SessionKeys,
+        site,
+        state::{AppState, Shared},
+    },
     infra::{
         broker::{Broker, Topology},
         config::Config,
@@ -31,7 +36,6 @@ use crate::{
         retry::until_available,
     },
     pipeline::{deadline::Deadlines, journal::Relay, persister::Persister, reconcile::Reconciler},
-    state::{AppState, Shared},
 };
 use anyhow::Context;
 use app::api::Role;

@@ -12,6 +12,7 @@ pub mod buy;
 pub mod client_ip;
 pub mod connection;
 pub mod error;
+pub mod exports;
 pub mod input;
 pub mod operator;
 pub mod ops;

@@ -38,7 +38,7 @@ pub struct TestApp {
     /// A client that keeps cookies, like a browser.
     pub client: Client,
     /// The running instance's state, for driving its workers' functions directly.
-    pub state: server::state::AppState,
+    pub state: server::http::state::AppState,
     /// What the instance charged and refunded.
     pub payments: Arc<Payments>,
 }

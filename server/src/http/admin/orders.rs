@@ -1,10 +1,11 @@
 //! docs/api.md "Admin console", the orders: a filtered, paged list and a CSV export read in pages of
 //! the merchant's shop only (another shop's sale is `404`). Exports are audited, at most
-//! [`EXPORTS_PER_MERCHANT`] at once per merchant and [`EXPORTS_PER_INSTANCE`] per instance, and
+//! [`EXPORTS_PER_MERCHANT`](crate::http::exports::EXPORTS_PER_MERCHANT) at once per merchant and
+//! [`EXPORTS_PER_INSTANCE`](crate::http::exports::EXPORTS_PER_INSTANCE) per instance, and
 //! a client that stops reading for [`WRITE_TIMEOUT`] is cut off: no export holds a database
 //! connection while it waits for its client.
 
-use crate::http::state::AppState;
+use crate::http::{exports::Exports, state::AppState};
 use crate::{
     domain::{
         activity, audit,
@@ -16,57 +17,12 @@ use crate::{
 use app::api::AdminOrderPage;
 use axum::{extract::State, http::header, response::IntoResponse, routing::get, Json, Router};
 use sqlx::PgPool;
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::time::Duration;
 
-/// Exports at once, per merchant and per instance.
-pub const EXPORTS_PER_MERCHANT: usize = 2;
-pub const EXPORTS_PER_INSTANCE: usize = 16;
 /// Rows per database read of an export (the connection goes back to the pool between reads).
 const EXPORT_PAGE: i64 = 2000;
 /// A client that has not taken the next chunk within this long is cut off.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The exports running on this instance, by merchant.
-#[derive(Clone, Default)]
-pub struct Exports(Arc<Mutex<HashMap<i64, usize>>>);
-
-/// One running export; its place is given back when it is dropped (ended, failed or cut off).
-struct ExportSlot {
-    exports: Exports,
-    merchant: i64,
-}
-
-impl Exports {
-    fn start(&self, merchant: i64) -> ApiResult<ExportSlot> {
-        let mut running = self.0.lock().expect("exports lock");
-        let all: usize = running.values().sum();
-        let mine = running.get(&merchant).copied().unwrap_or(0);
-        if mine >= EXPORTS_PER_MERCHANT || all >= EXPORTS_PER_INSTANCE {
-            return Err(ApiError::RateLimited { retry_after: 5 });
-        }
-        *running.entry(merchant).or_default() += 1;
-        Ok(ExportSlot {
-            exports: self.clone(),
-            merchant,
-        })
-    }
-}
-
-impl Drop for ExportSlot {
-    fn drop(&mut self) {
-        let mut running = self.exports.0.lock().expect("exports lock");
-        if let Some(n) = running.get_mut(&self.merchant) {
-            *n -= 1;
-            if *n == 0 {
-                running.remove(&self.merchant);
-            }
-        }
-    }
-}
 
 #[derive(serde::Deserialize)]
 pub struct OrderFilter {
