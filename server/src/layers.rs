@@ -15,43 +15,24 @@ fn rank(room: &str) -> usize {
     ROOMS.iter().position(|r| *r == room).unwrap_or(ROOMS.len())
 }
 
-/// The first segment after each `crate::` of a source file (comments skipped): `crate::buy::x`
-/// names `buy`; `crate::{buy::x, infra::{y, z}}` names `buy` and `infra`.
-fn imported_rooms(source: &str) -> Vec<String> {
-    let code: String = source
+/// A source file without its comment lines.
+fn without_comments(source: &str) -> String {
+    source
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
-        .join("\n");
-    let ident = |s: &str| -> String {
-        s.trim_start()
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let mut rooms = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find("crate::") {
-        rest = &rest[at + "crate::".len()..];
-        let Some(group) = rest.strip_prefix('{') else {
-            rooms.push(ident(rest));
-            continue;
-        };
-        // The names at the group's first level: after its `{` and after each `,` at that level.
-        rooms.push(ident(group));
-        let mut depth = 1;
-        for (i, c) in group.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                ',' if depth == 1 => rooms.push(ident(&group[i + 1..])),
-                _ => {}
-            }
-            if depth == 0 {
-                break;
-            }
-        }
-    }
+        .join("\n")
+}
+
+/// The first segment of each path a `crate::` of a source file names (comments skipped):
+/// `crate::buy::x` names `buy`; `crate::{buy::x, infra::{y, z}}` names `buy` and `infra`.
+fn imported_rooms(source: &str) -> Vec<String> {
+    let code = without_comments(source);
+    let mut rooms: Vec<String> = code
+        .match_indices("crate::")
+        .flat_map(|(at, _)| expand(&code[at + "crate::".len()..]))
+        .filter_map(|path| path.into_iter().next())
+        .collect();
     rooms.retain(|r| !r.is_empty() && r != "self");
     rooms
 }
@@ -268,11 +249,7 @@ fn module_graph(
         files.iter().map(|(m, _, _)| m.as_str()).collect();
     let mut graph = std::collections::BTreeMap::new();
     for (module, is_mod, source) in files {
-        let code: String = source
-            .lines()
-            .filter(|l| !l.trim_start().starts_with("//"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let code = without_comments(source);
         let mut named = std::collections::BTreeSet::new();
         let mut paths = Vec::new();
         for (at, _) in code.match_indices("crate::") {
