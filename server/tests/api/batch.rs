@@ -332,41 +332,51 @@ async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_deci
     });
     let case = std::sync::atomic::AtomicI64::new(0);
     let codes = std::sync::Mutex::new(std::collections::BTreeSet::new());
-    runner
-        .run(&scenario(), |(shards, stock, ops)| {
-            let case = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            let sale = GateShard {
-                // A sale of its own per case: the keys of one case never meet another's.
-                activity: ACTIVITY * 1000 + case,
-                shard: SHARD,
-                shards,
-                per_user_limit: 3,
-            };
-            let tokens: Vec<uuid::Uuid> = ops.iter().map(|_| uuid::Uuid::new_v4()).collect();
-            let start_ms = chrono::Utc::now().timestamp_millis();
-            let (alone, together, alone_keys, together_keys) = tokio::task::block_in_place(|| {
-                handle.block_on(async {
-                    let alone =
-                        run(&one_by_one, &sale, stock, &ops, &tokens, start_ms, false).await;
-                    let together =
-                        run(&in_batches, &sale, stock, &ops, &tokens, start_ms, true).await;
-                    (
-                        alone,
-                        together,
-                        snapshot(&one_by_one, &sale, &tokens).await,
-                        snapshot(&in_batches, &sale, &tokens).await,
-                    )
-                })
-            });
-            codes
-                .lock()
-                .unwrap()
-                .extend(together.iter().map(|(code, _)| code.clone()));
-            prop_assert_eq!(alone, together, "the answers, for {:?}", ops);
-            prop_assert_eq!(alone_keys, together_keys, "the keys, for {:?}", ops);
-            Ok(())
+    let property = |(shards, stock, ops): (i16, Option<i64>, Vec<Op>)| {
+        let case = case.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let sale = GateShard {
+            // A sale of its own per case: the keys of one case never meet another's.
+            activity: ACTIVITY * 1000 + case,
+            shard: SHARD,
+            shards,
+            per_user_limit: 3,
+        };
+        let tokens: Vec<uuid::Uuid> = ops.iter().map(|_| uuid::Uuid::new_v4()).collect();
+        let start_ms = chrono::Utc::now().timestamp_millis();
+        let (alone, together, alone_keys, together_keys) = tokio::task::block_in_place(|| {
+            handle.block_on(async {
+                let alone = run(&one_by_one, &sale, stock, &ops, &tokens, start_ms, false).await;
+                let together = run(&in_batches, &sale, stock, &ops, &tokens, start_ms, true).await;
+                (
+                    alone,
+                    together,
+                    snapshot(&one_by_one, &sale, &tokens).await,
+                    snapshot(&in_batches, &sale, &tokens).await,
+                )
+            })
+        });
+        codes
+            .lock()
+            .unwrap()
+            .extend(together.iter().map(|(code, _)| code.clone()));
+        prop_assert_eq!(alone, together, "the answers, for {:?}", ops);
+        prop_assert_eq!(alone_keys, together_keys, "the keys, for {:?}", ops);
+        Ok(())
+    };
+    // One shopper hammering a sale in one batch reaches the block on every run; random runs
+    // reach it only now and then (a block takes three strikes in the window).
+    let hammering = (0..8)
+        .map(|_| Op::Buy {
+            shopper: 0,
+            quantity: 1,
+            key: None,
+            check: Check::None,
+            after_ms: 0,
+            then_cut: false,
         })
-        .unwrap();
+        .collect();
+    property((1, Some(100), hammering)).unwrap();
+    runner.run(&scenario(), property).unwrap();
     // The runs reached every answer the gate gives (bad arguments aside).
     let every = [
         "blocked",
