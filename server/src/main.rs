@@ -131,10 +131,12 @@ async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyh
         }
         Command::CheckAssets => unreachable!("answered before the configuration is read"),
         Command::Worker => {
-            let state = server::http::state::AppState::connect(config).await?;
-            state.spawn_workers().await?;
+            let pipeline = startup::connect_pipeline(&config).await?;
+            let supervisor = server::infra::supervisor::Supervisor::new(pipeline.metrics.clone());
+            pipeline.start(&supervisor);
             tracing::info!("relay and persister running");
             startup::shutdown_signal().await;
+            supervisor.shutdown(config.drain).await;
             Ok(())
         }
         Command::Reconcile => {

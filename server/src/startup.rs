@@ -10,7 +10,6 @@ use crate::{
         doors::Doors,
         gate::{Gate, GateParts},
         queue::WaitingRoom,
-        soldout::SoldOut,
     },
     domain::{
         account::{self, throttle::LoginThrottle},
@@ -26,16 +25,16 @@ use crate::{
         state::{AppState, Shared},
     },
     infra::{
-        broker::{Broker, Topology},
+        broker::Broker,
         config::Config,
         db,
         keys::Keys,
-        metrics::Metrics,
         redis::{self as redis_conn, Redis},
         replication::Replication,
         retry::until_available,
+        supervisor::{Stage, Supervisor},
     },
-    pipeline::{deadline::Deadlines, journal::Relay, persister::Persister, reconcile::Reconciler},
+    pipeline::Pipeline,
 };
 use anyhow::Context;
 use app::api::Role;
@@ -74,6 +73,31 @@ async fn connect_redis(config: &Config) -> anyhow::Result<(redis_conn::Conn, usi
         config.redis_wait_timeout,
     );
     Ok((conn, masters, replication))
+}
+
+/// PostgreSQL (migrated), Redis and RabbitMQ (connected when first used if it is not up yet).
+async fn connect_engines(
+    config: &Config,
+) -> anyhow::Result<(sqlx::PgPool, Redis, Broker, Replication)> {
+    let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
+    db::migrate(&db).await?;
+    let (conn, masters, replication) = connect_redis(config).await?;
+    let broker = Broker::new(&config.amqp_url);
+    if let Err(e) = broker.connection().await {
+        tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
+    }
+    let redis = Redis {
+        conn,
+        keys: Keys::new(&config.redis_prefix),
+        masters,
+    };
+    Ok((db, redis, broker, replication))
+}
+
+/// The pipeline alone, for `server worker`: no site, no sessions, no HTTP state.
+pub async fn connect_pipeline(config: &Config) -> anyhow::Result<Pipeline> {
+    let (db, redis, broker, replication) = connect_engines(config).await?;
+    Ok(Pipeline::new(config, db, redis, broker, replication))
 }
 
 /// The operator and the merchant the configuration names, created when missing, and the demo
@@ -123,22 +147,8 @@ impl AppState {
         config: Config,
         payments: Arc<dyn PaymentProvider>,
     ) -> anyhow::Result<AppState> {
-        let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
-        db::migrate(&db).await?;
-        let (conn, masters, replication) = connect_redis(&config).await?;
-        let broker = Broker::new(&config.amqp_url);
-        if let Err(e) = broker.connection().await {
-            tracing::warn!(error = %format!("{e:#}"), "RabbitMQ not available yet; /readyz will say so");
-        }
-
+        let (db, redis, broker, replication) = connect_engines(&config).await?;
         create_configured_accounts(&db, &config).await?;
-
-        let keys = Keys::new(&config.redis_prefix);
-        let redis = Redis {
-            conn,
-            keys: keys.clone(),
-            masters,
-        };
         let sessions = Arc::new(SessionKeys::new(
             &config.secret.0,
             config.session_ttl,
@@ -162,19 +172,10 @@ impl AppState {
         let site = site::Site::load(&config);
         let keys = redis.keys.clone();
         let blocks = Blocks::default();
-        let sold_out = SoldOut::new(keys.restock_channel());
-        let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms)
-            .with_reservation_queues(config.reservation_queues);
-        let metrics = Metrics::new();
+        let pipeline = Pipeline::new(&config, db.clone(), redis.clone(), broker, replication);
+        let metrics = pipeline.metrics.clone();
         let activities = ActivityCache::default();
         let attempts = Attempts::default();
-        let deadlines = Deadlines::new(
-            db.clone(),
-            redis.clone(),
-            sold_out.clone(),
-            broker.clone(),
-            topology.clone(),
-        );
         let waiting_room = WaitingRoom::new(
             db.clone(),
             redis.clone(),
@@ -191,22 +192,14 @@ impl AppState {
                 db: db.clone(),
                 redis: redis.clone(),
                 activities: activities.clone(),
-                sold_out: sold_out.clone(),
+                sold_out: pipeline.sold_out.clone(),
                 blocks: blocks.clone(),
                 attempts: attempts.clone(),
                 metrics: metrics.clone(),
-                replication,
+                replication: pipeline.replication.clone(),
                 waiting_room: waiting_room.clone(),
             },
         );
-        let reconciler = Reconciler {
-            db: db.clone(),
-            redis: redis.clone(),
-            broker: broker.clone(),
-            topology: topology.clone(),
-            metrics: metrics.clone(),
-            between_reads: None,
-        };
         Ok(AppState::new(Shared {
             sessions,
             passwords: Passwords::new(
@@ -218,11 +211,14 @@ impl AppState {
             exports: Default::default(),
             gate: Arc::new(gate),
             waiting_room,
-            sold_out,
+            sold_out: pipeline.sold_out.clone(),
             blocks,
-            topology,
-            deadlines,
-            reconciler,
+            topology: pipeline.topology.clone(),
+            deadlines: pipeline.deadlines.clone(),
+            reconciler: pipeline.reconciler.clone(),
+            broker: pipeline.broker.clone(),
+            supervisor: Supervisor::new(metrics.clone()),
+            pipeline,
             payments,
             activities,
             attempts,
@@ -230,53 +226,29 @@ impl AppState {
             config: Arc::new(config),
             db,
             redis,
-            broker,
             leptos: site.options,
             assets: site.assets,
             hashed_assets: site.hashed,
         }))
     }
 
-    /// Starts the relay, the persister and the dead-letter consumer on this runtime.
-    pub async fn spawn_workers(&self) -> anyhow::Result<()> {
-        let instance = uuid::Uuid::new_v4().simple().to_string();
-        tokio::spawn(
-            Relay {
-                db: self.db.clone(),
-                ack: crate::infra::scripts::ack(),
-                redis: self.redis.clone(),
-                broker: self.broker.clone(),
-                topology: self.topology.clone(),
-                metrics: self.metrics.clone(),
-                consumer: instance.clone(),
-                replication: self.gate.replication().clone(),
-            }
-            .run(),
-        );
-        let persister = Persister {
-            db: self.db.clone(),
-            redis: self.redis.clone(),
-            broker: self.broker.clone(),
-            topology: self.topology.clone(),
-            metrics: self.metrics.clone(),
-            sold_out: self.sold_out.clone(),
-            deadlines: self.deadlines.clone(),
-            consumer: instance.clone(),
-        };
-        // Every reservations queue has a consumer, the first ones as many as there are left.
-        let queues = &self.topology.reservation_queues;
-        for i in 0..self.config.persisters.max(queues.len()) {
-            tokio::spawn(persister.clone().run(queues[i % queues.len()].clone()));
+    /// Starts the pipeline's workers under this instance's supervisor.
+    pub fn spawn_workers(&self) {
+        self.pipeline.start(&self.supervisor);
+    }
+}
+
+/// The in-process buckets forget clients idle long enough to be full again; the admin writes'
+/// first answers are kept a day.
+async fn sweeps(doors: Doors, gate: Arc<Gate>, db: sqlx::PgPool) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        every.tick().await;
+        doors.sweep();
+        gate.sweep();
+        if let Err(e) = crate::domain::admin_requests::forget_old(&db).await {
+            tracing::warn!(error = %e, "old admin answers not forgotten; next minute");
         }
-        tokio::spawn(persister.run_dead_letters());
-        tokio::spawn(self.deadlines.clone().run_timeouts(instance));
-        tokio::spawn(self.deadlines.clone().run_sweeper(self.config.sweep_every));
-        tokio::spawn(
-            self.reconciler
-                .clone()
-                .run_periodically(self.config.reconcile_every),
-        );
-        Ok(())
     }
 }
 
@@ -337,41 +309,37 @@ impl Application {
     ) -> anyhow::Result<Application> {
         let state = AppState::connect_with(config, payments).await?;
         state.reconciler.warm().await?;
-        tokio::spawn(listen(&state));
-        tokio::spawn(
-            state
-                .attempts
-                .clone()
-                .run(state.redis.clone(), state.db.clone()),
-        );
-        tokio::spawn(crate::domain::report::keep_lines(
-            state.db.clone(),
-            state.redis.clone(),
-        ));
-        tokio::spawn(state.waiting_room.clone().run());
-        tokio::spawn(
-            state
-                .sessions
-                .revocations
-                .clone()
-                .run(state.db.clone(), state.config.session_reload),
-        );
-        let (doors, gate, db) = (state.doors.clone(), state.gate.clone(), state.db.clone());
-        tokio::spawn(async move {
-            // The in-process buckets forget clients idle long enough to be full again; the
-            // admin writes' first answers are kept a day.
-            let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
-            loop {
-                every.tick().await;
-                doors.sweep();
-                gate.sweep();
-                if let Err(e) = crate::domain::admin_requests::forget_old(&db).await {
-                    tracing::warn!(error = %e, "old admin answers not forgotten; next minute");
-                }
-            }
+        let supervisor = &state.supervisor;
+        supervisor.spawn("broadcasts", Stage::Rest, {
+            let state = state.clone();
+            move || listen(&state)
+        });
+        supervisor.spawn("attempts", Stage::Rest, {
+            let (attempts, redis, db) = (state.attempts.clone(), state.redis.clone(), state.db.clone());
+            move || attempts.clone().run(redis.clone(), db.clone())
+        });
+        supervisor.spawn("report-lines", Stage::Rest, {
+            let (db, redis) = (state.db.clone(), state.redis.clone());
+            move || crate::domain::report::keep_lines(db.clone(), redis.clone())
+        });
+        supervisor.spawn("waiting-room", Stage::Rest, {
+            let waiting_room = state.waiting_room.clone();
+            move || waiting_room.clone().run()
+        });
+        supervisor.spawn("session-reload", Stage::Rest, {
+            let (revocations, db, every) = (
+                state.sessions.revocations.clone(),
+                state.db.clone(),
+                state.config.session_reload,
+            );
+            move || revocations.clone().run(db.clone(), every)
+        });
+        supervisor.spawn("sweeps", Stage::Rest, {
+            let (doors, gate, db) = (state.doors.clone(), state.gate.clone(), state.db.clone());
+            move || sweeps(doors.clone(), gate.clone(), db.clone())
         });
         if state.config.run_workers {
-            state.spawn_workers().await?;
+            state.spawn_workers();
         }
         let listener = TcpListener::bind(state.config.addr)
             .await
@@ -448,8 +416,9 @@ impl Application {
                 "requests still in flight at the end of the drain; closing"
             );
         } else {
-            tracing::info!("every request in flight answered; exiting");
+            tracing::info!("every request in flight answered; stopping the workers");
         }
+        self.state.supervisor.shutdown(drain).await;
         Ok(())
     }
 }

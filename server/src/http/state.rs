@@ -13,8 +13,9 @@ use crate::{
         config::Config,
         metrics::Metrics,
         redis::Redis,
+        supervisor::Supervisor,
     },
-    pipeline::{deadline::Deadlines, reconcile::Reconciler},
+    pipeline::{deadline::Deadlines, reconcile::Reconciler, Pipeline},
 };
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
@@ -66,6 +67,10 @@ pub struct Shared {
     pub payments: Arc<dyn PaymentProvider>,
     pub deadlines: Deadlines,
     pub reconciler: Reconciler,
+    /// The parts `server worker` runs alone, for this instance's workers.
+    pub pipeline: Pipeline,
+    /// Every background task of this instance.
+    pub supervisor: Arc<Supervisor>,
 }
 
 /// `FromRef<AppState>` for each part a handler may ask for, cloned out of the state.

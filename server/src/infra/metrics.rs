@@ -29,6 +29,11 @@ pub struct Held {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkerLabel {
+    pub worker: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActivityLabel {
     pub activity: i64,
 }
@@ -48,6 +53,7 @@ pub struct Metrics {
     pub stock_drift: Family<ActivityLabel, Gauge>,
     pub queue_polls: Family<Answered, Counter>,
     pub queue_held: Family<Held, Gauge>,
+    pub worker_restarts: Family<WorkerLabel, Counter>,
 }
 
 /// The waiting room's: polls by where they were answered from, admission held back by reason.
@@ -65,6 +71,17 @@ fn register_queue(registry: &mut Registry) -> (Family<Answered, Counter>, Family
             queue_held.clone(),
         );
     (queue_polls, queue_held)
+}
+
+/// The supervisor's: restarts by worker.
+fn register_workers(registry: &mut Registry) -> Family<WorkerLabel, Counter> {
+    let worker_restarts = Family::<WorkerLabel, Counter>::default();
+    registry.register(
+        "worker_restarts",
+        "Background workers that ended (a panic, an error, an abort) and were started again, by worker",
+        worker_restarts.clone(),
+    );
+    worker_restarts
 }
 
 impl Metrics {
@@ -133,6 +150,7 @@ impl Metrics {
             stock_drift.clone(),
         );
         let (queue_polls, queue_held) = register_queue(&mut registry);
+        let worker_restarts = register_workers(&mut registry);
         Arc::new(Metrics {
             registry,
             buys,
@@ -148,6 +166,7 @@ impl Metrics {
             stock_drift,
             queue_polls,
             queue_held,
+            worker_restarts,
         })
     }
 
@@ -165,6 +184,23 @@ impl Metrics {
         self.queue_held
             .get_or_create(&Held { activity, reason })
             .set(i64::from(held));
+    }
+
+    pub fn worker_restarted(&self, worker: &str) {
+        self.worker_restarts
+            .get_or_create(&WorkerLabel {
+                worker: worker.to_string(),
+            })
+            .inc();
+    }
+
+    /// Restarts of one worker so far.
+    pub fn worker_restarts(&self, worker: &str) -> u64 {
+        self.worker_restarts
+            .get_or_create(&WorkerLabel {
+                worker: worker.to_string(),
+            })
+            .get()
     }
 
     pub fn buy(&self, result: &'static str) {

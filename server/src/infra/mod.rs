@@ -13,3 +13,4 @@ pub mod redis;
 pub mod replication;
 pub mod retry;
 pub mod scripts;
+pub mod supervisor;

@@ -25,6 +25,7 @@ use crate::infra::{
     replication::{Confirmed, Replication},
 };
 use anyhow::Context;
+use tokio_util::sync::CancellationToken;
 use lapin::{options::*, BasicProperties, Channel, Confirmation, PublisherConfirm};
 use redis::{
     streams::{StreamAutoClaimReply, StreamId, StreamReadReply},
@@ -94,6 +95,7 @@ impl Reservation {
     }
 }
 
+#[derive(Clone)]
 pub struct Relay {
     pub db: PgPool,
     /// `ack.lua`: XACK, then trim the journal below what is still unconfirmed.
@@ -146,11 +148,21 @@ struct Round {
 }
 
 impl Relay {
-    pub async fn run(self) {
+    /// Relays until `stop`, then settles the rounds it has published (their entries acknowledged
+    /// once confirmed; a round that fails stays pending and is re-claimed) and returns.
+    pub async fn run(self, stop: CancellationToken) {
         let mut channel: Option<Channel> = None;
         let mut journals = Journals::default();
         let mut rounds: VecDeque<Round> = VecDeque::new();
         loop {
+            if stop.is_cancelled() {
+                while let Some(round) = rounds.pop_front() {
+                    if let Err(e) = self.settle(round).await {
+                        tracing::warn!(error = %format!("{e:#}"), "a round not settled at shutdown; its entries are re-claimed");
+                    }
+                }
+                return;
+            }
             let sent = if rounds.len() < ROUNDS_IN_FLIGHT {
                 self.send(&mut channel, &mut journals).await
             } else {
@@ -165,7 +177,10 @@ impl Relay {
                 Ok(None) => match rounds.pop_front() {
                     Some(round) => self.settle(round).await,
                     None => {
-                        tokio::time::sleep(IDLE_PAUSE).await;
+                        tokio::select! {
+                            () = tokio::time::sleep(IDLE_PAUSE) => {}
+                            () = stop.cancelled() => {}
+                        }
                         Ok(())
                     }
                 },

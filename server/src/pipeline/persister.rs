@@ -25,6 +25,7 @@ use crate::{
     },
 };
 use anyhow::Context;
+use tokio_util::sync::CancellationToken;
 use futures_util::StreamExt;
 use lapin::{
     message::Delivery, options::*, types::FieldTable, BasicProperties, Channel, Confirmation,
@@ -109,9 +110,11 @@ enum Mark<'a> {
 
 impl Persister {
     /// Consumes one reservations queue (`Topology::reservation_queues`) until the process ends.
-    pub async fn run(self, queue: String) {
-        loop {
-            if let Err(e) = self.consume(&queue).await {
+    /// Consumes `queue` until `stop`; the batch in hand is written and acknowledged first (what
+    /// the channel had prefetched goes back to the queue with it).
+    pub async fn run(self, queue: String, stop: CancellationToken) {
+        while !stop.is_cancelled() {
+            if let Err(e) = self.consume(&queue, &stop).await {
                 tracing::warn!(error = %format!("{e:#}"), "persister lost its channel; reconnecting");
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
@@ -143,14 +146,13 @@ impl Persister {
         Ok((channel, consumer))
     }
 
-    async fn consume(&self, queue: &str) -> anyhow::Result<()> {
+    async fn consume(&self, queue: &str, stop: &CancellationToken) -> anyhow::Result<()> {
         let (_channel, mut consumer) = self.open(queue, "persister").await?;
         loop {
-            let first = consumer
-                .next()
-                .await
-                .context("consumer ended")?
-                .context("receiving")?;
+            let first = tokio::select! {
+                next = consumer.next() => next.context("consumer ended")?.context("receiving")?,
+                () = stop.cancelled() => return Ok(()),
+            };
             let mut batch = vec![first];
             // Roughly: a message of the relay holds hundreds, one split out of a batch one.
             let mut reservations = batch[0].data.len() / 100;

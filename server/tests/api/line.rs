@@ -369,7 +369,7 @@ async fn admission_stops_while_the_pipeline_is_behind_and_resumes_by_itself() {
     .await;
 
     // The relay and the persister start: the backlog drains, and admission resumes by itself.
-    app.state.spawn_workers().await.unwrap();
+    app.state.spawn_workers();
     eventually(30, "admission resumed", || async {
         let q = queue_figures(&app, &merchant, id).await;
         (q["held_back"].is_null() && q["admitted"].as_i64().unwrap() > held_at).then_some(())

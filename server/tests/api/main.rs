@@ -28,3 +28,4 @@ mod seckill;
 mod sessions;
 mod shards;
 mod site;
+mod workers;

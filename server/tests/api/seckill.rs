@@ -949,7 +949,7 @@ async fn entries_a_dead_relay_left_unacknowledged_become_orders_once() {
     );
 
     // A live relay starts; two more buys are shipped and acknowledged while those two wait.
-    app.state.spawn_workers().await.unwrap();
+    app.state.spawn_workers();
     let mut later = Vec::new();
     for s in &crowd[2..] {
         let path = app.path(&s.client, id).await;
