@@ -315,7 +315,11 @@ impl Application {
             move || listen(&state)
         });
         supervisor.spawn("attempts", Stage::Rest, {
-            let (attempts, redis, db) = (state.attempts.clone(), state.redis.clone(), state.db.clone());
+            let (attempts, redis, db) = (
+                state.attempts.clone(),
+                state.redis.clone(),
+                state.db.clone(),
+            );
             move || attempts.clone().run(redis.clone(), db.clone())
         });
         supervisor.spawn("report-lines", Stage::Rest, {

@@ -73,6 +73,12 @@ fn register_queue(registry: &mut Registry) -> (Family<Answered, Counter>, Family
     (queue_polls, queue_held)
 }
 
+fn counter(registry: &mut Registry, name: &str, help: &str) -> Counter {
+    let counter = Counter::default();
+    registry.register(name, help, counter.clone());
+    counter
+}
+
 /// The supervisor's: restarts by worker.
 fn register_workers(registry: &mut Registry) -> Family<WorkerLabel, Counter> {
     let worker_restarts = Family::<WorkerLabel, Counter>::default();
@@ -107,41 +113,35 @@ impl Metrics {
             "Reservations in the journal not yet confirmed by RabbitMQ",
             journal_lag.clone(),
         );
-        let relayed = Counter::default();
-        registry.register(
+        let relayed = counter(
+            &mut registry,
             "relayed_reservations",
             "Reservations published to RabbitMQ and confirmed",
-            relayed.clone(),
         );
-        let relay_held = Counter::default();
-        registry.register(
+        let relay_held = counter(
+            &mut registry,
             "relay_held_journal_reads",
             "Journal reads the relay held back because their master's replica had not acknowledged them",
-            relay_held.clone(),
         );
-        let borrowed = Counter::default();
-        registry.register(
+        let borrowed = counter(
+            &mut registry,
             "borrowed_reservations",
             "Buys whose home stock shard was empty and another shard lent the units",
-            borrowed.clone(),
         );
-        let unreplicated = Counter::default();
-        registry.register(
+        let unreplicated = counter(
+            &mut registry,
             "unreplicated_reservations",
             "Buys answered while their master had no replica connected (durable by its AOF only)",
-            unreplicated.clone(),
         );
-        let persisted = Counter::default();
-        registry.register(
+        let persisted = counter(
+            &mut registry,
             "persisted_orders",
             "Orders written to PostgreSQL",
-            persisted.clone(),
         );
-        let dead_lettered = Counter::default();
-        registry.register(
+        let dead_lettered = counter(
+            &mut registry,
             "dead_lettered_reservations",
             "Reservations that ended failed via the dead-letter queue",
-            dead_lettered.clone(),
         );
         let stock_drift = Family::<ActivityLabel, Gauge>::default();
         registry.register(

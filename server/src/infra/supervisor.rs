@@ -250,7 +250,10 @@ mod tests {
                 }
             });
         }
-        until("every worker running", || started.load(Ordering::SeqCst) == 3).await;
+        until("every worker running", || {
+            started.load(Ordering::SeqCst) == 3
+        })
+        .await;
         supervisor.shutdown(Duration::from_secs(5)).await;
         assert_eq!(*stopped.lock().unwrap(), ["relay", "consumer", "rest"]);
         for name in ["relay", "consumer", "rest"] {
@@ -290,9 +293,19 @@ mod tests {
                 }
             }
         });
-        until("the stubborn run started", || ended.load(Ordering::SeqCst) == 10).await;
+        until("the stubborn run started", || {
+            ended.load(Ordering::SeqCst) == 10
+        })
+        .await;
         supervisor.shutdown(Duration::from_millis(100)).await;
-        until("the stubborn run aborted", || ended.load(Ordering::SeqCst) == 11).await;
-        assert_eq!(stopped.load(Ordering::SeqCst), 1, "the next stage still stopped");
+        until("the stubborn run aborted", || {
+            ended.load(Ordering::SeqCst) == 11
+        })
+        .await;
+        assert_eq!(
+            stopped.load(Ordering::SeqCst),
+            1,
+            "the next stage still stopped"
+        );
     }
 }

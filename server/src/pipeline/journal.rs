@@ -25,7 +25,6 @@ use crate::infra::{
     replication::{Confirmed, Replication},
 };
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 use lapin::{options::*, BasicProperties, Channel, Confirmation, PublisherConfirm};
 use redis::{
     streams::{StreamAutoClaimReply, StreamId, StreamReadReply},
@@ -38,6 +37,7 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
+use tokio_util::sync::CancellationToken;
 
 const GROUP: &str = "relay";
 const BATCH: usize = 2_000;

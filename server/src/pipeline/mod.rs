@@ -102,9 +102,7 @@ impl Pipeline {
             consumer: instance.clone(),
             replication: self.replication.clone(),
         };
-        supervisor.spawn_graceful("relay", Stage::Relay, move |stop| {
-            relay.clone().run(stop)
-        });
+        supervisor.spawn_graceful("relay", Stage::Relay, move |stop| relay.clone().run(stop));
         let persister = Persister {
             db: self.db.clone(),
             redis: self.redis.clone(),

@@ -25,13 +25,13 @@ use crate::{
     },
 };
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 use futures_util::StreamExt;
 use lapin::{
     message::Delivery, options::*, types::FieldTable, BasicProperties, Channel, Confirmation,
 };
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc, time::Duration};
+use tokio_util::sync::CancellationToken;
 
 /// Messages in flight to one consumer (each up to `journal::PER_MESSAGE` reservations).
 const PREFETCH: u16 = 64;

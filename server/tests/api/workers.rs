@@ -12,12 +12,18 @@ async fn a_killed_relay_and_persisters_are_started_again_and_every_buy_becomes_a
         .as_i64()
         .unwrap();
     let supervisor = &app.state.supervisor;
-    assert!(supervisor.abort_run("relay"), "the relay runs under the supervisor");
+    assert!(
+        supervisor.abort_run("relay"),
+        "the relay runs under the supervisor"
+    );
     let mut killed = vec!["relay".to_string()];
     while supervisor.abort_run(&format!("persister-{}", killed.len() - 1)) {
         killed.push(format!("persister-{}", killed.len() - 1));
     }
-    assert!(killed.len() >= 3, "the persisters run under the supervisor: {killed:?}");
+    assert!(
+        killed.len() >= 3,
+        "the persisters run under the supervisor: {killed:?}"
+    );
     assert!(!supervisor.abort_run("no-such-worker"));
     for name in &killed {
         eventually(30, &format!("{name} started again"), || async {
