@@ -2,47 +2,40 @@
 //! payment deadline counting down and a pay button), then `paid`, or `cancelled` / `failed`.
 
 use crate::{
-    api::{OrderStatus, PaymentResult},
+    api::{OrderStatus, OrderView, PaymentResult},
     client,
     clock::{countdown_text, parse_ms, ServerClock},
     i18n::{tr, tr_with},
 };
 use leptos::prelude::*;
 
-#[cfg(feature = "hydrate")]
-fn is_final(status: &str) -> bool {
-    matches!(status, "paid" | "cancelled" | "failed")
-}
-
-fn label(status: &str) -> String {
-    match status {
-        "queued" => tr("order.queued"),
-        "confirmed" => tr("order.confirmed"),
-        "paid" => tr("order.paid"),
-        "cancelled" => tr("order.cancelled"),
-        "failed" => tr("order.failed"),
-        _ => tr("order.unknown"),
-    }
+fn label(status: OrderStatus) -> String {
+    tr(match status {
+        OrderStatus::Queued => "order.queued",
+        OrderStatus::Confirmed => "order.confirmed",
+        OrderStatus::Paid => "order.paid",
+        OrderStatus::Cancelled => "order.cancelled",
+        OrderStatus::Failed => "order.failed",
+    })
 }
 
 /// The status's badge: its name in the API ("confirmed"), in the page's language.
-pub fn badge(status: &str) -> String {
-    match status {
-        "queued" => tr("order.badge.queued"),
-        "confirmed" => tr("order.badge.confirmed"),
-        "paid" => tr("order.badge.paid"),
-        "cancelled" => tr("order.badge.cancelled"),
-        "failed" => tr("order.badge.failed"),
-        other => other.to_string(),
-    }
+pub fn badge(status: OrderStatus) -> String {
+    tr(match status {
+        OrderStatus::Queued => "order.badge.queued",
+        OrderStatus::Confirmed => "order.badge.confirmed",
+        OrderStatus::Paid => "order.badge.paid",
+        OrderStatus::Cancelled => "order.badge.cancelled",
+        OrderStatus::Failed => "order.badge.failed",
+    })
 }
 
 #[component]
-pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
+pub fn OrderTracker(token: String, initial: OrderStatus) -> impl IntoView {
     let t = Tracker {
         token: StoredValue::new(token.clone()),
         status: RwSignal::new(None),
-        shown: RwSignal::new(initial.clone()),
+        shown: RwSignal::new(initial),
         history: RwSignal::new(vec![initial]),
         paying: RwSignal::new(false),
         error: RwSignal::new(None),
@@ -62,15 +55,15 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
         <div class="order">
             // Announced when the status changes (not the deadline below, which ticks every second).
             <p class="status" role="status" aria-live="polite" aria-atomic="true">
-                <span class=move || format!("badge {}", shown.get()) data-testid="order-status" data-history=move || t.history.get().join(",")>
-                    {move || badge(&shown.get())}
+                <span class=move || format!("badge {}", shown.get()) data-testid="order-status" data-history=move || t.history_text()>
+                    {move || badge(shown.get())}
                 </span>
-                " " {move || label(&shown.get())}
+                " " {move || label(shown.get())}
             </p>
             {move || status.get().and_then(|s| s.reason).map(|r| view! { <p class="muted">{tr_with("order.reason", &[("reason", &r)])}</p> })}
             {move || status.get().and_then(|s| s.order_id).map(|id| view! { <p class="muted">{tr_with("order.number", &[("id", &id.to_string())])}</p> })}
             <p class="deadline" data-testid="pay-deadline">{move || t.deadline(clock)}</p>
-            {move || (shown.get() == "confirmed").then(|| view! {
+            {move || (shown.get() == OrderStatus::Confirmed).then(|| view! {
                 <button type="button" data-testid="pay-button" disabled=move || paying.get() on:click=move |_| t.pay()>
                     {move || if paying.get() { tr("order.paying") } else { tr("order.pay") }}
                 </button>
@@ -85,24 +78,33 @@ pub fn OrderTracker(token: String, initial: String) -> impl IntoView {
 #[derive(Clone, Copy)]
 struct Tracker {
     token: StoredValue<String>,
-    status: RwSignal<Option<OrderStatus>>,
-    shown: RwSignal<String>,
+    status: RwSignal<Option<OrderView>>,
+    shown: RwSignal<OrderStatus>,
     /// Every status this page has shown, in order (tests and curious shoppers read it).
-    history: RwSignal<Vec<String>>,
+    history: RwSignal<Vec<OrderStatus>>,
     paying: RwSignal<bool>,
     error: RwSignal<Option<String>>,
 }
 
 impl Tracker {
+    fn history_text(self) -> String {
+        self.history
+            .get()
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
     fn url(self) -> String {
         format!("/api/orders/{}", self.token.get_value())
     }
 
-    fn record(self, s: OrderStatus) {
+    fn record(self, s: OrderView) {
         if self.history.with_untracked(|h| h.last() != Some(&s.status)) {
-            self.history.update(|h| h.push(s.status.clone()));
+            self.history.update(|h| h.push(s.status));
         }
-        self.shown.set(s.status.clone());
+        self.shown.set(s.status);
         self.status.set(Some(s));
     }
 
@@ -113,14 +115,14 @@ impl Tracker {
         let url = self.url();
         let mut delay = 250.0f64;
         loop {
-            let got = client::get::<OrderStatus>(&url).await;
+            let got = client::get::<OrderView>(&url).await;
             if !alive.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
             match got {
                 Ok(s) => {
-                    let done = is_final(&s.status);
-                    let confirmed = s.status == "confirmed";
+                    let done = s.status.is_final();
+                    let confirmed = s.status == OrderStatus::Confirmed;
                     self.record(s);
                     if done {
                         break;
@@ -149,7 +151,7 @@ impl Tracker {
             if let Err(f) = paid {
                 self.error.set(Some(f.message()));
             }
-            if let Ok(s) = client::get::<OrderStatus>(&url).await {
+            if let Ok(s) = client::get::<OrderView>(&url).await {
                 self.record(s);
             }
             self.paying.set(false);
@@ -159,7 +161,7 @@ impl Tracker {
     /// "Pay within 9:59" while confirmed, by the server's clock.
     fn deadline(self, clock: ServerClock) -> Option<String> {
         let s = self.status.get()?;
-        if s.status != "confirmed" {
+        if s.status != OrderStatus::Confirmed {
             return None;
         }
         let left = parse_ms(s.pay_by.as_deref()?)? - clock.now_ms.get()?;

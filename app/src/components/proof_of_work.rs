@@ -96,7 +96,11 @@ impl Work {
             self.solving.set(true);
             let challenge = match crate::client::get::<altcha::Challenge>(&url).await {
                 Ok(challenge) => challenge,
-                Err(f) if f.body.error == "ended" || f.status == 404 || f.status == 401 => {
+                Err(f)
+                    if f.body.code() == Some(crate::api::ErrorCode::Ended)
+                        || f.status == 404
+                        || f.status == 401 =>
+                {
                     if f.status == 404 {
                         self.asked.set(false);
                     }

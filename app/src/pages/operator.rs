@@ -175,7 +175,7 @@ struct Reauth(RwSignal<bool>);
 impl Reauth {
     /// A refused action's message; a `reauthentication_required` opens the confirmation form.
     fn refused(self, f: &client::Failure) -> String {
-        if f.body.error == "reauthentication_required" {
+        if f.body.code() == Some(crate::api::ErrorCode::ReauthenticationRequired) {
             self.0.set(true);
             "Confirm your password above, then try again.".into()
         } else {

@@ -14,7 +14,7 @@ pub fn OrderPage() -> impl IntoView {
         <Title text=page_title(&tr("order.title"))/>
         <section class="card narrow">
             <h1>{tr("order.title")}</h1>
-            {move || view! { <OrderTracker token=token() initial="queued".to_string()/> }}
+            {move || view! { <OrderTracker token=token() initial=crate::api::OrderStatus::Queued/> }}
             <p><a href="/orders">{tr("order.all")}</a></p>
         </section>
     }

@@ -1,6 +1,6 @@
 //! `/orders`: the shopper's orders, newest first.
 
-use crate::api::OrderStatus;
+use crate::api::OrderView;
 #[cfg(feature = "hydrate")]
 use crate::client;
 use crate::{
@@ -13,7 +13,7 @@ use leptos_meta::Title;
 
 #[component]
 pub fn OrdersPage() -> impl IntoView {
-    let orders = RwSignal::new(None::<Result<Vec<OrderStatus>, String>>);
+    let orders = RwSignal::new(None::<Result<Vec<OrderView>, String>>);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
@@ -43,7 +43,7 @@ pub fn OrdersPage() -> impl IntoView {
                         {list.into_iter().map(|o| view! {
                             <li>
                                 <a href=format!("/orders/{}", o.token)>{tr_with("orders.sale", &[("id", &o.activity_id.to_string())])} " · " {tr_count("units", i64::from(o.quantity), &[])}</a>
-                                " " <span class=format!("badge {}", o.status)>{badge(&o.status)}</span>
+                                " " <span class=format!("badge {}", o.status)>{badge(o.status)}</span>
                             </li>
                         }).collect_view()}
                     </ul>

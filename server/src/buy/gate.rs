@@ -238,7 +238,9 @@ impl Gate {
 
     /// Counts an early sold-out answer of sale `id` as [`Gate::decide`]'s would be.
     pub fn count_sold_out(&self, id: i64) {
-        self.parts.attempts.record(id, ApiError::SoldOut.code());
+        self.parts
+            .attempts
+            .record(id, ApiError::SoldOut.code().as_str());
         self.count(&Err(ApiError::SoldOut));
     }
 
@@ -725,7 +727,7 @@ fn check_window(
 pub fn outcome_code(outcome: &ApiResult<String>) -> &'static str {
     match outcome {
         Ok(_) => "accepted",
-        Err(e) => e.code(),
+        Err(e) => e.code().as_str(),
     }
 }
 

@@ -5,6 +5,7 @@
 //! `Unavailable` (a dependency is down: retry) or `Internal` (an opaque 500, logged once).
 
 use crate::infra::outage::{redis_unavailable, sqlx_unavailable};
+use app::api::ErrorCode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -68,34 +69,34 @@ impl ApiError {
     }
 
     /// The error code of docs/api.md.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ApiError::InvalidInput(_) => "invalid_input",
-            ApiError::Unauthenticated => "unauthenticated",
-            ApiError::InvalidCredentials => "invalid_credentials",
-            ApiError::Forbidden => "forbidden",
-            ApiError::AccountBlocked => "account_blocked",
-            ApiError::AccountTooNew { .. } => "account_too_new",
-            ApiError::ReauthenticationRequired => "reauthentication_required",
-            ApiError::NotFound => "not_found",
-            ApiError::UsernameTaken => "username_taken",
-            ApiError::ShopTaken => "shop_taken",
-            ApiError::RateLimited { .. } => "rate_limited",
-            ApiError::NotStarted { .. } => "not_started",
-            ApiError::Ended => "ended",
-            ApiError::AlreadyStarted => "already_started",
-            ApiError::Paused => "paused",
-            ApiError::LimitReached => "limit_reached",
-            ApiError::Blocked { .. } => "blocked",
-            ApiError::SoldOut => "sold_out",
-            ApiError::NotAdmitted => "not_admitted",
-            ApiError::CaptchaInvalid => "captcha_invalid",
-            ApiError::BadPath => "bad_path",
-            ApiError::NotConfirmed => "not_confirmed",
-            ApiError::PaymentWindowClosed => "payment_window_closed",
-            ApiError::Overloaded { .. } => "overloaded",
-            ApiError::Unavailable { .. } => "unavailable",
-            ApiError::Internal(_) => "internal",
+            ApiError::InvalidInput(_) => ErrorCode::InvalidInput,
+            ApiError::Unauthenticated => ErrorCode::Unauthenticated,
+            ApiError::InvalidCredentials => ErrorCode::InvalidCredentials,
+            ApiError::Forbidden => ErrorCode::Forbidden,
+            ApiError::AccountBlocked => ErrorCode::AccountBlocked,
+            ApiError::AccountTooNew { .. } => ErrorCode::AccountTooNew,
+            ApiError::ReauthenticationRequired => ErrorCode::ReauthenticationRequired,
+            ApiError::NotFound => ErrorCode::NotFound,
+            ApiError::UsernameTaken => ErrorCode::UsernameTaken,
+            ApiError::ShopTaken => ErrorCode::ShopTaken,
+            ApiError::RateLimited { .. } => ErrorCode::RateLimited,
+            ApiError::NotStarted { .. } => ErrorCode::NotStarted,
+            ApiError::Ended => ErrorCode::Ended,
+            ApiError::AlreadyStarted => ErrorCode::AlreadyStarted,
+            ApiError::Paused => ErrorCode::Paused,
+            ApiError::LimitReached => ErrorCode::LimitReached,
+            ApiError::Blocked { .. } => ErrorCode::Blocked,
+            ApiError::SoldOut => ErrorCode::SoldOut,
+            ApiError::NotAdmitted => ErrorCode::NotAdmitted,
+            ApiError::CaptchaInvalid => ErrorCode::CaptchaInvalid,
+            ApiError::BadPath => ErrorCode::BadPath,
+            ApiError::NotConfirmed => ErrorCode::NotConfirmed,
+            ApiError::PaymentWindowClosed => ErrorCode::PaymentWindowClosed,
+            ApiError::Overloaded { .. } => ErrorCode::Overloaded,
+            ApiError::Unavailable { .. } => ErrorCode::Unavailable,
+            ApiError::Internal(_) => ErrorCode::Internal,
         }
     }
 

@@ -3,8 +3,8 @@
 //! pay_by > now()`), as the deadline's cancelling is, so an order ends paid or cancelled, never
 //! both. Every statement is checked at compile time (`.sqlx/`).
 
-use super::{rfc3339, ApiResult};
-use app::api::{AdminOrder, OrderStatus};
+use super::{rfc3339, ApiError, ApiResult};
+use app::api::{AdminOrder, OrderStatus, OrderView};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
@@ -20,17 +20,30 @@ pub struct OrderRow {
     pub reason: Option<String>,
 }
 
+/// An order's status as the database writes it (the column's CHECK allows no other), read into
+/// its type here, where it leaves the database.
+pub fn parse_status(text: &str) -> ApiResult<OrderStatus> {
+    text.parse()
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("an order's status in the database: {e}")))
+}
+
+/// As [`parse_status`], for the queries that answer `sqlx::Result`.
+fn decode_status(text: String) -> sqlx::Result<OrderStatus> {
+    text.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
 impl OrderRow {
-    pub fn into_status(self) -> OrderStatus {
-        OrderStatus {
+    pub fn into_view(self) -> ApiResult<OrderView> {
+        let status = parse_status(&self.status)?;
+        Ok(OrderView {
             token: self.token.to_string(),
-            order_id: (self.status != "failed").then_some(self.id),
-            status: self.status,
+            order_id: (status != OrderStatus::Failed).then_some(self.id),
+            status,
             activity_id: self.activity_id,
             quantity: self.quantity,
             pay_by: self.pay_by.map(rfc3339),
             reason: self.reason,
-        }
+        })
     }
 }
 
@@ -94,12 +107,13 @@ pub async fn mark_paid(db: &PgPool, token: uuid::Uuid) -> ApiResult<bool> {
 }
 
 /// The order's status now.
-pub async fn status_of(db: &PgPool, token: uuid::Uuid) -> ApiResult<Option<String>> {
-    Ok(
-        sqlx::query_scalar!("SELECT status FROM orders WHERE token = $1", token)
-            .fetch_optional(db)
-            .await?,
-    )
+pub async fn status_of(db: &PgPool, token: uuid::Uuid) -> ApiResult<Option<OrderStatus>> {
+    sqlx::query_scalar!("SELECT status FROM orders WHERE token = $1", token)
+        .fetch_optional(db)
+        .await?
+        .as_deref()
+        .map(parse_status)
+        .transpose()
 }
 
 /// One order as the admin console lists and exports it, as the database types it.
@@ -121,8 +135,8 @@ pub struct OrderLine {
 
 impl OrderLine {
     /// As the API writes it (`app::api::AdminOrder`): times in RFC 3339.
-    pub fn into_wire(self) -> AdminOrder {
-        AdminOrder {
+    pub fn into_wire(self) -> ApiResult<AdminOrder> {
+        Ok(AdminOrder {
             order_id: self.order_id,
             token: self.token.to_string(),
             activity_id: self.activity_id,
@@ -130,13 +144,13 @@ impl OrderLine {
             username: self.username,
             quantity: self.quantity,
             unit_price_cents: self.unit_price_cents,
-            status: self.status,
+            status: parse_status(&self.status)?,
             reason: self.reason,
             reserved_at: rfc3339(self.reserved_at),
             pay_by: self.pay_by.map(rfc3339),
             paid_at: self.paid_at.map(rfc3339),
             cancelled_at: self.cancelled_at.map(rfc3339),
-        }
+        })
     }
 }
 
@@ -281,7 +295,7 @@ pub async fn record_failed(
     user_id: i64,
     quantity: i32,
     reserved_ms: i64,
-) -> sqlx::Result<Option<String>> {
+) -> sqlx::Result<Option<OrderStatus>> {
     sqlx::query_scalar!(
         "INSERT INTO orders (token, activity_id, user_id, quantity, unit_price_cents, status, reason, reserved_at)
              SELECT $1, a.id, $3, $4, a.seckill_price_cents, 'failed', 'could not be persisted', to_timestamp($5::bigint / 1000.0)
@@ -295,7 +309,9 @@ pub async fn record_failed(
         reserved_ms
     )
     .fetch_optional(db)
-    .await
+    .await?
+    .map(decode_status)
+    .transpose()
 }
 
 /// Cancels the order if it is still unpaid past its deadline, its units taken off the sale's
@@ -340,14 +356,22 @@ pub async fn units_returned(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<()> 
 pub async fn state_of(
     db: &PgPool,
     token: uuid::Uuid,
-) -> sqlx::Result<Option<(String, i64, i64, i32)>> {
-    Ok(sqlx::query!(
+) -> sqlx::Result<Option<(OrderStatus, i64, i64, i32)>> {
+    sqlx::query!(
         "SELECT status, activity_id, user_id, quantity FROM orders WHERE token = $1",
         token
     )
     .fetch_optional(db)
     .await?
-    .map(|o| (o.status, o.activity_id, o.user_id, o.quantity)))
+    .map(|o| {
+        Ok((
+            decode_status(o.status)?,
+            o.activity_id,
+            o.user_id,
+            o.quantity,
+        ))
+    })
+    .transpose()
 }
 
 /// Orders past their deadline and still unpaid, and those cancelled whose units may not be back

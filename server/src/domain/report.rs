@@ -11,7 +11,8 @@ use super::{
 };
 use crate::infra::redis::Redis;
 use app::api::{
-    AttemptsReport, DrawingReport, LineReport, OrdersReport, SaleReport, TimelineStep, UnitsReport,
+    AttemptsReport, DrawingReport, LineReport, OrderStatus, OrdersReport, SaleReport, TimelineStep,
+    UnitsReport,
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -93,11 +94,11 @@ async fn orders(db: &PgPool, id: i64) -> ApiResult<OrdersReport> {
     let mut report = OrdersReport::default();
     for r in rows {
         report.persisted += r.n;
-        match r.status.as_str() {
-            "confirmed" => report.confirmed = r.n,
-            "paid" => report.paid = r.n,
-            "cancelled" => report.cancelled = r.n,
-            _ => report.failed += r.n,
+        match r.status.parse() {
+            Ok(OrderStatus::Confirmed) => report.confirmed = r.n,
+            Ok(OrderStatus::Paid) => report.paid = r.n,
+            Ok(OrderStatus::Cancelled) => report.cancelled = r.n,
+            Ok(OrderStatus::Queued | OrderStatus::Failed) | Err(_) => report.failed += r.n,
         }
     }
     Ok(report)

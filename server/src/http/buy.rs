@@ -251,7 +251,7 @@ async fn buy(
         StatusCode::ACCEPTED,
         Json(Reservation {
             token,
-            status: "queued".into(),
+            status: app::api::OrderStatus::Queued,
         }),
     ))
 }

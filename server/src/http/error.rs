@@ -3,7 +3,7 @@
 //! described to the client.
 
 use crate::domain::ApiError;
-use app::api::ErrorBody;
+use app::api::{ErrorBody, ErrorCode};
 use axum::{
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
@@ -55,20 +55,23 @@ pub enum HttpRefusal {
 impl IntoResponse for HttpRefusal {
     fn into_response(self) -> Response {
         let (status, code) = match self {
-            HttpRefusal::UnsupportedMediaType => {
-                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            HttpRefusal::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                ErrorCode::UnsupportedMediaType,
+            ),
+            HttpRefusal::PayloadTooLarge => {
+                (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::PayloadTooLarge)
             }
-            HttpRefusal::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            HttpRefusal::CrossOrigin => (StatusCode::FORBIDDEN, "cross_origin"),
+            HttpRefusal::CrossOrigin => (StatusCode::FORBIDDEN, ErrorCode::CrossOrigin),
         };
         (status, Json(body(code, &self))).into_response()
     }
 }
 
 /// The one JSON shape of every error answer.
-fn body(code: &str, message: &impl std::fmt::Display) -> serde_json::Value {
+fn body(code: ErrorCode, message: &impl std::fmt::Display) -> serde_json::Value {
     serde_json::to_value(ErrorBody {
-        error: code.to_string(),
+        error: code.as_str().to_string(),
         message: message.to_string(),
     })
     .expect("an error body serializes")

@@ -14,7 +14,7 @@ use crate::{
     },
     infra::redis::Redis,
 };
-use app::api::{OrderList, OrderStatus, PaymentResult};
+use app::api::{OrderList, OrderStatus, OrderView, PaymentResult};
 use axum::{
     extract::{Path, State},
     http::header,
@@ -33,10 +33,14 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A reservation known only to Redis (still queued, or failed without a database record).
-fn from_cache(token: uuid::Uuid, cached: &HashMap<String, String>, status: &str) -> OrderStatus {
-    OrderStatus {
+fn from_cache(
+    token: uuid::Uuid,
+    cached: &HashMap<String, String>,
+    status: OrderStatus,
+) -> OrderView {
+    OrderView {
         token: token.to_string(),
-        status: status.into(),
+        status,
         activity_id: cached
             .get("activity_id")
             .and_then(|a| a.parse().ok())
@@ -64,17 +68,17 @@ async fn order_status(
     let status = match cached.get("status").map(String::as_str) {
         // `pending`: its units are being borrowed from another stock shard.
         Some("queued" | "pending") if owner == Some(user.user_id) => {
-            Some(from_cache(token, &cached, "queued"))
+            Some(from_cache(token, &cached, OrderStatus::Queued))
         }
         _ => {
             match order::by_token(&db, token).await? {
-                Some(row) if row.user_id == user.user_id => Some(row.into_status()),
+                Some(row) if row.user_id == user.user_id => Some(row.into_view()?),
                 Some(_) => None,
                 // Failed without a database record (its user or activity is gone): Redis knows.
                 None if owner == Some(user.user_id)
                     && cached.get("status").map(String::as_str) == Some("failed") =>
                 {
-                    Some(from_cache(token, &cached, "failed"))
+                    Some(from_cache(token, &cached, OrderStatus::Failed))
                 }
                 None => None,
             }
@@ -103,8 +107,8 @@ async fn list_orders(
     let orders = order::of_user(&db, user.user_id)
         .await?
         .into_iter()
-        .map(OrderRow::into_status)
-        .collect();
+        .map(OrderRow::into_view)
+        .collect::<ApiResult<_>>()?;
     Ok((
         [(header::CACHE_CONTROL, "no-store")],
         Json(OrderList { orders }),
@@ -138,15 +142,16 @@ async fn pay(
     if owner != user.user_id {
         return Err(ApiError::NotFound);
     }
-    match (status.as_str(), overdue) {
-        ("paid", _) => {
-            return Ok(Json(PaymentResult {
-                status: "paid".into(),
-            }))
+    let paid = Json(PaymentResult {
+        status: OrderStatus::Paid,
+    });
+    match (order::parse_status(&status)?, overdue) {
+        (OrderStatus::Paid, _) => return Ok(paid),
+        (OrderStatus::Cancelled, _) | (OrderStatus::Confirmed, true) => {
+            return Err(ApiError::PaymentWindowClosed)
         }
-        ("cancelled", _) | ("confirmed", true) => return Err(ApiError::PaymentWindowClosed),
-        ("confirmed", false) => {}
-        _ => return Err(ApiError::NotConfirmed),
+        (OrderStatus::Confirmed, false) => {}
+        (OrderStatus::Queued | OrderStatus::Failed, _) => return Err(ApiError::NotConfirmed),
     }
     let charge = Charge {
         token,
@@ -158,14 +163,10 @@ async fn pay(
         tracing::warn!(order.token = %token, error = %format!("{e:#}"), "charge failed");
         return Err(ApiError::Unavailable { retry_after: 1 });
     }
-    let paid = order::mark_paid(&db, token).await?;
-    if !paid {
-        let now = order::status_of(&db, token).await?;
-        if now.as_deref() == Some("paid") {
+    if !order::mark_paid(&db, token).await? {
+        if order::status_of(&db, token).await? == Some(OrderStatus::Paid) {
             // A concurrent request of the same shopper paid it; this charge was the same one.
-            return Ok(Json(PaymentResult {
-                status: "paid".into(),
-            }));
+            return Ok(paid);
         }
         // The deadline won the race: the money goes back.
         payments.refund(&charge).await?;
@@ -175,12 +176,10 @@ async fn pay(
         let _: () = redis::cmd("HSET")
             .arg(key)
             .arg("status")
-            .arg("paid")
+            .arg(OrderStatus::Paid.as_str())
             .query_async(&mut redis.conn())
             .await?;
     }
     tracing::info!(order.token = %token, "order paid");
-    Ok(Json(PaymentResult {
-        status: "paid".into(),
-    }))
+    Ok(paid)
 }

@@ -13,6 +13,7 @@ use crate::{
     },
 };
 use anyhow::Context;
+use app::api::OrderStatus;
 use futures_util::StreamExt;
 use lapin::{options::*, types::FieldTable, BasicProperties, Channel, Confirmation};
 use serde::{Deserialize, Serialize};
@@ -149,13 +150,13 @@ impl Deadlines {
         let current = order::state_of(&self.db, token).await?;
         match current {
             // Cancelled now or by an earlier attempt that died before Redis: return the units (once).
-            Some((status, activity_id, user_id, quantity)) if status == "cancelled" => {
+            Some((OrderStatus::Cancelled, activity_id, user_id, quantity)) => {
                 let g = GiveBack {
                     token,
                     activity_id,
                     user_id,
                     quantity,
-                    status: "cancelled",
+                    status: OrderStatus::Cancelled.as_str(),
                     reason: "payment window closed",
                 };
                 give_back(&self.redis, &self.sold_out, g).await?;
@@ -166,7 +167,7 @@ impl Deadlines {
                 }
                 Ok(Expiry::Settled)
             }
-            Some((status, ..)) if status == "confirmed" => Ok(Expiry::NotDue),
+            Some((OrderStatus::Confirmed, ..)) => Ok(Expiry::NotDue),
             _ => Ok(Expiry::Settled),
         }
     }

@@ -25,6 +25,7 @@ use crate::{
     },
 };
 use anyhow::Context;
+use app::api::OrderStatus;
 use futures_util::StreamExt;
 use lapin::{
     message::Delivery, options::*, types::FieldTable, BasicProperties, Channel, Confirmation,
@@ -344,7 +345,7 @@ impl Persister {
         self.mark_in_redis(&rows).await?;
         let due: Vec<(uuid::Uuid, i32)> = rows
             .iter()
-            .filter(|p| p.status == "confirmed")
+            .filter(|p| p.status == OrderStatus::Confirmed.as_str())
             .map(|p| (p.token, p.payment_window_secs))
             .collect();
         self.deadlines.schedule(&due).await;
@@ -443,14 +444,14 @@ impl Persister {
         // No row: the sale or the user does not exist, nothing to record in the database;
         // Redis still gets its stock.
         let status = recorded?;
-        match status.as_deref() {
-            Some("failed") | None => {
+        match status {
+            Some(OrderStatus::Failed) | None => {
                 let g = GiveBack {
                     token: r.token,
                     activity_id: r.activity_id,
                     user_id: r.user_id,
                     quantity: r.quantity,
-                    status: "failed",
+                    status: OrderStatus::Failed.as_str(),
                     reason: "could not be persisted",
                 };
                 if give_back(&self.redis, &self.sold_out, g).await? {

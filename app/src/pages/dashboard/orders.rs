@@ -115,7 +115,7 @@ fn OrdersPage(page: AdminOrderPage) -> impl IntoView {
                             <td class="num">{o.order_id}</td>
                             <td>{o.username}</td>
                             <td class="num">{o.quantity}</td>
-                            <td>{o.status}{o.reason.map(|r| format!(" ({r})"))}</td>
+                            <td>{o.status.as_str()}{o.reason.map(|r| format!(" ({r})"))}</td>
                             <td>{console_time(&o.reserved_at)}</td>
                             <td>{o.pay_by.as_deref().map(console_time)}</td>
                         </tr>

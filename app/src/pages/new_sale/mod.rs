@@ -7,7 +7,7 @@ pub use draft::parse_int;
 use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
 
 use crate::{
-    api::{Activity, BotCheck, LineMethod},
+    api::{Activity, BotCheck, ErrorCode, LineMethod},
     client,
     components::merchant_only::MerchantOnly,
 };
@@ -149,7 +149,7 @@ fn submitter(
                     &format!("/admin/activities/{}", created.id),
                     Default::default(),
                 ),
-                Err(f) if f.body.error == "invalid_input" => {
+                Err(f) if f.body.code() == Some(ErrorCode::InvalidInput) => {
                     match field_of_message(&f.body.message) {
                         Some(field) => {
                             errors.set(FieldErrors::from([(field, f.body.message.clone())]))

@@ -3,7 +3,7 @@
 //! same key while the sale is busy), the refusals in words, then the order tracker.
 
 use crate::{
-    api::{Activity, BotCheck, BuyPath, BuyRequest, Captcha, Reservation},
+    api::{Activity, BotCheck, BuyPath, BuyRequest, Captcha, ErrorCode, Reservation},
     client::{self, Failure},
     clock::ServerClock,
     components::{
@@ -268,37 +268,39 @@ impl Panel {
     /// What a refusal means to the shopper, and what the panel does about it (closes, waits,
     /// fetches a new path or captcha); empty when the page says it otherwise (sold out).
     fn refused(self, f: &Failure) -> String {
-        match f.body.error.as_str() {
-            "sold_out" => {
+        match f.body.code() {
+            Some(ErrorCode::SoldOut) => {
                 self.remaining.set(Some(0));
                 String::new()
             }
-            "limit_reached" => {
+            Some(ErrorCode::LimitReached) => {
                 self.closed.set(true);
                 tr("buy.limit_reached")
             }
-            "ended" => {
+            Some(ErrorCode::Ended) => {
                 self.closed.set(true);
                 tr("buy.ended")
             }
-            "captcha_invalid" if self.use_work.get_untracked() => tr("buy.work_refused"),
-            "captcha_invalid" => {
+            Some(ErrorCode::CaptchaInvalid) if self.use_work.get_untracked() => {
+                tr("buy.work_refused")
+            }
+            Some(ErrorCode::CaptchaInvalid) => {
                 self.load_captcha();
                 tr("buy.captcha_wrong")
             }
-            "rate_limited" | "blocked" | "overloaded" => {
+            Some(ErrorCode::RateLimited | ErrorCode::Blocked | ErrorCode::Overloaded) => {
                 let secs = f.retry_after.unwrap_or(1);
                 let now = self.clock.now_ms.get_untracked();
                 self.wait_until.set(now.map(|n| n + secs as f64 * 1000.0));
                 tr_with("buy.wait", &[("secs", &secs.to_string())])
             }
-            "bad_path" | "not_started" => {
+            Some(ErrorCode::BadPath | ErrorCode::NotStarted) => {
                 self.load_path();
                 tr("buy.try_again")
             }
-            "paused" => tr("buy.paused"),
-            "unauthenticated" => tr("buy.sign_in_again"),
-            "not_admitted" => tr("buy.turn_lapsed"),
+            Some(ErrorCode::Paused) => tr("buy.paused"),
+            Some(ErrorCode::Unauthenticated) => tr("buy.sign_in_again"),
+            Some(ErrorCode::NotAdmitted) => tr("buy.turn_lapsed"),
             _ => f.message(),
         }
     }

@@ -6,7 +6,7 @@
 
 use super::buy_panel::BuyPanel;
 use crate::{
-    api::{Activity, QueueStatus},
+    api::{Activity, QueueState, QueueStatus},
     components::countdown::Phase,
     i18n::{number as thousands, tr, tr_count, tr_split, tr_with},
     Session,
@@ -89,23 +89,21 @@ pub fn WaitingRoom(
             can_ask.set(crate::notify::askable());
         });
     });
+    // `None` while joining.
     let state = Signal::derive(move || {
         if remaining.get() == Some(0) && live.get() == Phase::Live && ticket.get().is_none() {
-            return "sold_out".to_string();
+            return Some(QueueState::SoldOut);
         }
-        status.with(|s| {
-            s.as_ref()
-                .map_or("joining".to_string(), |s| s.state.clone())
-        })
+        status.with(|s| s.as_ref().map(|s| s.state))
     });
     let sign_in = tr_split("queue.sign_in");
     view! {
-        <section class="waiting-room" aria-label=tr("queue.label") data-testid="waiting-room" data-state=state>
+        <section class="waiting-room" aria-label=tr("queue.label") data-testid="waiting-room" data-state=move || state.get().map_or("joining", QueueState::as_str)>
             <p hidden=move || session.user.get() != Some(None)>{sign_in.0}<a href="/login">{tr("header.sign_in")}</a>{sign_in.1}</p>
             <div aria-live="polite" aria-atomic="true" hidden=move || session.user.get() == Some(None)>
                 <LineWords state status per_user again=Callback::new(move |()| line.join_again())/>
             </div>
-            <p hidden=move || !can_ask.get() || !matches!(state.get().as_str(), "drawing" | "waiting" | "paused")>
+            <p hidden=move || !can_ask.get() || !matches!(state.get(), Some(QueueState::Drawing | QueueState::Waiting | QueueState::Paused))>
                 <button type="button" class="secondary" data-testid="queue-notify" on:click=move |_| ask.run(())>
                     {tr("queue.notify")}
                 </button>
@@ -178,7 +176,7 @@ impl Line {
             };
             let delay = match answer {
                 Ok(s) => {
-                    join = s.state == "not_joined";
+                    join = s.state == QueueState::NotJoined;
                     if s.receipt.is_some() {
                         self.receipt.set(s.receipt.clone());
                     }
@@ -186,18 +184,18 @@ impl Line {
                         place = s.place;
                     }
                     // A place that had its turn is asked about on the server, not the board.
-                    if matches!(s.state.as_str(), "passed" | "not_joined") {
+                    if matches!(s.state, QueueState::Passed | QueueState::NotJoined) {
                         place = None;
                     }
                     self.error.set(None);
                     let delay = s.poll_after_ms;
-                    if s.state == "admitted" {
+                    if s.state == QueueState::Admitted {
                         self.ticket.set(s.ticket.clone());
                         if tab_hidden() {
                             crate::notify::turn();
                         }
                     }
-                    let done = s.state == "admitted" || s.state == "ended";
+                    let done = matches!(s.state, QueueState::Admitted | QueueState::Ended);
                     self.status.set(Some(s));
                     if done {
                         break;
@@ -297,20 +295,22 @@ fn tab_hidden() -> bool {
 /// What the line's state means, in words.
 #[component]
 fn LineWords(
-    state: Signal<String>,
+    state: Signal<Option<QueueState>>,
     status: RwSignal<Option<QueueStatus>>,
     per_user: i64,
     again: Callback<()>,
 ) -> impl IntoView {
     let field = move |f: fn(&QueueStatus) -> Option<i64>| status.with(|s| s.as_ref().and_then(f));
     move || {
-        match state.get().as_str() {
-        "joining" => view! { <p>{tr("queue.joining")}</p> }.into_any(),
-        "drawing" => view! {
+        let Some(state) = state.get() else {
+            return view! { <p>{tr("queue.joining")}</p> }.into_any();
+        };
+        match state {
+        QueueState::Drawing => view! {
             <p>{tr("queue.drawing")}</p>
             <p class="muted" data-testid="queue-waiting">{move || tr_count("queue.waiting", status.with(|s| s.as_ref().map_or(0, |s| s.waiting)), &[])}</p>
         }.into_any(),
-        "waiting" => view! {
+        QueueState::Waiting => view! {
             <p class="queue-place">
                 {tr("queue.place")} " "
                 <strong data-testid="queue-position">{move || field(|s| s.position).map(thousands)}</strong>
@@ -327,7 +327,7 @@ fn LineWords(
                 }))}
             </p>
         }.into_any(),
-        "paused" => {
+        QueueState::Paused => {
             let paused = tr_split("queue.paused");
             view! {
             <p class="notice" data-testid="queue-paused">
@@ -337,20 +337,20 @@ fn LineWords(
             </p>
         }.into_any()
         },
-        "admitted" => view! {
+        QueueState::Admitted => view! {
             <p class="queue-turn" data-testid="queue-admitted">{tr("queue.turn")}</p>
         }.into_any(),
-        "sold_out" => view! {
+        QueueState::SoldOut => view! {
             <p class="notice" data-testid="queue-sold-out">
                 {tr("queue.sold_out")}
             </p>
         }.into_any(),
-        "passed" => view! {
+        QueueState::Passed => view! {
             <p>{tr("queue.passed")}</p>
             <button type="button" data-testid="queue-again" on:click=move |_| again.run(())>{tr("queue.again")}</button>
         }.into_any(),
-        "ended" => view! { <p class="notice">{tr("sale.ended")}</p> }.into_any(),
-        _ => view! { <p>{tr("queue.open")}</p> }.into_any(),
+        QueueState::Ended => view! { <p class="notice">{tr("sale.ended")}</p> }.into_any(),
+        QueueState::NotJoined | QueueState::Open => view! { <p>{tr("queue.open")}</p> }.into_any(),
     }
     }
 }

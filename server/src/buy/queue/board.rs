@@ -7,7 +7,7 @@ use crate::{
     domain::{activity::ActivityRow, ApiResult},
     infra::{keys::QueueKeys, redis::Redis},
 };
-use app::api::{poll_after_ms, LineBoard};
+use app::api::{poll_after_ms, LineBoard, LineState};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -67,7 +67,7 @@ impl Boards {
     async fn read(&self, row: &ActivityRow) -> ApiResult<LineBoard> {
         let now = chrono::Utc::now();
         let mut board = LineBoard {
-            state: "open".into(),
+            state: LineState::Open,
             serving: 0,
             waiting: 0,
             units_left: -1,
@@ -81,7 +81,7 @@ impl Boards {
             return Ok(board);
         }
         if now >= row.ends_at {
-            board.state = "ended".into();
+            board.state = LineState::Ended;
             return Ok(board);
         }
         let meta = LineMeta::read(&self.redis, &self.redis.keys.queue(row.id)).await?;
@@ -96,15 +96,14 @@ impl Boards {
             meta.held
         };
         board.state = if now < row.starts_at {
-            "drawing"
+            LineState::Drawing
         } else if board.units_left == 0 {
-            "sold_out"
+            LineState::SoldOut
         } else if board.paused_reason.is_some() {
-            "paused"
+            LineState::Paused
         } else {
-            "admitting"
-        }
-        .into();
+            LineState::Admitting
+        };
         board.poll_after_ms = if now < row.starts_at {
             // Nothing moves before the start: ask again at it (or every 30 s until then).
             (row.starts_at - now).num_milliseconds().clamp(250, 30_000)

@@ -39,7 +39,9 @@ use crate::{
     },
     infra::{config::QueueLimits, metrics::Metrics, redis::Redis},
 };
-use app::api::{poll_after_ms, Drawing, LineBoard, QueueFigures, QueueStatus};
+use app::api::{
+    poll_after_ms, Drawing, LineBoard, LineState, QueueFigures, QueueState, QueueStatus,
+};
 use redis::Script;
 use sqlx::PgPool;
 use std::{
@@ -184,7 +186,10 @@ impl WaitingRoom {
                 0
             });
         }
-        let mut status = self.status_of(user, &row).await?;
+        let Some(mut status) = self.status_of(user, &row).await? else {
+            self.remember_kept_out(user, id);
+            return self.kept_waiting(user, &row, None).await;
+        };
         status.receipt = signed_receipt;
         let place = numbered.map(|n| status.place.unwrap_or(n).max(n));
         if let Some(n) = place.filter(|&n| n > 0) {
@@ -281,15 +286,14 @@ impl WaitingRoom {
             }
         }
         self.metrics.queue_poll("redis");
-        let mut status = self.status_of(user, &row).await?;
-        if status.state == "shadow" {
+        let Some(mut status) = self.status_of(user, &row).await? else {
             self.remember_kept_out(user, id);
             return self.kept_waiting(user, &row, held).await;
-        }
-        if status.state == "waiting" && row.waiting_room {
+        };
+        if status.state == QueueState::Waiting && row.waiting_room {
             // Admission held back (the pipeline behind, the merchant's pause): the place is kept.
-            if self.boards.get(&row).await?.state == "paused" {
-                status.state = "paused".into();
+            if self.boards.get(&row).await?.state == LineState::Paused {
+                status.state = QueueState::Paused;
                 status.estimated_wait_secs = None;
             }
         }
@@ -301,14 +305,15 @@ impl WaitingRoom {
         Ok(Standing { status, place })
     }
 
-    async fn status_of(&self, user: i64, row: &ActivityRow) -> ApiResult<QueueStatus> {
+    /// Where `user` stands, or `None` for a shopper the line keeps out quietly (`shadow`).
+    async fn status_of(&self, user: i64, row: &ActivityRow) -> ApiResult<Option<QueueStatus>> {
         let now = chrono::Utc::now();
         let done = QueueStatus::plain;
         if !row.waiting_room {
-            return Ok(done("open", 0, 60_000));
+            return Ok(Some(done(QueueState::Open, 0, 60_000)));
         }
         if now >= row.ends_at {
-            return Ok(done("ended", 0, 60_000));
+            return Ok(Some(done(QueueState::Ended, 0, 60_000)));
         }
         let keys = self.redis.keys.queue(row.id);
         let (state, ahead, waiting, expiry, units, place): (String, i64, i64, i64, i64, i64) = self
@@ -327,22 +332,29 @@ impl WaitingRoom {
             .arg(self.limits.bot_fails)
             .invoke_async(&mut self.redis.conn())
             .await?;
+        // The script's answer, read once: a shopper's state, or `shadow`.
+        if state == "shadow" {
+            return Ok(None);
+        }
+        let state: QueueState = state
+            .parse()
+            .map_err(|e| ApiError::Internal(anyhow::anyhow!("the line's status script: {e}")))?;
         // Spread the polls of a large crowd over half a second.
         let jitter = i64::from(rand::random::<u16>() % 500);
-        Ok(match state.as_str() {
-            "drawing" => {
+        Ok(Some(match state {
+            QueueState::Drawing => {
                 let to_start = (row.starts_at - now).num_milliseconds();
-                done("drawing", waiting, to_start.clamp(0, 2_000) + jitter)
+                done(state, waiting, to_start.clamp(0, 2_000) + jitter)
             }
             // The units are gone: nobody still waiting (or admitted) can buy now. Units of unpaid
             // orders may come back, and with them the line moves again.
-            _ if units == 0 => done("sold_out", waiting, 2_000 + jitter),
-            "admitted" => QueueStatus {
+            _ if units == 0 => done(QueueState::SoldOut, waiting, 2_000 + jitter),
+            QueueState::Admitted => QueueStatus {
                 ticket: Some(self.tickets.issue(user, row.id, expiry)),
                 ticket_expires_at: chrono::DateTime::from_timestamp_millis(expiry).map(rfc3339),
-                ..done("admitted", waiting, 5_000)
+                ..done(state, waiting, 5_000)
             },
-            "waiting" => {
+            QueueState::Waiting => {
                 let rate = i64::from(row.admit_per_sec.max(1));
                 let wait_secs = (ahead + rate) / rate;
                 QueueStatus {
@@ -351,13 +363,13 @@ impl WaitingRoom {
                     estimated_wait_secs: Some(wait_secs),
                     place: Some(place),
                     units_left: (units >= 0).then_some(units),
-                    ..done("waiting", waiting, poll_after_ms(wait_secs) + jitter)
+                    ..done(state, waiting, poll_after_ms(wait_secs) + jitter)
                 }
             }
             // The turn was used or lapsed: only "join again" changes that.
-            "passed" => done("passed", waiting, 10_000 + jitter),
+            QueueState::Passed => done(state, waiting, 10_000 + jitter),
             other => done(other, waiting, 2_000 + jitter),
-        })
+        }))
     }
 
     /// Whether `user` or their address is blocked (known in-process on every instance).
@@ -557,16 +569,22 @@ impl WaitingRoom {
 /// What a shopper the line keeps out is told, from the board and the place they hold: the
 /// line as everyone sees it, their place at the back when they have none, and never their turn.
 pub fn kept_waiting(board: &LineBoard, held: Option<i64>, jitter_ms: i64) -> QueueStatus {
-    let shown = match board.state.as_str() {
-        "admitting" | "paused" => held
+    let shown = match board.state {
+        LineState::Admitting | LineState::Paused => held
             .filter(|&p| p > 0)
             .unwrap_or(board.serving + board.waiting + 1)
             .max(board.serving + 1),
         _ => held.unwrap_or(0),
     };
-    board
-        .status_of(shown, jitter_ms)
-        .unwrap_or_else(|| QueueStatus::plain(&board.state, board.waiting, board.poll_after_ms))
+    board.status_of(shown, jitter_ms).unwrap_or_else(|| {
+        // Never their turn: at worst next in line (the place shown is past `serving`).
+        let state = if board.state == LineState::Paused {
+            QueueState::Paused
+        } else {
+            QueueState::Waiting
+        };
+        QueueStatus::plain(state, board.waiting, board.poll_after_ms)
+    })
 }
 
 /// Why admission is held back: the pipeline behind the gate (units taken and not in the

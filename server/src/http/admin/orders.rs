@@ -96,7 +96,10 @@ async fn admin_orders(
     )
     .await?;
     Ok(Json(AdminOrderPage {
-        orders: orders.into_iter().map(OrderLine::into_wire).collect(),
+        orders: orders
+            .into_iter()
+            .map(OrderLine::into_wire)
+            .collect::<ApiResult<_>>()?,
         total,
     }))
 }

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod states;
+pub use states::{ErrorCode, LineState, OrderStatus, QueueState, UnknownState};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -167,6 +170,13 @@ pub struct AuditLog {
 pub struct ErrorBody {
     pub error: String,
     pub message: String,
+}
+
+impl ErrorBody {
+    /// The code, when it is one this version knows (a newer server may add codes).
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.error.parse().ok()
+    }
 }
 
 /// A sale activity (docs/api.md `Activity`). Times are RFC 3339 UTC strings.
@@ -439,10 +449,7 @@ pub struct JoinQueue {
 /// Where a shopper stands in a sale's waiting room (`GET`/`POST /api/activities/{id}/queue`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueStatus {
-    /// `not_joined` | `drawing` (joined; places are drawn at the start) | `waiting` | `paused`
-    /// (waiting while admission is held back; the place is kept) | `admitted` | `passed` (the
-    /// admission was used or lapsed) | `sold_out` | `ended` | `open` (no waiting room).
-    pub state: String,
+    pub state: QueueState,
     /// 1 = next to be admitted; only while `waiting`.
     pub position: Option<i64>,
     /// Shoppers ahead, only while `waiting`.
@@ -481,9 +488,7 @@ pub struct QueueStatus {
 /// A shopper who holds a `place` works out where they stand from it ([`LineBoard::status_of`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LineBoard {
-    /// `drawing` (before the start) | `admitting` | `paused` | `sold_out` | `ended` | `open` (no
-    /// waiting room).
-    pub state: String,
+    pub state: LineState,
     /// Places admitted so far: a place at or below it has had its turn.
     pub serving: i64,
     /// Shoppers in the line who are not admitted yet.
@@ -506,9 +511,9 @@ pub struct LineBoard {
 
 impl QueueStatus {
     /// A status with no place figures and no ticket.
-    pub fn plain(state: &str, waiting: i64, poll_after_ms: i64) -> QueueStatus {
+    pub fn plain(state: QueueState, waiting: i64, poll_after_ms: i64) -> QueueStatus {
         QueueStatus {
-            state: state.into(),
+            state,
             position: None,
             ahead: None,
             waiting,
@@ -528,14 +533,16 @@ impl LineBoard {
     /// Where the holder of `place` stands, or `None` when their turn has come (or gone): then
     /// only the server knows whether they hold an admission (`GET …/queue`).
     pub fn status_of(&self, place: i64, jitter_ms: i64) -> Option<QueueStatus> {
-        let done = |state: &str| QueueStatus {
+        let done = |state: QueueState| QueueStatus {
             place: (place > 0).then_some(place),
             ..QueueStatus::plain(state, self.waiting, self.poll_after_ms + jitter_ms)
         };
-        match self.state.as_str() {
-            "drawing" => return Some(done("drawing")),
-            "sold_out" | "ended" | "open" => return Some(done(&self.state)),
-            _ => {}
+        match self.state {
+            LineState::Drawing => return Some(done(QueueState::Drawing)),
+            LineState::SoldOut => return Some(done(QueueState::SoldOut)),
+            LineState::Ended => return Some(done(QueueState::Ended)),
+            LineState::Open => return Some(done(QueueState::Open)),
+            LineState::Admitting | LineState::Paused => {}
         }
         let ahead = place - self.serving - 1;
         if place <= 0 || ahead < 0 {
@@ -543,7 +550,7 @@ impl LineBoard {
         }
         let rate = i64::from(self.admit_per_sec.max(1));
         let wait_secs = (ahead + rate) / rate;
-        let paused = self.state == "paused";
+        let paused = self.state == LineState::Paused;
         Some(QueueStatus {
             position: Some(ahead + 1),
             ahead: Some(ahead),
@@ -552,7 +559,11 @@ impl LineBoard {
             // Nobody knows when a pause ends: no estimate then.
             estimated_wait_secs: (!paused).then_some(wait_secs),
             poll_after_ms: poll_after_ms(wait_secs) + jitter_ms,
-            ..done(if paused { "paused" } else { "waiting" })
+            ..done(if paused {
+                QueueState::Paused
+            } else {
+                QueueState::Waiting
+            })
         })
     }
 }
@@ -611,14 +622,14 @@ pub struct QueueFigures {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
     pub token: String,
-    pub status: String,
+    pub status: OrderStatus,
 }
 
 /// `GET /api/orders/{token}` and the items of `GET /api/orders`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OrderStatus {
+pub struct OrderView {
     pub token: String,
-    pub status: String,
+    pub status: OrderStatus,
     pub activity_id: i64,
     pub quantity: i32,
     pub order_id: Option<i64>,
@@ -628,7 +639,7 @@ pub struct OrderStatus {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderList {
-    pub orders: Vec<OrderStatus>,
+    pub orders: Vec<OrderView>,
 }
 
 /// `GET /api/admin/activities/{id}/stats`.
@@ -714,7 +725,7 @@ pub struct AdminOrder {
     pub username: String,
     pub quantity: i32,
     pub unit_price_cents: i64,
-    pub status: String,
+    pub status: OrderStatus,
     pub reason: Option<String>,
     pub reserved_at: String,
     pub pay_by: Option<String>,
@@ -731,7 +742,7 @@ pub struct AdminOrderPage {
 /// The answer of `POST /api/orders/{token}/pay`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentResult {
-    pub status: String,
+    pub status: OrderStatus,
 }
 
 /// `GET /api/activities/{id}/report`: the public report of an ended sale. Every figure is the
