@@ -57,8 +57,95 @@ pub struct GateShard {
     pub per_user_limit: i32,
 }
 
-/// The gate script's answer to one buy: its code and detail.
-pub type Answer = (String, String);
+/// The gate script's answer to one buy, read from the script's reply here and nowhere else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Granted: the reservation's token (a keyed retry's: the first request's).
+    Ok(String),
+    /// The home shard is out of units: `quantity` for `token` is borrowed from the others (a
+    /// keyed retry resumes the first request's borrowing).
+    Borrow {
+        token: uuid::Uuid,
+        quantity: i64,
+    },
+    /// Fewer than the quantity left (one shard): how many are.
+    SoldOut {
+        left: i64,
+    },
+    LimitReached,
+    CaptchaInvalid,
+    Paused,
+    /// Past the client's bucket: when the next token comes.
+    RateLimited {
+        retry_after_ms: u64,
+    },
+    /// A block just earned, on the shopper or on their address, for `ms`.
+    Blocked {
+        address: bool,
+        ms: i64,
+    },
+    /// The sale's stock is not in Redis yet.
+    NotWarm,
+}
+
+impl Answer {
+    /// The script's word for it (the metrics' and the tests' name).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Answer::Ok(_) => "ok",
+            Answer::Borrow { .. } => "borrow",
+            Answer::SoldOut { .. } => "sold_out",
+            Answer::LimitReached => "limit_reached",
+            Answer::CaptchaInvalid => "captcha_invalid",
+            Answer::Paused => "paused",
+            Answer::RateLimited { .. } => "rate_limited",
+            Answer::Blocked { .. } => "blocked",
+            Answer::NotWarm => "not_warm",
+        }
+    }
+
+    /// One answer of the script's reply: its code and detail (gate.lua's header says each).
+    fn parse(code: &str, detail: &str) -> RedisResult<Answer> {
+        let bad = |what: &str| {
+            RedisError::from((
+                redis::ErrorKind::Client,
+                "the gate script answered",
+                format!("{what}: {code} {detail:?}"),
+            ))
+        };
+        let number = |text: &str| text.parse::<i64>().map_err(|_| bad("a bad number"));
+        Ok(match code {
+            "ok" => Answer::Ok(detail.to_string()),
+            "borrow" => {
+                let (token, quantity) =
+                    detail.split_once(' ').ok_or_else(|| bad("a bad borrow"))?;
+                Answer::Borrow {
+                    token: token.parse().map_err(|_| bad("a bad token"))?,
+                    quantity: number(quantity)?,
+                }
+            }
+            "sold_out" => Answer::SoldOut {
+                left: number(detail)?,
+            },
+            "limit_reached" => Answer::LimitReached,
+            "captcha_invalid" => Answer::CaptchaInvalid,
+            "paused" => Answer::Paused,
+            "rate_limited" => Answer::RateLimited {
+                retry_after_ms: number(detail)?.max(0) as u64,
+            },
+            "blocked" => {
+                let (whom, ms) = detail.split_once(' ').ok_or_else(|| bad("a bad block"))?;
+                Answer::Blocked {
+                    address: whom == "address",
+                    ms: number(ms)?,
+                }
+            }
+            "not_warm" => Answer::NotWarm,
+            // `bad_args` and anything else: a bug of the caller or the script.
+            _ => return Err(bad("an error")),
+        })
+    }
+}
 
 /// Decides `buys` on one stock shard in one call of the gate script: one answer per buy, in the
 /// order given, each what that buy alone would have been answered at that point.
@@ -114,12 +201,9 @@ pub async fn decide(
             "the gate script answered a batch with the wrong number of answers",
         )));
     }
-    let mut answers = Vec::with_capacity(buys.len());
-    let mut flat = flat.into_iter();
-    while let (Some(code), Some(detail)) = (flat.next(), flat.next()) {
-        answers.push((code, detail));
-    }
-    Ok(answers)
+    flat.chunks(2)
+        .map(|answer| Answer::parse(&answer[0], &answer[1]))
+        .collect()
 }
 
 type Reply = oneshot::Sender<RedisResult<Answer>>;

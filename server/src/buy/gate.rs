@@ -13,7 +13,7 @@
 use super::{
     activities::ActivityCache,
     attempts::Attempts,
-    batch::{Batcher, GateBuy, GateShard, IDEMPOTENCY_TTL_SECS},
+    batch::{Answer, Batcher, GateBuy, GateShard, IDEMPOTENCY_TTL_SECS},
     blocks::Blocks,
     pow::{ProofOfWork, Spent},
     queue::WaitingRoom,
@@ -346,13 +346,13 @@ impl Gate {
             .metrics
             .gate_seconds
             .observe(started.elapsed().as_secs_f64());
-        let (code, detail) = answer.map_err(|e| {
+        let answer = answer.map_err(|e| {
             // A timeout does not prove the script did not run: the client retries with its
             // Idempotency-Key and gets the first answer.
             tracing::warn!(error = %e, activity.id = activity.id, "gate call failed");
             ApiError::Overloaded { retry_after: 1 }
         })?;
-        self.answer(activity.id, &code, detail, &who).await
+        self.answer(activity.id, answer, &who).await
     }
 
     /// The checks of the request itself, in-process: the sale is on, the path is this shopper's,
@@ -434,30 +434,23 @@ impl Gate {
 
     /// The gate script's answer as the API's: the token, or why not (a sold-out answer sets this
     /// instance's flag; a block just earned is announced to every instance).
-    async fn answer(&self, id: i64, code: &str, detail: String, who: &Who) -> ApiResult<String> {
+    async fn answer(&self, id: i64, answer: Answer, who: &Who) -> ApiResult<String> {
         let state = &self.parts;
-        let millis_to_secs = |ms: &str| ms.parse::<u64>().unwrap_or(1000).div_ceil(1000).max(1);
-        match code {
-            "ok" => Ok(detail),
-            "sold_out" => {
+        match answer {
+            Answer::Ok(token) => Ok(token),
+            Answer::SoldOut { .. } => {
                 state.sold_out.set(id);
                 Err(ApiError::SoldOut)
             }
-            "limit_reached" => Err(ApiError::LimitReached),
-            "captcha_invalid" => Err(ApiError::CaptchaInvalid),
-            "paused" => Err(ApiError::Paused),
-            "rate_limited" => Err(ApiError::RateLimited {
-                retry_after: millis_to_secs(&detail),
+            Answer::LimitReached => Err(ApiError::LimitReached),
+            Answer::CaptchaInvalid => Err(ApiError::CaptchaInvalid),
+            Answer::Paused => Err(ApiError::Paused),
+            Answer::RateLimited { retry_after_ms } => Err(ApiError::RateLimited {
+                retry_after: retry_after_ms.div_ceil(1000).max(1),
             }),
-            "blocked" => {
+            Answer::Blocked { address, ms } => {
                 // Just earned: every instance refuses this client on every sale from now on.
-                let (whom, ms) = detail.split_once(' ').unwrap_or(("user", &detail));
-                let client = if whom == "address" {
-                    &who.ip
-                } else {
-                    &who.user
-                };
-                let ms = ms.parse::<i64>().unwrap_or(self.limits.block_ms as i64);
+                let client = if address { &who.ip } else { &who.user };
                 if let Err(e) = state.blocks.block(&state.redis, client, ms).await {
                     tracing::warn!(error = %e, "block not broadcast; this instance keeps it");
                 }
@@ -466,15 +459,15 @@ impl Gate {
                     retry_after: (ms as u64).div_ceil(1000).max(1),
                 })
             }
-            "not_warm" => {
+            Answer::NotWarm => {
                 tracing::warn!(
                     activity.id = id,
                     "stock is not in Redis; buys wait for the warm-up"
                 );
                 Err(ApiError::Overloaded { retry_after: 1 })
             }
-            other => Err(ApiError::Internal(anyhow::anyhow!(
-                "gate script answered {other:?} {detail:?}"
+            Answer::Borrow { .. } => Err(ApiError::Internal(anyhow::anyhow!(
+                "a borrowing reached the answer unsettled"
             ))),
         }
     }
@@ -529,7 +522,7 @@ impl Gate {
         proof: Proof<'_>,
         idempotency: Option<&str>,
         (who_user, who_ip): (&str, &str),
-    ) -> redis::RedisResult<(String, String)> {
+    ) -> redis::RedisResult<Answer> {
         let shards = activity.stock_shards;
         let home_index = home_shard(user, shards);
         let home = self.parts.redis.keys.shard(activity.id, home_index, shards);
@@ -552,15 +545,22 @@ impl Gate {
             who_user: who_user.to_string(),
             who_ip: who_ip.to_string(),
         };
-        let (code, detail) = self.batcher.submit(sale, buy).await?;
-        if code == "ok" {
+        let answer = self.batcher.submit(sale, buy).await?;
+        if let Answer::Ok(_) = answer {
             self.confirm(&[home.stock()]).await?;
         }
-        if code != "borrow" {
-            return Ok((code, detail));
-        }
-        self.borrow_for(activity, user, &home, home_index, &detail, idempotency)
-            .await
+        let Answer::Borrow { token, quantity } = answer else {
+            return Ok(answer);
+        };
+        self.borrow_for(
+            activity,
+            user,
+            &home,
+            home_index,
+            (token, quantity),
+            idempotency,
+        )
+        .await
     }
 
     /// The bot check as the gate script takes it: 0 none, 1 a right captcha answer (the
@@ -592,17 +592,11 @@ impl Gate {
         user: i64,
         home: &ShardKeys,
         home_index: i16,
-        detail: &str,
-        idempotency: Option<&str>,
-    ) -> redis::RedisResult<(String, String)> {
         // The token may be an earlier request's, resumed by its Idempotency-Key: its quantity is
         // the one first asked for (and held), whatever this retry asks.
-        let (token, quantity) = detail
-            .split_once(' ')
-            .and_then(|(t, q)| Some((t.parse::<uuid::Uuid>().ok()?, q.parse::<i64>().ok()?)))
-            .ok_or_else(|| {
-                redis::RedisError::from((redis::ErrorKind::Client, "gate answered a bad borrow"))
-            })?;
+        (token, quantity): (uuid::Uuid, i64),
+        idempotency: Option<&str>,
+    ) -> redis::RedisResult<Answer> {
         let buy = Buy {
             user,
             activity: activity.id,
@@ -615,9 +609,9 @@ impl Gate {
         Ok(match lender {
             Some(lender) => {
                 self.confirm(&[lender.stock(), home.stock()]).await?;
-                ("ok".into(), token.to_string())
+                Answer::Ok(token.to_string())
             }
-            None => ("sold_out".into(), "0".into()),
+            None => Answer::SoldOut { left: 0 },
         })
     }
 

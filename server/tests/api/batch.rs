@@ -358,7 +358,7 @@ async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_deci
         codes
             .lock()
             .unwrap()
-            .extend(together.iter().map(|(code, _)| code.clone()));
+            .extend(together.iter().map(|answer| answer.code().to_string()));
         prop_assert_eq!(alone, together, "the answers, for {:?}", ops);
         prop_assert_eq!(alone_keys, together_keys, "the keys, for {:?}", ops);
         Ok(())

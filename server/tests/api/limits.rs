@@ -204,17 +204,15 @@ async fn crashed_borrow(
         who_user: "u:crashed".into(),
         who_ip: "ip:crashed".into(),
     };
-    let (code, detail) = server::buy::batch::decide(&app.redis, &limits, &sale, &[buy])
+    let answer = server::buy::batch::decide(&app.redis, &limits, &sale, &[buy])
         .await
         .unwrap()
         .remove(0);
-    if code != "borrow" {
-        return None;
-    }
     // Possibly an earlier crashed request's borrowing, resumed: its token and its quantity, as
     // the gate answers them (the instance lends what the gate says, never what it was asked).
-    let (token, quantity) = detail.split_once(' ').unwrap();
-    let (token, quantity): (uuid::Uuid, i64) = (token.parse().unwrap(), quantity.parse().unwrap());
+    let server::buy::batch::Answer::Borrow { token, quantity } = answer else {
+        return None;
+    };
     // The lenders in the order the gate asks them (see `Gate::borrow`).
     let start = (token.as_u128() % SHARDS as u128) as i16;
     let order = (0..SHARDS)
