@@ -7,12 +7,9 @@
 //! instance behind the load balancer.
 
 use crate::infra::redis::Redis;
+use parking_lot::Mutex;
 use sqlx::PgPool;
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 /// How long a per-second counter is kept in Redis.
 const KEEP_SECS: i64 = 600;
@@ -40,7 +37,7 @@ impl Attempts {
     /// code).
     pub fn record(&self, activity: i64, outcome: &'static str) {
         let second = chrono::Utc::now().timestamp();
-        let mut counts = self.counts.lock().expect("attempts lock");
+        let mut counts = self.counts.lock();
         *counts.per_second.entry((activity, second)).or_default() += 1;
         *counts
             .by_outcome
@@ -49,7 +46,7 @@ impl Attempts {
     }
 
     fn take(&self) -> HashMap<(i64, i64), u64> {
-        std::mem::take(&mut self.counts.lock().expect("attempts lock").per_second)
+        std::mem::take(&mut self.counts.lock().per_second)
     }
 
     /// Writes this instance's counts to Redis; on failure they are kept for the next flush.
@@ -77,7 +74,7 @@ impl Attempts {
         if let Err(e) = written {
             // Some groups may have been written: counted twice rather than lost, on a dashboard.
             let oldest = chrono::Utc::now().timestamp() - KEEP_SECS;
-            let mut kept = self.counts.lock().expect("attempts lock");
+            let mut kept = self.counts.lock();
             for ((activity, second), n) in counts.into_iter().filter(|((_, s), _)| *s > oldest) {
                 *kept.per_second.entry((activity, second)).or_default() += n;
             }
@@ -89,7 +86,7 @@ impl Attempts {
     /// Adds this instance's counts by outcome to `sale_attempts` (one statement); on failure
     /// they are kept for the next time, up to [`MAX_TALLY`] seconds by outcome.
     pub async fn tally(&self, db: &PgPool) -> sqlx::Result<()> {
-        let taken = std::mem::take(&mut self.counts.lock().expect("attempts lock").by_outcome);
+        let taken = std::mem::take(&mut self.counts.lock().by_outcome);
         if taken.is_empty() {
             return Ok(());
         }
@@ -113,7 +110,7 @@ impl Attempts {
         .execute(db)
         .await;
         if let Err(e) = written {
-            let mut counts = self.counts.lock().expect("attempts lock");
+            let mut counts = self.counts.lock();
             if counts.by_outcome.len() + taken.len() > MAX_TALLY {
                 tracing::error!(
                     dropped = taken.len(),

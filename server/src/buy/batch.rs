@@ -19,11 +19,9 @@ use crate::infra::{
     redis::Redis,
     scripts,
 };
+use parking_lot::Mutex;
 use redis::{RedisError, RedisResult};
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::{collections::HashMap, sync::Arc};
 use tokio::sync::{oneshot, Notify};
 
 /// How long a buy's Idempotency-Key keeps its first answer.
@@ -243,7 +241,7 @@ impl Batcher {
         }
         let (tx, rx) = oneshot::channel();
         let start = {
-            let mut shards = self.shards.lock().expect("the batch lock");
+            let mut shards = self.shards.lock();
             let gathering = shards.entry(sale.clone()).or_default();
             gathering.buys.push((buy, tx));
             if gathering.buys.len() >= self.limits.batching.max {
@@ -274,7 +272,7 @@ impl Batcher {
     async fn drive(self, sale: GateShard) {
         if !self.limits.batching.window.is_zero() {
             let full = {
-                let shards = self.shards.lock().expect("the batch lock");
+                let shards = self.shards.lock();
                 shards.get(&sale).map(|g| g.full.clone())
             };
             if let Some(full) = full {
@@ -283,7 +281,7 @@ impl Batcher {
         }
         loop {
             let batch = {
-                let mut shards = self.shards.lock().expect("the batch lock");
+                let mut shards = self.shards.lock();
                 let gathering = shards.entry(sale.clone()).or_default();
                 if gathering.buys.is_empty() {
                     gathering.drivers -= 1;
@@ -298,7 +296,7 @@ impl Batcher {
             };
             let (buys, replies): (Vec<GateBuy>, Vec<Reply>) = batch.into_iter().unzip();
             let answers = self.call(&sale, &buys).await;
-            if let Some(gathering) = self.shards.lock().expect("the batch lock").get_mut(&sale) {
+            if let Some(gathering) = self.shards.lock().get_mut(&sale) {
                 gathering.busy -= 1;
             }
             match answers {

@@ -4,10 +4,8 @@
 //! milliseconds and reloads the whole set whenever its subscription was interrupted.
 
 use crate::infra::redis::Redis;
-use std::{
-    collections::HashMap,
-    sync::{Arc, RwLock},
-};
+use parking_lot::RwLock;
+use std::{collections::HashMap, sync::Arc};
 
 /// Past this many entries, ended blocks are swept out on the next insert.
 const SWEEP_ABOVE: usize = 10_000;
@@ -24,13 +22,13 @@ fn now_ms() -> i64 {
 impl Blocks {
     /// How long `who` stays blocked (ms), if it is.
     pub fn remaining(&self, who: &str) -> Option<i64> {
-        let until = *self.until.read().expect("blocks lock").get(who)?;
+        let until = *self.until.read().get(who)?;
         let left = until - now_ms();
         (left > 0).then_some(left)
     }
 
     fn insert(&self, who: &str, until: i64) {
-        let mut map = self.until.write().expect("blocks lock");
+        let mut map = self.until.write();
         if map.len() > SWEEP_ABOVE {
             let now = now_ms();
             map.retain(|_, t| *t > now);
@@ -86,7 +84,7 @@ impl Blocks {
             .arg("WITHSCORES")
             .query_async(&mut conn)
             .await?;
-        *self.until.write().expect("blocks lock") = current.into_iter().collect();
+        *self.until.write() = current.into_iter().collect();
         Ok(())
     }
 }

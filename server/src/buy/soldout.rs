@@ -5,9 +5,10 @@
 //! round trip, not sales.
 
 use crate::infra::redis::Conn;
+use parking_lot::RwLock;
 use std::{
     collections::HashMap,
-    sync::{Arc, RwLock},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -30,20 +31,16 @@ impl SoldOut {
     pub fn is_set(&self, activity: i64) -> bool {
         self.flags
             .read()
-            .expect("flags lock")
             .get(&activity)
             .is_some_and(|at| at.elapsed() < FLAG_LIFETIME)
     }
 
     pub fn set(&self, activity: i64) {
-        self.flags
-            .write()
-            .expect("flags lock")
-            .insert(activity, Instant::now());
+        self.flags.write().insert(activity, Instant::now());
     }
 
     pub fn clear(&self, activity: i64) {
-        self.flags.write().expect("flags lock").remove(&activity);
+        self.flags.write().remove(&activity);
     }
 
     /// Tells every instance (this one included) that `activity` has stock again.
@@ -67,7 +64,7 @@ impl SoldOut {
     /// The subscription was lost: whatever was announced meanwhile is lost too, so every flag
     /// is forgotten rather than one missed.
     pub fn reset(&self) {
-        self.flags.write().expect("flags lock").clear();
+        self.flags.write().clear();
     }
 }
 
@@ -92,7 +89,6 @@ mod tests {
         flags
             .flags
             .write()
-            .unwrap()
             .insert(4, Instant::now() - FLAG_LIFETIME);
         assert!(!flags.is_set(4));
     }

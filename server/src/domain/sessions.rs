@@ -12,10 +12,11 @@
 use super::{ApiError, ApiResult};
 use crate::infra::redis::Redis;
 use chrono::{DateTime, Utc};
+use parking_lot::RwLock;
 use sqlx::PgPool;
 use std::{
     collections::{BTreeSet, HashMap},
-    sync::{Arc, RwLock},
+    sync::Arc,
     time::Duration,
 };
 
@@ -76,19 +77,19 @@ pub fn new_session_id() -> u128 {
 impl Revocations {
     /// Whether a correctly signed session of `user_id`, issued under `epoch`, is still on.
     pub fn admits(&self, user_id: i64, epoch: i64, sid: u128) -> bool {
-        let ended = self.ended.read().expect("revocations lock");
+        let ended = self.ended.read();
         epoch >= ended.epochs.get(&user_id).copied().unwrap_or(0)
             && !ended.sessions.contains_key(&sid)
     }
 
     fn raise_epoch(&self, user_id: i64, epoch: i64) {
-        let mut ended = self.ended.write().expect("revocations lock");
+        let mut ended = self.ended.write();
         let entry = ended.epochs.entry(user_id).or_default();
         *entry = (*entry).max(epoch);
     }
 
     fn end(&self, sid: u128, expires_at: i64) {
-        let mut ended = self.ended.write().expect("revocations lock");
+        let mut ended = self.ended.write();
         // A few expired ones go with each insert; the timer takes the rest.
         ended.drop_expired(Utc::now().timestamp(), 2);
         ended.insert(sid, expires_at);
@@ -96,7 +97,7 @@ impl Revocations {
 
     /// Ended sessions known here (expired ones not yet dropped included).
     pub fn len(&self) -> usize {
-        self.ended.read().expect("revocations lock").sessions.len()
+        self.ended.read().sessions.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -107,11 +108,7 @@ impl Revocations {
     pub fn drop_expired(&self, now: i64) -> usize {
         let mut total = 0;
         loop {
-            let dropped = self
-                .ended
-                .write()
-                .expect("revocations lock")
-                .drop_expired(now, SWEEP_BATCH);
+            let dropped = self.ended.write().drop_expired(now, SWEEP_BATCH);
             total += dropped;
             if dropped < SWEEP_BATCH {
                 return total;
@@ -161,7 +158,7 @@ impl Revocations {
                 fresh.insert(sid, ended.expires_at.timestamp());
             }
         }
-        *self.ended.write().expect("revocations lock") = fresh;
+        *self.ended.write() = fresh;
         Ok(())
     }
 
@@ -193,7 +190,7 @@ impl Revocations {
         // Most rows re-read are known already (the overlap, the broadcasts, the load at start):
         // sorted out under the read lock, the others added a batch per hold of the write lock.
         let unknown: Vec<(u128, i64)> = {
-            let ended = self.ended.read().expect("revocations lock");
+            let ended = self.ended.read();
             sessions
                 .into_iter()
                 .filter_map(|r| {
@@ -206,7 +203,7 @@ impl Revocations {
                 .collect()
         };
         for batch in unknown.chunks(SWEEP_BATCH) {
-            let mut ended = self.ended.write().expect("revocations lock");
+            let mut ended = self.ended.write();
             for &(sid, exp) in batch {
                 ended.insert(sid, exp);
             }

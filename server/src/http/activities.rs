@@ -1,7 +1,7 @@
 //! docs/api.md "Storefront", its reads: the server's clock, the activity list, one activity (cacheable,
 //! with an ETag) and its remaining stock.
 
-use super::{client_ip::ClientIp, input::parse_id};
+use super::{client_ip::ClientIp, input::PathId};
 use crate::http::state::AppState;
 use crate::{
     buy::{
@@ -16,7 +16,7 @@ use crate::{
 };
 use app::api::{ActivityList, Remaining, ServerTime};
 use axum::{
-    extract::{Path, State},
+    extract::State,
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::get,
@@ -52,10 +52,10 @@ async fn list_activities(State(db): State<PgPool>) -> ApiResult<Json<ActivityLis
 
 async fn get_activity(
     State(db): State<PgPool>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let row = load(&db, parse_id(&id)?).await?.ok_or(ApiError::NotFound)?;
+    let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
     let body = serde_json::to_vec(&row.into_activity()).map_err(anyhow::Error::from)?;
     let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&body))[..32]);
     let cache = [(
@@ -90,10 +90,9 @@ async fn get_stock(
     State(activities): State<ActivityCache>,
     State(doors): State<Doors>,
     ClientIp(ip): ClientIp,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Response> {
     doors.pass(Door::Stock, &address_bucket(ip))?;
-    let id = parse_id(&id)?;
     let activity = activities.get(&db, id).await?;
     let remaining = remaining(&redis, id, activity.stock_shards).await?;
     Ok((
@@ -108,8 +107,8 @@ async fn get_stock(
 
 /// The public report of an ended sale (`404` until it ends). Cached a minute: it is computed
 /// from every order of the sale.
-async fn get_report(State(db): State<PgPool>, Path(id): Path<String>) -> ApiResult<Response> {
-    let report = report::of_sale(&db, parse_id(&id)?).await?;
+async fn get_report(State(db): State<PgPool>, PathId(id): PathId) -> ApiResult<Response> {
+    let report = report::of_sale(&db, id).await?;
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=60")],
         Json(report),

@@ -3,10 +3,8 @@
 //! them; the shared state holds the count).
 
 use crate::domain::{ApiError, ApiResult};
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use parking_lot::Mutex;
+use std::{collections::HashMap, sync::Arc};
 
 /// Exports at once, per merchant and per instance.
 pub const EXPORTS_PER_MERCHANT: usize = 2;
@@ -24,7 +22,7 @@ pub(crate) struct ExportSlot {
 
 impl Exports {
     pub(crate) fn start(&self, merchant: i64) -> ApiResult<ExportSlot> {
-        let mut running = self.0.lock().expect("exports lock");
+        let mut running = self.0.lock();
         let all: usize = running.values().sum();
         let mine = running.get(&merchant).copied().unwrap_or(0);
         if mine >= EXPORTS_PER_MERCHANT || all >= EXPORTS_PER_INSTANCE {
@@ -40,7 +38,7 @@ impl Exports {
 
 impl Drop for ExportSlot {
     fn drop(&mut self) {
-        let mut running = self.exports.0.lock().expect("exports lock");
+        let mut running = self.exports.0.lock();
         if let Some(n) = running.get_mut(&self.merchant) {
             *n -= 1;
             if *n == 0 {

@@ -136,6 +136,26 @@ where
     }
 }
 
+/// The one id of a path (`/…/{id}`): a positive integer, or the API's `400 invalid_input`
+/// (a non-number is bad input, not a missing page).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathId(pub i64);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<PathId, ApiError> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| ApiError::invalid("id", "must be a positive integer"))?;
+        parse_id(&raw).map(PathId)
+    }
+}
+
 /// Path ids: a non-number is bad input, not a missing page.
 pub fn parse_id(raw: &str) -> ApiResult<i64> {
     raw.parse::<i64>()

@@ -3,7 +3,7 @@
 //! the same transaction. Anyone but the operator gets `403 forbidden`.
 
 use super::{
-    input::{parse_id, AppJson},
+    input::{AppJson, PathId},
     session::{Operator, SessionKeys},
 };
 use crate::http::state::AppState;
@@ -23,7 +23,7 @@ use app::api::{
     ShopList, ShopRef, User,
 };
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Query, State},
     http::{header, StatusCode},
     response::IntoResponse,
     routing::{get, post},
@@ -88,10 +88,10 @@ async fn create_merchant(
     State(db): State<PgPool>,
     State(passwords): State<Passwords>,
     op: Operator,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     AppJson(creds): AppJson<Credentials>,
 ) -> ApiResult<(StatusCode, Json<User>)> {
-    let shop_id = parse_id(&id)?;
+    let shop_id = id;
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
     let shop_name = shop::name_of(&db, shop_id)
@@ -142,10 +142,8 @@ async fn users(
 
 /// The account an operator acts on: it exists, and it is not an operator (operators are managed
 /// from the command line).
-async fn target(db: &PgPool, id: &str) -> ApiResult<account::UserRow> {
-    let row = account::load(db, parse_id(id)?)
-        .await?
-        .ok_or(ApiError::NotFound)?;
+async fn target(db: &PgPool, id: i64) -> ApiResult<account::UserRow> {
+    let row = account::load(db, id).await?.ok_or(ApiError::NotFound)?;
     if row.role()? == Role::Operator {
         return Err(ApiError::invalid(
             "id",
@@ -163,11 +161,11 @@ async fn reset_password(
     State(passwords): State<Passwords>,
     State(sessions): State<Arc<SessionKeys>>,
     op: Operator,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     AppJson(body): AppJson<PasswordReset>,
 ) -> ApiResult<StatusCode> {
     op.recently_authenticated()?;
-    let user = target(&db, &id).await?;
+    let user = target(&db, id).await?;
     let new = Password::parse(&body.new_password)
         .map_err(|_| ApiError::invalid("new_password", "must be 8 to 128 characters"))?;
     let hash = passwords
@@ -212,7 +210,7 @@ async fn set_blocked(
     redis: &Redis,
     sessions: &SessionKeys,
     op: Operator,
-    id: &str,
+    id: i64,
     blocked: bool,
 ) -> ApiResult<Json<AccountSummary>> {
     op.recently_authenticated()?;
@@ -265,9 +263,9 @@ async fn block(
     State(redis): State<Redis>,
     State(sessions): State<Arc<SessionKeys>>,
     op: Operator,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<AccountSummary>> {
-    set_blocked(&db, &redis, &sessions, op, &id, true).await
+    set_blocked(&db, &redis, &sessions, op, id, true).await
 }
 
 async fn unblock(
@@ -275,9 +273,9 @@ async fn unblock(
     State(redis): State<Redis>,
     State(sessions): State<Arc<SessionKeys>>,
     op: Operator,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<AccountSummary>> {
-    set_blocked(&db, &redis, &sessions, op, &id, false).await
+    set_blocked(&db, &redis, &sessions, op, id, false).await
 }
 
 async fn audit_log(State(db): State<PgPool>, _: Operator) -> ApiResult<impl IntoResponse> {

@@ -1,7 +1,7 @@
 //! docs/api.md "Reminders": a signed-in shopper's reminder of a sale that has not started (ask,
 //! read, withdraw), and a sale's calendar entry (`.ics`, anyone's).
 
-use super::{input::parse_id, session::SignedIn};
+use super::{input::PathId, session::SignedIn};
 use crate::http::state::AppState;
 use crate::{
     buy::activities::ActivityCache,
@@ -9,7 +9,7 @@ use crate::{
 };
 use app::api::{MyReminder, Reminder};
 use axum::{
-    extract::{Path, State},
+    extract::State,
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{delete, get},
@@ -31,9 +31,9 @@ async fn ask_reminder(
     State(db): State<PgPool>,
     State(activities): State<ActivityCache>,
     SignedIn(user): SignedIn,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<(StatusCode, Json<Reminder>)> {
-    let sale = activities.get(&db, parse_id(&id)?).await?;
+    let sale = activities.get(&db, id).await?;
     let (reminder, new) = reminder::ask(&db, user.user_id, &sale).await?;
     let status = if new {
         StatusCode::CREATED
@@ -47,9 +47,9 @@ async fn my_reminder(
     State(db): State<PgPool>,
     State(activities): State<ActivityCache>,
     SignedIn(user): SignedIn,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<MyReminder>> {
-    let sale = activities.get(&db, parse_id(&id)?).await?;
+    let sale = activities.get(&db, id).await?;
     Ok(Json(MyReminder {
         reminder: reminder::of_shopper(&db, user.user_id, &sale).await?,
     }))
@@ -58,9 +58,9 @@ async fn my_reminder(
 async fn withdraw(
     State(db): State<PgPool>,
     SignedIn(user): SignedIn,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<StatusCode> {
-    reminder::withdraw(&db, user.user_id, parse_id(&id)?).await?;
+    reminder::withdraw(&db, user.user_id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -68,10 +68,10 @@ async fn withdraw(
 async fn calendar(
     State(db): State<PgPool>,
     State(activities): State<ActivityCache>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let sale = activities.get(&db, parse_id(&id)?).await?;
+    let sale = activities.get(&db, id).await?;
     if chrono::Utc::now() >= sale.ends_at {
         return Err(ApiError::Ended);
     }

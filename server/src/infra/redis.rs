@@ -11,17 +11,14 @@ use super::{
     retry::until_available,
 };
 use anyhow::Context;
+use parking_lot::RwLock;
 use redis::{
     aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig},
     cluster::ClusterClient,
     cluster_async::ClusterConnection,
     Cmd, Pipeline, RedisFuture, Value,
 };
-use std::{
-    collections::HashMap,
-    sync::{Arc, RwLock},
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -76,7 +73,7 @@ pub struct SharedCluster(Arc<RwLock<ClusterConnection>>);
 
 impl SharedCluster {
     pub fn get(&self) -> ClusterConnection {
-        self.0.read().expect("the cluster connection lock").clone()
+        self.0.read().clone()
     }
 }
 
@@ -224,7 +221,7 @@ async fn watch(client: ClusterClient, shared: SharedCluster) {
         let fresh = tokio::time::timeout(PROBE_TIMEOUT, client.get_async_connection()).await;
         if let Ok(Ok(fresh)) = fresh {
             if probe(fresh.clone()).await {
-                *shared.0.write().expect("the cluster connection lock") = fresh;
+                *shared.0.write() = fresh;
                 tracing::warn!(
                     "the Redis Cluster connection stopped answering; replaced by a fresh one"
                 );

@@ -28,17 +28,14 @@
 //! refused (`503`, retried with their key) and the relay holds its journal entries.
 
 use super::{keys::slot, redis::Conn};
+use parking_lot::Mutex;
 use redis::{
     cluster_routing::{
         MultipleNodeRoutingInfo, Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr,
     },
     RedisResult,
 };
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 use tokio::sync::oneshot;
 
 /// How a write stands after the wait.
@@ -89,7 +86,7 @@ impl Replication {
         let slot = slot(key);
         let (tx, rx) = oneshot::channel();
         let start = {
-            let mut slots = self.slots.lock().expect("the replication lock");
+            let mut slots = self.slots.lock();
             let pending = slots.entry(slot).or_default();
             pending.waiters.push(tx);
             !std::mem::replace(&mut pending.running, true)
@@ -109,7 +106,7 @@ impl Replication {
     async fn drive(self, slot: u16, key: String) {
         loop {
             let batch = {
-                let mut slots = self.slots.lock().expect("the replication lock");
+                let mut slots = self.slots.lock();
                 let pending = slots.entry(slot).or_default();
                 if pending.waiters.is_empty() {
                     pending.running = false;

@@ -8,12 +8,8 @@
 //! (each writes and acknowledges the batch in its hands), then the rest.
 
 use crate::infra::metrics::Metrics;
-use std::{
-    collections::HashMap,
-    future::Future,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use parking_lot::Mutex;
+use std::{collections::HashMap, future::Future, sync::Arc, time::Duration};
 use tokio::{
     task::{AbortHandle, JoinError, JoinHandle},
     time::Instant,
@@ -98,9 +94,7 @@ impl Supervisor {
             while !stop.is_cancelled() {
                 let started = Instant::now();
                 let run = tokio::spawn(make(stop.clone()));
-                runs.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(name.clone(), run.abort_handle());
+                runs.lock().insert(name.clone(), run.abort_handle());
                 let ended = run.await;
                 if stop.is_cancelled() && ended.is_ok() {
                     tracing::info!(worker = %name, "worker stopped");
@@ -123,14 +117,11 @@ impl Supervisor {
                 backoff = (backoff * 2).min(LAST_BACKOFF);
             }
         });
-        self.workers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Worker {
-                stage,
-                name: worker,
-                handle,
-            });
+        self.workers.lock().push(Worker {
+            stage,
+            name: worker,
+            handle,
+        });
     }
 
     /// A worker that holds nothing between its steps (a loop of idempotent steps): at its stage
@@ -154,7 +145,7 @@ impl Supervisor {
     /// Ends a worker's current run as a crash would (its supervisor starts the next); false when
     /// no worker has that name.
     pub fn abort_run(&self, name: &str) -> bool {
-        let runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let runs = self.runs.lock();
         match runs.get(name) {
             Some(run) => {
                 run.abort();
@@ -170,7 +161,7 @@ impl Supervisor {
         for stage in STAGES {
             self.stops[&stage].cancel();
             let workers: Vec<Worker> = {
-                let mut all = self.workers.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut all = self.workers.lock();
                 let (now, later) = all.drain(..).partition(|w| w.stage == stage);
                 *all = later;
                 now
@@ -246,7 +237,7 @@ mod tests {
                     stop.cancelled().await;
                     // Settling what it holds takes a while.
                     tokio::time::sleep(Duration::from_millis(takes)).await;
-                    stopped.lock().unwrap().push(name);
+                    stopped.lock().push(name);
                 }
             });
         }
@@ -255,7 +246,7 @@ mod tests {
         })
         .await;
         supervisor.shutdown(Duration::from_secs(5)).await;
-        assert_eq!(*stopped.lock().unwrap(), ["relay", "consumer", "rest"]);
+        assert_eq!(*stopped.lock(), ["relay", "consumer", "rest"]);
         for name in ["relay", "consumer", "rest"] {
             assert_eq!(metrics.worker_restarts(name), 0, "{name}");
         }

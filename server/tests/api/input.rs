@@ -107,3 +107,65 @@ async fn a_wrong_type_gets_400_naming_the_field() {
         "{body}"
     );
 }
+
+/// Every route whose one path parameter is an id (`http/input.rs`'s `PathId`): a bad id is
+/// `400 invalid_input` naming the id, for the shopper or merchant the route is for, whatever
+/// the body; a good id reaches the handler.
+#[tokio::test]
+async fn a_bad_path_id_is_invalid_input_on_every_route_that_takes_one() {
+    use reqwest::Method;
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let shopper = shoppers(&app, 1).await.remove(0).client;
+    let routes = [
+        (Method::GET, "/api/activities/{id}", &app.client),
+        (Method::GET, "/api/activities/{id}/stock", &app.client),
+        (Method::GET, "/api/activities/{id}/report", &app.client),
+        (
+            Method::GET,
+            "/api/activities/{id}/calendar.ics",
+            &app.client,
+        ),
+        (Method::GET, "/api/activities/{id}/reminder", &shopper),
+        (Method::POST, "/api/activities/{id}/reminder", &shopper),
+        (Method::DELETE, "/api/reminders/{id}", &shopper),
+        (Method::GET, "/api/admin/activities/{id}", &merchant),
+        (Method::POST, "/api/admin/activities/{id}/stock", &merchant),
+        (Method::POST, "/api/admin/activities/{id}/pause", &merchant),
+        (Method::POST, "/api/admin/activities/{id}/resume", &merchant),
+        (Method::GET, "/api/admin/activities/{id}/stats", &merchant),
+        (
+            Method::GET,
+            "/api/admin/activities/{id}/forecast",
+            &merchant,
+        ),
+        (
+            Method::GET,
+            "/api/admin/activities/{id}/stock-additions",
+            &merchant,
+        ),
+    ];
+    for (method, route, client) in routes {
+        for bad in ["abc", "0", "-1", "1e3", "99999999999999999999"] {
+            let resp = client
+                .request(method.clone(), app.url(&route.replace("{id}", bad)))
+                .json(&json!({"add": 1}))
+                .send()
+                .await
+                .unwrap();
+            let body = assert_error(resp, 400, "invalid_input").await;
+            assert!(
+                body["message"].as_str().unwrap().starts_with("id:"),
+                "{method} {route} with {bad}: {body}"
+            );
+        }
+        // A good id that names nothing: the handler's own answer, not the id's.
+        let resp = client
+            .request(method.clone(), app.url(&route.replace("{id}", "987654321")))
+            .json(&json!({"add": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404, "{method} {route}");
+    }
+}

@@ -8,9 +8,10 @@ use crate::{
     infra::{keys::QueueKeys, redis::Redis},
 };
 use app::api::{poll_after_ms, LineBoard, LineState};
+use parking_lot::Mutex;
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -36,10 +37,7 @@ impl Boards {
     }
 
     fn slot(&self, id: i64) -> Slot {
-        let mut slots = self
-            .slots
-            .lock()
-            .expect("the boards' lock is never poisoned");
+        let mut slots = self.slots.lock();
         let now = Instant::now();
         if slots.len() > 256 {
             slots.retain(|_, (used, _)| now.duration_since(*used) < IDLE);

@@ -26,6 +26,7 @@ mod tickets;
 
 use board::LineMeta;
 pub use board::{Boards, FRESH_FOR};
+use parking_lot::Mutex;
 pub use places::{Held, Places, COOKIE};
 pub use tickets::{Jwk, Jwks, Tickets, AUDIENCE, ISSUER};
 
@@ -47,7 +48,7 @@ use sqlx::PgPool;
 use std::{
     collections::{HashMap, HashSet},
     net::IpAddr,
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
@@ -202,7 +203,7 @@ impl WaitingRoom {
     /// The drawing of sale `id` (a waiting room whose places are drawn): its commitment before
     /// the start, its seed and every place with its receipt after. `404` for other sales.
     pub async fn drawing(&self, id: i64) -> ApiResult<Arc<Drawing>> {
-        if let Some(done) = self.drawings.lock().expect("drawings lock").get(&id) {
+        if let Some(done) = self.drawings.lock().get(&id) {
             return Ok(done.clone());
         }
         let row = self.activities.get(&self.db, id).await?;
@@ -236,7 +237,7 @@ impl WaitingRoom {
             Some(receipts),
             joined,
         ));
-        let mut drawings = self.drawings.lock().expect("drawings lock");
+        let mut drawings = self.drawings.lock();
         if drawings.len() > 64 {
             drawings.clear();
         }
@@ -385,19 +386,11 @@ impl WaitingRoom {
     /// or a shopper the line said it keeps out (a join still asks the line, which drops the
     /// place they held).
     fn keeps_out(&self, user: i64, ip: IpAddr, id: i64) -> bool {
-        self.blocked(user, ip)
-            || self
-                .kept_out
-                .lock()
-                .expect("the kept-out lock is never poisoned")
-                .contains(&(user, id))
+        self.blocked(user, ip) || self.kept_out.lock().contains(&(user, id))
     }
 
     fn remember_kept_out(&self, user: i64, id: i64) {
-        let mut kept = self
-            .kept_out
-            .lock()
-            .expect("the kept-out lock is never poisoned");
+        let mut kept = self.kept_out.lock();
         if kept.len() >= KEPT_OUT_MAX {
             kept.clear();
         }

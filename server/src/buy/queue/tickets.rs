@@ -15,13 +15,11 @@ use crate::infra::redis::Redis;
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use parking_lot::RwLock;
 use ring::signature::KeyPair;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, RwLock},
-};
+use std::{collections::BTreeMap, sync::Arc};
 
 /// The audience of an admission ticket: the buy.
 pub const AUDIENCE: &str = "seckill-buy";
@@ -120,13 +118,7 @@ impl Tickets {
     }
 
     fn key(&self, generation: u64) -> Arc<Key> {
-        if let Some(key) = self
-            .ring
-            .read()
-            .expect("key ring lock")
-            .keys
-            .get(&generation)
-        {
+        if let Some(key) = self.ring.read().keys.get(&generation) {
             return key.clone();
         }
         Arc::new(Key::derive(&self.secret, generation))
@@ -138,7 +130,7 @@ impl Tickets {
         for g in current.saturating_sub(1)..=current + 1 {
             keys.insert(g, self.key(g));
         }
-        *self.ring.write().expect("key ring lock") = Ring {
+        *self.ring.write() = Ring {
             current,
             since_ms,
             keys,
@@ -154,7 +146,7 @@ impl Tickets {
             .query_async(&mut redis.conn())
             .await?;
         let generation = generation.unwrap_or(0);
-        if generation != self.ring.read().expect("key ring lock").current {
+        if generation != self.ring.read().current {
             self.use_generation(generation, since.unwrap_or(0));
         }
         Ok(())
@@ -176,7 +168,7 @@ impl Tickets {
     /// A ticket admitting `user` to `activity` until `expires_ms` (to the second below it).
     pub fn issue(&self, user: i64, activity: i64, expires_ms: i64) -> String {
         let key = {
-            let ring = self.ring.read().expect("key ring lock");
+            let ring = self.ring.read();
             ring.keys[&ring.current].clone()
         };
         let mut header = Header::new(Algorithm::EdDSA);
@@ -205,7 +197,7 @@ impl Tickets {
     /// lifetime after the rotation, and the next one (an instance that has not read a rotation
     /// yet still takes the tickets of one that has).
     fn verifying(&self, kid: &str, now_ms: i64) -> Option<Arc<Key>> {
-        let ring = self.ring.read().expect("key ring lock");
+        let ring = self.ring.read();
         let previous_good = now_ms < ring.since_ms + TICKET_MS;
         ring.keys
             .iter()
@@ -242,7 +234,7 @@ impl Tickets {
 
     /// The public keys that verify tickets now, and the next one, as a JWK set.
     pub fn jwks(&self, now_ms: i64) -> Jwks {
-        let ring = self.ring.read().expect("key ring lock");
+        let ring = self.ring.read();
         let previous_good = now_ms < ring.since_ms + TICKET_MS;
         let keys = ring
             .keys

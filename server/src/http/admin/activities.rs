@@ -16,7 +16,7 @@ use crate::{
     http::{
         admin::replay,
         buy::IdempotencyKey,
-        input::{parse_id, AppJson},
+        input::{AppJson, PathId},
         session::Merchant,
     },
     infra::{config::Config, redis::Redis},
@@ -26,7 +26,7 @@ use app::api::{
     StockLevel,
 };
 use axum::{
-    extract::{Path, State},
+    extract::State,
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -116,11 +116,10 @@ async fn add_stock(
     State(redis): State<Redis>,
     State(sold_out): State<SoldOut>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(body): AppJson<AddStock>,
 ) -> ApiResult<Response> {
-    let id = parse_id(&id)?;
     if !(1..=10_000_000).contains(&body.add) {
         return Err(ApiError::invalid("add", "must be between 1 and 10000000"));
     }
@@ -205,10 +204,9 @@ async fn set_paused(
     db: &PgPool,
     redis: &Redis,
     merchant: Merchant,
-    id: &str,
+    id: i64,
     paused: bool,
 ) -> ApiResult<Json<Activity>> {
-    let id = parse_id(id)?;
     let mut tx = db.begin().await?;
     let row = activity::set_paused(&mut *tx, id, merchant.shop_id, paused)
         .await?
@@ -244,18 +242,18 @@ async fn pause(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<Activity>> {
-    set_paused(&db, &redis, merchant, &id, true).await
+    set_paused(&db, &redis, merchant, id, true).await
 }
 
 async fn resume(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<Activity>> {
-    set_paused(&db, &redis, merchant, &id, false).await
+    set_paused(&db, &redis, merchant, id, false).await
 }
 
 async fn stats(
@@ -263,9 +261,8 @@ async fn stats(
     State(redis): State<Redis>,
     State(room): State<WaitingRoom>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<ActivityStats>> {
-    let id = parse_id(&id)?;
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
@@ -302,9 +299,9 @@ async fn forecast_of(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<Forecast>> {
-    let row = load_in_shop(&db, parse_id(&id)?, merchant.shop_id)
+    let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
     Ok(Json(forecast::of_sale(&db, &redis, &row).await?))
@@ -339,9 +336,8 @@ async fn one(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Response> {
-    let id = parse_id(&id)?;
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
@@ -356,9 +352,8 @@ async fn one(
 async fn stock_additions(
     State(db): State<PgPool>,
     merchant: Merchant,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> ApiResult<Json<StockAdditions>> {
-    let id = parse_id(&id)?;
     let additions = activity::stock_additions(&db, id, merchant.shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
