@@ -175,7 +175,7 @@ load-tool:
 # tests' own crates (Cargo.toml's [profile.bench]: not optimised, debug assertions and overflow
 # checks on). What ships is what is tested, and nothing is built twice. `test-build` compiles them
 # without running anything (`make test` does it while the browser suites run).
-RUST_SUITES := -p app -p server --no-default-features --features app/ssr
+RUST_SUITES := -p app -p signing -p server -p loadtest --no-default-features --features app/ssr
 test-build:
 	cargo test --release $(RUST_SUITES) --lib --bins --tests --no-run
 

@@ -53,6 +53,7 @@ cp target/release/hash.txt target/bench/release/ 2>/dev/null || true
 BENCH_BIN=target/bench/release/server
 # The load tool (crowd, pace, ceiling, the costs): a crate of its own, not in the server.
 cargo build --release -p loadtest 2>&1 | tail -1
+cargo build --release -p server --example session_cost 2>&1 | tail -1
 LOAD=target/release/seckill-load
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
 
@@ -336,7 +337,7 @@ pow_issue_ns=$(echo "$pow_line" | sed -n 's/.*: \([0-9]*\) ns to issue.*/\1/p')
 pow_verify_ns=$(echo "$pow_line" | sed -n 's/.*, \([0-9]*\) ns to verify.*/\1/p')
 pow_solve_ms=$(echo "$pow_line" | sed -n 's/.*, \([0-9.]*\) ms to solve.*/\1/p')
 echo "== sessions that can end: a session check before and after"
-session_line=$("$LOAD" session-cost 2>/dev/null | tee "$out/session-cost.txt")
+session_line=$(target/release/examples/session_cost 2>/dev/null | tee "$out/session-cost.txt")
 session_before=$(echo "$session_line" | sed -n 's/.*: \([0-9.]*\) ns signature only.*/\1/p')
 session_after=$(echo "$session_line" | sed -n 's/.*, \([0-9.]*\) ns with ended-session.*/\1/p')
 

@@ -73,6 +73,21 @@ pub = 0
 for f in (root / "server/src").rglob("*.rs"):
     pub += len(re.findall(r"(?m)^\s*pub\s+(?:async\s+)?(?:fn|struct|enum|mod|const|static|type|trait|use)\b", strip(f.read_text())))
 print(f"## pub items of the server crate (plain `pub`): {pub}")
+# Of those, the ones another crate can name: in a module that is `pub` from lib.rs down.
+src = root / "server/src"
+def exported(f):
+    parts = list(f.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "mod": parts = parts[:-1]
+    if parts in ([], ["lib"], ["main"]): return parts != ["main"]
+    for depth in range(len(parts)):
+        parent = src.joinpath(*parts[:depth])
+        decl = parent / "mod.rs" if depth else src / "lib.rs"
+        if not re.search(r"(?m)^pub mod %s;" % parts[depth], decl.read_text()): return False
+    return True
+reach = sum(len(re.findall(r"(?m)^\s*pub\s+(?:async\s+)?(?:fn|struct|enum|mod|const|static|type|trait|use)\b", strip(f.read_text())))
+            for f in src.rglob("*.rs") if exported(f))
+mods = [f for f in src.rglob("*.rs") if f.name not in ("lib.rs", "main.rs")]
+print(f"## of them, in modules other crates can reach: {reach}; modules reachable: {sum(map(exported, mods))} of {len(mods)}")
 states = ["pending","queued","confirmed","paid","cancelled","failed","waiting","admitted","lapsed","sold_out",
           "limit_reached","not_warm","paused","borrow","ok","blocked","rate_limited","captcha_invalid",
           "open","numbered","closed","expired","invalid_input","not_admitted"]

@@ -6,6 +6,9 @@
 pub mod ceiling;
 pub mod costs;
 pub mod crowd;
+pub mod deployment;
 pub mod pace;
 pub mod sign;
 pub mod wrk;
+
+pub use deployment::Deployment;

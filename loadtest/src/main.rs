@@ -2,12 +2,12 @@
 //! kept out of the server that shops deploy. A flash crowd of signed-in shoppers with the
 //! invariants checked afterwards (`crowd`), one request at a constant rate or as fast as it goes
 //! (`pace`), the bare ceilings beside the product (`ceiling`), and what the buy path's in-process
-//! checks cost (`ticket-cost`, `session-cost`, `pow-cost`). It reads the server's settings from
-//! the same environment (database, Redis, secret) as the server does.
+//! checks cost (`ticket-cost`, `pow-cost`). It reads the deployment from the same environment
+//! variables (database, Redis, secret) as the server does (`deployment.rs`).
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use server::Config;
+use loadtest::Deployment;
 
 #[derive(Parser)]
 #[command(
@@ -51,9 +51,6 @@ enum Command {
     },
     /// What checking one waiting-room admission ticket costs on the buy path.
     TicketCost,
-    /// What checking a session cookie costs on the buy path: the signature alone (before sessions
-    /// could end) and with the ended-session lookups.
-    SessionCost,
     /// What the proof-of-work check costs the server: issuing a challenge and verifying a
     /// solution, at the default difficulty.
     PowCost,
@@ -148,8 +145,8 @@ struct SignArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    // The server's settings, read from the environment by the tools that start or sign for it.
-    server::infra::config::forget_empty_settings();
+    // The deployment's settings, read from the environment before any thread starts.
+    let deployment = Deployment::from_env()?;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -158,10 +155,10 @@ fn main() -> anyhow::Result<()> {
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(run(cli.command))
+    runtime.block_on(run(cli.command, &deployment))
 }
 
-async fn run(command: Command) -> anyhow::Result<()> {
+async fn run(command: Command, deployment: &Deployment) -> anyhow::Result<()> {
     match command {
         Command::Pace {
             url,
@@ -171,22 +168,18 @@ async fn run(command: Command) -> anyhow::Result<()> {
             secs,
             connections,
         } => pace(url, body, &headers, rate, secs, connections).await,
-        Command::Crowd(args) => crowd(args).await,
+        Command::Crowd(args) => crowd(args, deployment).await,
         Command::Ceiling { addr } => {
-            let config = Config::from_env()?;
-            let server::infra::redis::Target::Single(url) = &config.redis else {
-                anyhow::bail!("the ceiling runs on one Redis (REDIS_URL), not a cluster");
-            };
-            let key = format!("{}ceiling:stock", config.redis_prefix);
+            let url = deployment.single_redis()?;
+            let key = format!("{}ceiling:stock", deployment.redis_prefix);
             loadtest::ceiling::serve(&addr, url, key, 1_000_000_000).await
         }
-        Command::WrkSale(opts) => loadtest::wrk::run(&Config::from_env()?, &opts).await,
-        Command::TicketCost => loadtest::costs::ticket(&Config::from_env()?),
-        Command::SessionCost => loadtest::costs::session(&Config::from_env()?),
-        Command::PowCost => loadtest::costs::proof_of_work(&Config::from_env()?),
+        Command::WrkSale(opts) => loadtest::wrk::run(deployment, &opts).await,
+        Command::TicketCost => loadtest::costs::ticket(),
+        Command::PowCost => loadtest::costs::proof_of_work(),
         Command::Sign(args) => {
             // The server's own secret, never one made up here (no cookie it makes would pass).
-            let secret = std::env::var("SECKILL_SECRET").context("SECKILL_SECRET: the server's")?;
+            let secret = deployment.secret()?;
             let opts = loadtest::sign::SignOptions {
                 role: loadtest::sign::role(&args.role)?,
                 user: args.user,
@@ -196,13 +189,13 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 activity: args.activity,
                 wrk_script: args.wrk_script,
             };
-            loadtest::sign::run(secret.as_bytes(), &opts)
+            loadtest::sign::run(secret, &opts)
         }
     }
 }
 
 /// `crowd`: a flash crowd's report, and a failure when the invariants did not hold.
-async fn crowd(args: CrowdArgs) -> anyhow::Result<()> {
+async fn crowd(args: CrowdArgs, deployment: &Deployment) -> anyhow::Result<()> {
     let settle = !args.no_settle;
     let opts = loadtest::crowd::CrowdOptions {
         base_urls: args.base_url,
@@ -233,7 +226,7 @@ async fn crowd(args: CrowdArgs) -> anyhow::Result<()> {
                 pids: args.pids,
             }),
     };
-    let report = loadtest::crowd::run(&Config::from_env()?, &opts).await?;
+    let report = loadtest::crowd::run(deployment, &opts).await?;
     report.print();
     anyhow::ensure!(
         !settle || report.invariants_hold(),

@@ -1,14 +1,11 @@
 //! `seckill-load sign`: session cookies (and buy paths) signed with the server's secret by the
-//! server's own code, for the benchmark scripts and the browser tests that need a signed-in user
+//! code the server checks them with (`signing`), for the benchmark scripts and the browser tests that need a signed-in user
 //! without a sign-in (or one whose password was checked long ago). The cookie's format lives in
-//! `server/src/http/session.rs` alone.
+//! `signing/src/session.rs` alone.
 
 use app::api::Role;
-use server::{
-    buy::gate::BuyPaths,
-    http::session::{Claims, SessionKeys},
-};
-use std::{io::Write, path::PathBuf, time::Duration};
+use signing::{new_session_id, BuyPaths, Claims, SessionSigner};
+use std::{io::Write, path::PathBuf};
 
 pub struct SignOptions {
     pub user: i64,
@@ -35,14 +32,14 @@ pub fn role(name: &str) -> anyhow::Result<Role> {
 
 /// Prints `COOKIE` (the `sid` value) or `COOKIE PATH`, one line per session, valid for an hour.
 pub fn run(secret: &[u8], opts: &SignOptions) -> anyhow::Result<()> {
-    let keys = SessionKeys::new(secret, Duration::from_secs(3600), false);
+    let keys = SessionSigner::new(secret);
     let paths = BuyPaths::new(secret);
     let now = chrono::Utc::now().timestamp();
     let path = opts.activity.map(|a| paths.path(opts.user, a));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for i in 0..opts.count.max(1) {
         let cookie = keys.sign(&Claims {
-            sid: server::domain::sessions::new_session_id(),
+            sid: new_session_id(),
             user_id: opts.user,
             role: opts.role,
             shop_id: opts.shop,

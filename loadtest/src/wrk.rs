@@ -5,9 +5,10 @@
 //! address of its own), counts the `202`s and prints them with their rate when wrk is done.
 
 use crate::crowd::{addr_of, create_sale, Accounts, CrowdOptions, Signer};
+use crate::deployment::Deployment;
 use anyhow::Context;
 use app::api::{Role, ServerTime};
-use server::{buy::gate::BuyPaths, infra::config::Config};
+use signing::BuyPaths;
 use std::{fmt::Write as _, path::PathBuf, time::Duration};
 
 #[derive(clap::Args)]
@@ -32,12 +33,12 @@ pub struct WrkSaleOptions {
 }
 
 /// Makes the sale, writes the script, and prints `ACTIVITY STARTS_AT_MS`.
-pub async fn run(config: &Config, opts: &WrkSaleOptions) -> anyhow::Result<()> {
+pub async fn run(deployment: &Deployment, opts: &WrkSaleOptions) -> anyhow::Result<()> {
     let script = opts.script.as_path();
-    let db = server::infra::db::connect(&config.database_url, 4).await?;
+    let db = deployment.database().await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let accounts = Accounts::create(&db, &run, opts.users).await?;
-    let signer = Signer::new(config, accounts.shop);
+    let signer = Signer::new(deployment, accounts.shop)?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?;
@@ -70,7 +71,7 @@ pub async fn run(config: &Config, opts: &WrkSaleOptions) -> anyhow::Result<()> {
     };
     let merchant = signer.cookie(accounts.merchant, Role::Merchant);
     let sale = create_sale(&http, base, &crowd, &run, &server_now, &merchant).await?;
-    let paths = BuyPaths::new(&config.secret.0);
+    let paths = BuyPaths::new(deployment.secret()?);
     let shoppers: Vec<(String, String, String)> = accounts
         .shoppers
         .iter()

@@ -6,7 +6,7 @@
 //! - `pipeline`: journal relay, persister, payment deadlines, give-back, reconciliation;
 //! - `http`: one module per section of docs/api.md, the extractors, the site around the API.
 //!
-//! At the root, `startup.rs` wires them into one application around the state of
+//! At the root, `startup/` wires them into one application around the state of
 //! `http/state.rs`. The load tool that measures it lives apart, in the `loadtest` crate.
 //! docs/architecture.md walks one buy through them.
 

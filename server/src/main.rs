@@ -146,7 +146,7 @@ async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyh
         }
         Command::RotateTicketKey => {
             let state = server::http::state::AppState::connect(config).await?;
-            let generation = server::buy::queue::Tickets::rotate(&state.redis).await?;
+            let generation = server::buy::queue::ticket_keys::rotate(&state.redis).await?;
             println!("admission tickets are signed with key admission-{generation} from now on");
             Ok(())
         }

@@ -8,7 +8,6 @@
 //!   Redis call, each instance bounding what reaches it. Their memory is bounded too: keys idle
 //!   long enough to be full again are swept every minute.
 
-use super::pow::ProofOfWork;
 use crate::infra::scripts;
 use crate::{
     domain::ApiError,
@@ -20,6 +19,7 @@ use crate::{
 };
 use governor::{clock::Clock, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use redis::Script;
+use signing::pow::ProofOfWork;
 use std::{net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
 
 /// The in-process doors.

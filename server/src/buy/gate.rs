@@ -1,7 +1,7 @@
 //! The buy path. In-process, before any I/O: the activity (cached), the sale window, the path
 //! HMAC, the waiting room's admission ticket (`queue/`), the input, this instance's sold-out flag,
 //! the blocked clients and an admission limit that sheds load with `503` before latency explodes.
-//! A proof of work is verified in-process (`pow.rs`); a captcha answer is taken from Redis
+//! A proof of work is verified in-process (`signing::pow`); a captcha answer is taken from Redis
 //! (`GETDEL`: good once, right or wrong). Then ONE script
 //! call (`gate.lua`) on the buyer's home shard decides: buckets, pause, per-user limit, stock, token status, journal entry,
 //! idempotency record; the buys that reach one shard together share that call (`batch.rs`), each
@@ -15,7 +15,6 @@ use super::{
     attempts::Attempts,
     batch::{Answer, Batcher, GateBuy, GateShard, IDEMPOTENCY_TTL_SECS},
     blocks::Blocks,
-    pow::{ProofOfWork, Spent},
     queue::WaitingRoom,
     soldout::SoldOut,
 };
@@ -31,46 +30,14 @@ use crate::{
     },
 };
 use app::api::{BotCheck, BuyRequest};
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
-use hmac::{Hmac, Mac};
 use redis::Script;
-use sha2::Sha256;
+use signing::{
+    pow::{ProofOfWork, Spent},
+    BuyPaths,
+};
 use sqlx::PgPool;
 use std::{net::IpAddr, sync::Arc, time::Instant};
 use tokio::sync::Semaphore;
-
-/// The opaque buy paths: an HMAC of user and activity, so a path is good for one user and sale.
-#[derive(Clone)]
-pub struct BuyPaths {
-    key: Arc<[u8]>,
-}
-
-impl BuyPaths {
-    pub fn new(secret: &[u8]) -> BuyPaths {
-        BuyPaths { key: secret.into() }
-    }
-
-    fn mac(&self, user: i64, activity: i64) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(format!("path\0{user}\0{activity}").as_bytes());
-        mac
-    }
-
-    /// The opaque buy path of one user for one activity.
-    pub fn path(&self, user: i64, activity: i64) -> String {
-        B64.encode(&self.mac(user, activity).finalize().into_bytes()[..18])
-    }
-
-    pub fn is_valid(&self, path: &str, user: i64, activity: i64) -> bool {
-        match B64.decode(path) {
-            Ok(bytes) if bytes.len() == 18 => self
-                .mac(user, activity)
-                .verify_truncated_left(&bytes)
-                .is_ok(),
-            _ => false,
-        }
-    }
-}
 
 /// What the gate reads and writes besides its own rules.
 pub struct GateParts {

@@ -6,12 +6,11 @@
 //! `domain` and `infra`; knows nothing of HTTP.
 
 pub mod activities;
-pub mod attempts;
+pub(crate) mod attempts;
 pub mod batch;
-pub mod blocks;
-pub mod captcha;
-pub mod doors;
-pub mod gate;
-pub mod pow;
+pub(crate) mod blocks;
+pub(crate) mod captcha;
+pub(crate) mod doors;
+pub(crate) mod gate;
 pub mod queue;
-pub mod soldout;
+pub(crate) mod soldout;

@@ -1,6 +1,6 @@
 //! This instance's sold-out flags: once the gate says an activity is sold out, further buys are
 //! answered here without a Redis round trip. A flag is cleared by the restock broadcast (Redis
-//! pub/sub, listened to in `startup.rs`) that adding or returning stock sends to every instance,
+//! pub/sub, listened to in `startup/workers.rs`) that adding or returning stock sends to every instance,
 //! and it also lapses after a short while, so that a broadcast missed during a reconnect costs one
 //! round trip, not sales.
 

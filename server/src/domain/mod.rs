@@ -4,16 +4,16 @@
 pub mod account;
 pub mod activity;
 pub mod admin_requests;
-pub mod audit;
-pub mod drawing;
-pub mod error;
-pub mod forecast;
+pub(crate) mod audit;
+pub(crate) mod drawing;
+pub(crate) mod error;
+pub(crate) mod forecast;
 pub mod order;
-pub mod password;
+pub(crate) mod password;
 pub mod payment;
-pub mod reminder;
-pub mod report;
-pub mod sessions;
+pub(crate) mod reminder;
+pub(crate) mod report;
+pub(crate) mod sessions;
 pub mod shop;
 
 pub use error::{ApiError, ApiResult};

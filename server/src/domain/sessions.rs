@@ -4,7 +4,7 @@
 //! out everywhere, a password change, a reset, a block). PostgreSQL holds both; every instance
 //! keeps them in memory, loads them at start and whenever its subscription was interrupted,
 //! hears each change over Redis pub/sub within milliseconds, and re-reads what changed since its
-//! last look every [`RELOAD_EVERY`] (so a lost broadcast is honoured within that period).
+//! last look every `SECKILL_SESSION_RELOAD_SECS` (so a lost broadcast is honoured within that period).
 //! Checking a cookie is one read lock and two hash lookups; ending one is O(log n) (the ended
 //! sessions are also kept ordered by expiry, and the expired ones are dropped from the front by
 //! a timer, a bounded number at a time), whatever their number.
@@ -20,8 +20,6 @@ use std::{
     time::Duration,
 };
 
-/// How often every instance re-reads the sessions ended (and epochs moved) since its last look.
-pub const RELOAD_EVERY: Duration = Duration::from_secs(10);
 /// Each re-read starts this long before the last one did: a row stamped before a slow commit
 /// became visible is read by the next look.
 const RELOAD_OVERLAP: Duration = Duration::from_secs(60);
@@ -67,11 +65,6 @@ impl Ended {
 #[derive(Clone, Default)]
 pub struct Revocations {
     ended: Arc<RwLock<Ended>>,
-}
-
-/// A session id: 128 random bits, written as 32 hex digits.
-pub fn new_session_id() -> u128 {
-    uuid::Uuid::new_v4().as_u128()
 }
 
 impl Revocations {
@@ -289,6 +282,7 @@ pub async fn next_epoch<'e>(db: impl sqlx::PgExecutor<'e>, user_id: i64) -> ApiR
 #[cfg(test)]
 mod tests {
     use super::*;
+    use signing::new_session_id;
 
     #[test]
     fn broadcasts_end_sessions_and_epochs() {

@@ -9,7 +9,7 @@ use crate::{
         doors::{Door, Doors},
     },
     domain::{
-        activity::{list, load, remaining},
+        activity::{list, load, stock::remaining},
         report, rfc3339, ApiError, ApiResult,
     },
     infra::{keys::address_bucket, redis::Redis},

@@ -132,7 +132,7 @@ async fn users(
     Query(query): Query<UserQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let q = query.q.unwrap_or_default();
-    crate::domain::activity::plain_text("q", &q, false)?;
+    crate::domain::activity::rules::plain_text("q", &q, false)?;
     if q.chars().count() > 32 {
         return Err(ApiError::invalid("q", "must be at most 32 characters"));
     }

@@ -133,7 +133,7 @@ impl CatalogStorefront {
         let in_db = (row.total_stock - row.sold).max(0);
         let remaining = match ask_redis {
             false => Some(in_db),
-            true => match activity::in_redis(&self.redis, row.id, row.stock_shards).await {
+            true => match activity::stock::in_redis(&self.redis, row.id, row.stock_shards).await {
                 Ok(n) => Some(n.unwrap_or(in_db)),
                 Err(e) => {
                     tracing::warn!(error = %e, activity.id = row.id, "rendering a sale without its stock");

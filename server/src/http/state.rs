@@ -1,5 +1,5 @@
 //! The state every handler shares, and the parts (`FromRef` sub-states) each handler takes from
-//! it. Built once by `AppState::connect` (`startup.rs`); cheap to clone.
+//! it. Built once by `AppState::connect` (`startup/connect.rs`); cheap to clone.
 
 use crate::{
     buy::{

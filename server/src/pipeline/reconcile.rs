@@ -186,7 +186,7 @@ impl Reconciler {
         let shards = self.redis.keys.shards(row.id, row.stock_shards);
         let everything_lost = stock.iter().all(Option::is_none);
         let parts = if everything_lost {
-            activity::split(total - sold, row.stock_shards)
+            activity::stock::split(total - sold, row.stock_shards)
         } else {
             vec![0; shards.len()]
         };
@@ -245,7 +245,7 @@ impl Reconciler {
             .await
             .map_err(|e| anyhow::anyhow!("{e:?}"))?
         {
-            let stock = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
+            let stock = activity::stock::shard_stock(&self.redis, row.id, row.stock_shards).await?;
             if stock.iter().any(Option::is_none) {
                 self.rebuild(&row, &stock)
                     .await
@@ -313,7 +313,7 @@ impl Reconciler {
     /// one failed to reach Redis, or died first).
     async fn carry_additions(&self, id: i64) -> anyhow::Result<()> {
         for owed in activity::owed_additions(&self.db, id).await? {
-            activity::add_to_stock(&self.redis, &owed)
+            activity::stock::add_to_stock(&self.redis, &owed)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e:?}"))?;
             activity::carried(&self.db, owed.addition).await?;
@@ -338,7 +338,7 @@ impl Reconciler {
             }
             let before = activity::stock_look(&self.db, row.id).await?;
             self.pause(Read::Database).await;
-            let stock = activity::shard_stock(&self.redis, row.id, row.stock_shards).await?;
+            let stock = activity::stock::shard_stock(&self.redis, row.id, row.stock_shards).await?;
             if stock.iter().any(Option::is_none) {
                 let rebuilt = self.rebuild(&row, &stock).await?;
                 report.push(Drift {

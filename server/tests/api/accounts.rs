@@ -2,7 +2,8 @@ use crate::helpers::*;
 use app::api::Role;
 use reqwest::Client;
 use serde_json::json;
-use server::http::session::{Claims, Holder, SessionKeys};
+use server::http::session::{Holder, SessionKeys};
+use signing::Claims;
 use std::time::Duration;
 
 const PASSWORD: &str = "correct-horse-battery";

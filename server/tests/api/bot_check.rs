@@ -6,11 +6,11 @@ use crate::helpers::*;
 use altcha::{Challenge, Payload};
 use reqwest::Client;
 use serde_json::{json, Value};
-use server::buy::pow::{encode, ProofOfWork, CHALLENGE_TTL_SECS};
+use signing::pow::{encode, ProofOfWork, CHALLENGE_TTL_SECS};
 
 /// Solved as the page's wasm solves it.
 fn solve(challenge: Challenge) -> String {
-    server::buy::pow::solve(challenge).expect("solved")
+    signing::pow::solve(challenge).expect("solved")
 }
 
 async fn challenge(app: &TestApp, client: &Client, id: i64) -> Challenge {

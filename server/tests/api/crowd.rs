@@ -32,7 +32,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         greedy_every: 0,
         poll_window: None,
     };
-    let report = run(&app.config, &opts).await.unwrap();
+    let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
     assert!(report.invariants_hold(), "{report:?}");
     assert_eq!(report.accepted, 100);
@@ -76,7 +76,7 @@ async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
         greedy_every: 5,
         poll_window: None,
     };
-    let report = run(&app.config, &opts).await.unwrap();
+    let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
     assert!(report.invariants_hold(), "{report:?}");
     assert_eq!(report.requests, 240, "{report:?}");
@@ -114,7 +114,7 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
         greedy_every: 0,
         poll_window: None,
     };
-    let report = run(&app.config, &opts).await.unwrap();
+    let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
     assert!(report.invariants_hold(), "{report:?}");
     assert_eq!(report.accepted, 100);

@@ -713,13 +713,13 @@ async fn a_sign_up_carries_a_proof_of_work_spent_once() {
             "{body}"
         );
     }
-    let buy_challenge = server::buy::pow::ProofOfWork::new(SECRET).challenge(
+    let buy_challenge = signing::pow::ProofOfWork::new(SECRET).challenge(
         1,
         1,
         2_000,
         chrono::Utc::now().timestamp(),
     );
-    let (status, _, _) = register(server::buy::pow::solve(buy_challenge)).await;
+    let (status, _, _) = register(signing::pow::solve(buy_challenge)).await;
     assert_eq!(status, 400);
     let users: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
         .fetch_one(&app.db)
@@ -728,7 +728,7 @@ async fn a_sign_up_carries_a_proof_of_work_spent_once() {
     assert_eq!(users, 0, "nothing created");
 
     // Solved: the account is made; the same solution again is refused.
-    let solved = server::buy::pow::solve(challenge().await).unwrap();
+    let solved = signing::pow::solve(challenge().await).unwrap();
     let (status, body, _) = register(Some(solved.clone())).await;
     assert_eq!(status, 201, "{body}");
     let (status, body, _) = register(Some(solved)).await;

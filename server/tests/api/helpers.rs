@@ -6,7 +6,7 @@ use reqwest::{header, Client, Response};
 use serde_json::Value;
 use server::domain::payment::{Charge, PaymentProvider, ProviderResult};
 use server::{
-    http::session::{Claims, SessionKeys},
+    http::session::SessionKeys,
     infra::{
         config::{
             Config, DoorLimits, LoginThrottle, Secret, DEFAULT_AMQP_URL, DEFAULT_DATABASE_URL,
@@ -17,6 +17,7 @@ use server::{
     },
     Application,
 };
+use signing::Claims;
 use sqlx::{Connection, PgConnection, PgPool};
 use std::{
     sync::{
@@ -327,7 +328,7 @@ pub fn client_signed_with(
     let keys = SessionKeys::new(secret, Duration::from_secs(3600), false);
     let expires_at = chrono::Utc::now().timestamp() + 3600;
     let cookie = keys.sign(&Claims {
-        sid: server::domain::sessions::new_session_id(),
+        sid: signing::new_session_id(),
         user_id,
         role,
         shop_id,
@@ -507,10 +508,14 @@ impl TestApp {
 
     /// Units on sale over every stock shard (fails if Redis holds none of them).
     pub async fn remaining(&self, activity: i64) -> i64 {
-        server::domain::activity::in_redis(&self.redis, activity, self.shards_of(activity).await)
-            .await
-            .unwrap()
-            .expect("the sale is in Redis")
+        server::domain::activity::stock::in_redis(
+            &self.redis,
+            activity,
+            self.shards_of(activity).await,
+        )
+        .await
+        .unwrap()
+        .expect("the sale is in Redis")
     }
 
     /// How many stock shards the sale has.
@@ -568,6 +573,21 @@ impl TestApp {
             .fetch_one(&self.db)
             .await
             .unwrap()
+    }
+}
+
+/// The deployment the load tool drives: this test's database, Redis, key prefix and secret.
+pub fn deployment(config: &Config) -> loadtest::Deployment {
+    let (redis_url, redis_cluster_urls) = match &config.redis {
+        Target::Single(url) => (url.clone(), Vec::new()),
+        Target::Cluster(urls) => (String::new(), urls.clone()),
+    };
+    loadtest::Deployment {
+        database_url: config.database_url.clone(),
+        redis_url,
+        redis_cluster_urls,
+        redis_prefix: config.redis_prefix.clone(),
+        secret: Some(String::from_utf8(config.secret.0.clone()).expect("a test's secret is text")),
     }
 }
 
@@ -968,9 +988,10 @@ pub const PUBLIC_ROUTES: [(&str, &str); 13] = [
 
 /// Each stock shard's units as Redis holds them (below zero too, unlike `remaining`).
 pub async fn shard_stock(app: &TestApp, id: i64) -> Vec<i64> {
-    let stock = server::domain::activity::shard_stock(&app.redis, id, app.shards_of(id).await)
-        .await
-        .unwrap();
+    let stock =
+        server::domain::activity::stock::shard_stock(&app.redis, id, app.shards_of(id).await)
+            .await
+            .unwrap();
     stock
         .into_iter()
         .map(|n| n.expect("every shard is in Redis"))

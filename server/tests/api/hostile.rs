@@ -7,7 +7,8 @@ use crate::helpers::*;
 use app::api::Role;
 use reqwest::{header, Client, Method, Response};
 use serde_json::{json, Value};
-use server::http::session::{Claims, SessionKeys};
+use server::http::session::SessionKeys;
+use signing::Claims;
 use std::{
     io::{Read, Write},
     net::TcpStream,

@@ -5,7 +5,7 @@
 use crate::helpers::*;
 use reqwest::Client;
 use serde_json::{json, Value};
-use server::buy::queue::{Tickets, TICKET_MS};
+use signing::{tickets::TICKET_MS, Tickets};
 
 async fn join(app: &TestApp, client: &Client, id: i64) -> Value {
     let resp = client

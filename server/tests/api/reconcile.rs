@@ -159,7 +159,9 @@ async fn an_addition_that_never_reached_redis_is_carried_over_once_even_if_deliv
         stock_shards: added.stock_shards,
         remaining: added.total_stock - added.sold,
     };
-    activity::add_to_stock(&app.redis, &late).await.unwrap();
+    activity::stock::add_to_stock(&app.redis, &late)
+        .await
+        .unwrap();
     assert_eq!(app.remaining(id).await, 20);
     adding(&app, &merchant, id, 1).await;
     assert_eq!(app.remaining(id).await, 21);

@@ -26,7 +26,7 @@ async fn crowd_sale(app: &TestApp, waiting_room: bool) -> loadtest::crowd::Repor
         greedy_every: 4,
         poll_window: None,
     };
-    let report = run(&app.config, &opts).await.unwrap();
+    let report = run(&deployment(&app.config), &opts).await.unwrap();
     assert!(report.invariants_hold(), "{report:?}");
     report
 }

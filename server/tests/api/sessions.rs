@@ -617,8 +617,8 @@ async fn an_operator_whose_sign_in_is_old_confirms_the_password_before_a_reset_o
     // A session whose password was checked eleven minutes ago (a console left open).
     let keys = server::http::session::SessionKeys::new(SECRET, Duration::from_secs(3600), false);
     let now = chrono::Utc::now().timestamp();
-    let stale = keys.sign(&server::http::session::Claims {
-        sid: server::domain::sessions::new_session_id(),
+    let stale = keys.sign(&signing::Claims {
+        sid: signing::new_session_id(),
         user_id: op.id,
         role: Role::Operator,
         shop_id: 0,

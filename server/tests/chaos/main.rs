@@ -497,8 +497,8 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         greedy_every: 10,
         poll_window: None,
     };
-    let config = app.config.clone();
-    let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
+    let target = deployment(&app.config);
+    let crowd = tokio::spawn(async move { crowd::run(&target, &opts).await });
     let (stop_probe, stopped) = tokio::sync::watch::channel(false);
     let probe = tokio::spawn(probe(dep.bases(), merchant, id, stopped));
 
@@ -690,7 +690,7 @@ async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
 /// The activity's remaining stock in Redis (asked again while the connection is re-established).
 async fn remaining(app: &TestApp, id: i64, shards: i16) -> i64 {
     eventually(30, "Redis answers", || async {
-        server::domain::activity::in_redis(&app.redis, id, shards)
+        server::domain::activity::stock::in_redis(&app.redis, id, shards)
             .await
             .ok()
             .flatten()

@@ -268,8 +268,8 @@ async fn scenario(control: &TestApp, fault: Fault, run: usize, size: Size) -> Ro
         greedy_every: 10,
         poll_window: None,
     };
-    let config = control.config.clone();
-    let crowd = tokio::spawn(async move { crowd::run(&config, &opts).await });
+    let target = deployment(&control.config);
+    let crowd = tokio::spawn(async move { crowd::run(&target, &opts).await });
     eventually(60, "a tenth of the stock persisted", || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM orders WHERE activity_id = $1")
             .bind(id)
@@ -396,7 +396,7 @@ async fn check(
     .await
     .unwrap();
     let shards = eventually(30, "Redis answers", || async {
-        server::domain::activity::shard_stock(&control.redis, id, SHARDS)
+        server::domain::activity::stock::shard_stock(&control.redis, id, SHARDS)
             .await
             .ok()
     })

@@ -22,13 +22,12 @@
 
 mod board;
 mod places;
-mod tickets;
+pub mod ticket_keys;
 
 use board::LineMeta;
 pub use board::{Boards, FRESH_FOR};
 use parking_lot::Mutex;
 pub use places::{Held, Places, COOKIE};
-pub use tickets::{Jwk, Jwks, Tickets, AUDIENCE, ISSUER};
 
 use super::{activities::ActivityCache, blocks::Blocks};
 use crate::infra::{keys::address_bucket, scripts};
@@ -44,6 +43,7 @@ use app::api::{
     poll_after_ms, Drawing, LineBoard, LineState, QueueFigures, QueueState, QueueStatus,
 };
 use redis::Script;
+use signing::{tickets::TICKET_MS, Tickets};
 use sqlx::PgPool;
 use std::{
     collections::{HashMap, HashSet},
@@ -52,8 +52,6 @@ use std::{
     time::Duration,
 };
 
-/// How long an admission lasts: time to answer the bot check and buy, not to come back later.
-pub const TICKET_MS: i64 = 90_000;
 /// The first place after the start: places drawn before it are below.
 const AFTER_START: i64 = 1 << 50;
 /// Admitted shoppers who may still buy, at most this many times the units left.
@@ -481,7 +479,7 @@ impl WaitingRoom {
     /// pipeline behind the gate is (see [`health`]).
     async fn admit(&self, row: &ActivityRow) -> ApiResult<i64> {
         let asked = std::time::Instant::now();
-        let units = activity::remaining(&self.redis, row.id, row.stock_shards).await?;
+        let units = activity::stock::remaining(&self.redis, row.id, row.stock_shards).await?;
         let backlog = (row.total_stock - units - row.sold).max(0);
         let (factor, held) = health(&self.limits, backlog, asked.elapsed());
         for reason in HELD_REASONS {
@@ -525,7 +523,7 @@ impl WaitingRoom {
             tick.tick().await;
             if listed_at.is_none_or(|at| at.elapsed() > Duration::from_secs(2)) {
                 // The tickets' key generation follows a rotation within two seconds.
-                if let Err(e) = self.tickets.refresh(&self.redis).await {
+                if let Err(e) = ticket_keys::follow(&self.tickets, &self.redis).await {
                     tracing::warn!(error = %e, "reading the tickets' key generation");
                 }
                 match self.on_now().await {

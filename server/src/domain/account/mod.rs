@@ -2,7 +2,7 @@
 //! merchants and operators, who never register themselves (the operator's console, the CLI, or
 //! `SECKILL_ADMIN_USER` / `SECKILL_OPERATOR_USER` at start-up).
 
-pub mod throttle;
+pub(crate) mod throttle;
 
 use super::{password, shop, ApiError, ApiResult};
 use app::api::{AccountSummary, Role, ShopRef, User};

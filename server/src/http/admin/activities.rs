@@ -8,8 +8,10 @@ use crate::{
     buy::{attempts, queue::WaitingRoom, soldout::SoldOut},
     domain::{
         activity::{
-            self, add_to_stock, admin_item, in_redis, insert, load_in_shop, remaining, warm,
-            ActivityRow, ActivitySpec,
+            self, admin_item, insert, load_in_shop,
+            rules::ActivitySpec,
+            stock::{add_to_stock, in_redis, remaining, warm},
+            ActivityRow,
         },
         audit, forecast, reminder, ApiError, ApiResult,
     },

@@ -3,9 +3,9 @@
 //! operator's, anyone else gets a 403 page.
 
 pub mod activities;
-pub mod audit;
-pub mod orders;
-pub mod replay;
+pub(crate) mod audit;
+pub(crate) mod orders;
+pub(crate) mod replay;
 pub mod shop;
 
 use super::session::{SessionKeys, SignedIn};

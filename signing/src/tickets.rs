@@ -4,14 +4,12 @@
 //! a ticket without asking the instances; the gate checks it in-process.
 //!
 //! Keys rotate without a restart: key generation `n` is derived from the deployment's secret
-//! (HMAC-SHA256 of `ticket-key`, `n`), and the generation in use is one number in Redis that
-//! `server rotate-ticket-key` increments; every instance reads it every two seconds. Tickets are
-//! signed with the current key; the previous one still verifies for a ticket's lifetime after a
+//! (HMAC-SHA256 of `ticket-key`, `n`), and the server keeps the generation in use where every
+//! instance reads it (`Tickets::use_generation` follows it). Tickets are signed with the current
+//! key; the previous one still verifies for a ticket's lifetime after a
 //! rotation (old tickets stay good until they expire), and the next one is published ahead, so
 //! that caches of the key set already hold it when it comes into use.
 
-use super::TICKET_MS;
-use crate::infra::redis::Redis;
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -21,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use std::{collections::BTreeMap, sync::Arc};
 
+/// How long an admission lasts: time to answer the bot check and buy, not to come back later.
+pub const TICKET_MS: i64 = 90_000;
 /// The audience of an admission ticket: the buy.
 pub const AUDIENCE: &str = "seckill-buy";
 /// The issuer named in every ticket.
@@ -103,7 +103,7 @@ pub struct Tickets {
 }
 
 impl Tickets {
-    /// Tickets at key generation 0 (until [`Tickets::refresh`] reads the one in use).
+    /// Tickets at key generation 0 (until [`Tickets::use_generation`] follows the one in use).
     pub fn new(secret: &[u8]) -> Tickets {
         let tickets = Tickets {
             secret: secret.into(),
@@ -125,7 +125,7 @@ impl Tickets {
     }
 
     /// Signs with generation `current` from `since_ms` on; keeps the previous and the next.
-    fn use_generation(&self, current: u64, since_ms: i64) {
+    pub fn use_generation(&self, current: u64, since_ms: i64) {
         let mut keys = BTreeMap::new();
         for g in current.saturating_sub(1)..=current + 1 {
             keys.insert(g, self.key(g));
@@ -137,32 +137,9 @@ impl Tickets {
         };
     }
 
-    /// Reads the generation in use from Redis (absent: 0) and follows it.
-    pub async fn refresh(&self, redis: &Redis) -> redis::RedisResult<()> {
-        let (generation, since): (Option<u64>, Option<i64>) = redis::cmd("HMGET")
-            .arg(redis.keys.ticket_keys())
-            .arg("generation")
-            .arg("since_ms")
-            .query_async(&mut redis.conn())
-            .await?;
-        let generation = generation.unwrap_or(0);
-        if generation != self.ring.read().current {
-            self.use_generation(generation, since.unwrap_or(0));
-        }
-        Ok(())
-    }
-
-    /// Puts the next key generation in use everywhere (`server rotate-ticket-key`): the number
-    /// of the new generation.
-    pub async fn rotate(redis: &Redis) -> redis::RedisResult<u64> {
-        let now = chrono::Utc::now().timestamp_millis();
-        let (generation, ()): (u64, ()) = redis::pipe()
-            .atomic()
-            .hincr(redis.keys.ticket_keys(), "generation", 1)
-            .hset(redis.keys.ticket_keys(), "since_ms", now)
-            .query_async(&mut redis.conn())
-            .await?;
-        Ok(generation)
+    /// The key generation tickets are signed with.
+    pub fn generation(&self) -> u64 {
+        self.ring.read().current
     }
 
     /// A ticket admitting `user` to `activity` until `expires_ms` (to the second below it).
