@@ -57,7 +57,7 @@ async fn sample() -> Option<f64> {
     let mut best: Option<(f64, f64)> = None; // (rtt, offset)
     for _ in 0..5 {
         let sent = js_sys::Date::now();
-        let Ok(t) = crate::client::get::<crate::api::ServerTime>("/api/time").await else {
+        let Ok(t) = crate::endpoints::server_time().await else {
             continue;
         };
         let received = js_sys::Date::now();
@@ -128,9 +128,7 @@ impl ShopZone {
                 .with(|u| matches!(u, Some(Some(u)) if u.role == crate::api::Role::Merchant));
             if merchant {
                 leptos::task::spawn_local(async move {
-                    if let Ok(shop) =
-                        crate::client::get::<crate::api::ShopSettings>("/api/admin/shop").await
-                    {
+                    if let Ok(shop) = crate::endpoints::shop_settings().await {
                         zone.0.set(Some(shop.time_zone));
                     }
                 });

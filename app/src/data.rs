@@ -70,7 +70,7 @@ pub fn activities() -> Resource<Loaded<Vec<SaleState>>> {
             }
             #[cfg(not(feature = "ssr"))]
             browser(async move {
-                crate::client::get::<crate::api::ActivityList>("/api/activities")
+                crate::endpoints::sales()
                     .await
                     .map(|l| l.activities.into_iter().map(SaleState::fetched).collect())
                     .map_err(|f| f.message())
@@ -97,7 +97,7 @@ pub fn activity(
         #[cfg(not(feature = "ssr"))]
         browser(async move {
             let Some(id) = id else { return Ok(None) };
-            match crate::client::get::<Activity>(&format!("/api/activities/{id}")).await {
+            match crate::endpoints::sale(id).await {
                 Ok(a) => Ok(Some(SaleState::fetched(a))),
                 Err(f) if f.status == 404 => Ok(None),
                 Err(f) => Err(f.message()),
@@ -125,11 +125,7 @@ pub fn report(
         #[cfg(not(feature = "ssr"))]
         browser(async move {
             let Some(id) = id else { return Ok(None) };
-            match crate::client::get::<crate::api::SaleReport>(&format!(
-                "/api/activities/{id}/report"
-            ))
-            .await
-            {
+            match crate::endpoints::report(id).await {
                 Ok(r) => Ok(Some(r)),
                 Err(f) if f.status == 404 => Ok(None),
                 Err(f) => Err(f.message()),

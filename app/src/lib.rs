@@ -1,7 +1,7 @@
 //! The storefront and admin console UI, rendered on the server and hydrated in the browser.
 //! Server-only code stays behind the `ssr` feature; browser-only code behind `hydrate`.
 //! `pages/` holds one file per page of docs/api.md's list (routes below), `components/` the widgets
-//! they share, `api.rs` the DTOs of the HTTP API, `client.rs` the browser's calls to it, `data.rs`
+//! they share, `api/` the DTOs of the HTTP API, `endpoints.rs` the browser's calls to it (over `client.rs`), `data.rs`
 //! the storefront's server-rendered reads, `clock.rs` the server-synced clock, `i18n.rs` the
 //! shopper's language (its catalogs are `app/locales/*.json`).
 // The admin dashboard is one deep view type.
@@ -12,6 +12,7 @@ pub mod client;
 pub mod clock;
 mod components;
 pub mod data;
+pub mod endpoints;
 mod format;
 pub mod i18n;
 #[cfg(feature = "hydrate")]

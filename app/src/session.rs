@@ -1,7 +1,7 @@
 //! Who is signed in, as the browser knows it. Pages are rendered without it (they stay cacheable);
 //! once hydrated, the app asks `GET /api/me` and marks the document as hydrated.
 
-use crate::{api::User, client};
+use crate::api::User;
 use leptos::prelude::*;
 
 #[derive(Clone, Copy)]
@@ -33,7 +33,7 @@ impl Session {
     }
 
     pub async fn refresh(self) {
-        let user = client::get::<User>("/api/me").await.ok();
+        let user = crate::endpoints::me().await.ok();
         self.user.set(Some(user));
     }
 }

@@ -2,8 +2,7 @@
 //! where to go after.
 
 use crate::{
-    api::{Credentials, User},
-    client,
+    api::Credentials,
     components::proof_of_work::{Work, WorkStatus},
     i18n::{tr, tr_split},
     Session,
@@ -43,8 +42,12 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let p = mode.prefix();
     // A sign-up carries the same proof of work as a buy, solved while the form is filled in.
-    let work = (mode == AuthMode::Register)
-        .then(|| Work::provide_at("/api/auth/challenge".to_string(), false));
+    let work = (mode == AuthMode::Register).then(|| {
+        Work::provide_at(
+            crate::endpoints::paths::SIGN_UP_CHALLENGE.to_string(),
+            false,
+        )
+    });
     let submit = submitter(mode, username, password, work, busy, error);
     let (heading, action, other) = match mode {
         AuthMode::Login => {
@@ -165,11 +168,11 @@ fn submitter(
         };
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
-            let url = match mode {
-                AuthMode::Login => "/api/auth/login",
-                AuthMode::Register => "/api/auth/register",
+            let answer = match mode {
+                AuthMode::Login => crate::endpoints::sign_in(&creds).await,
+                AuthMode::Register => crate::endpoints::sign_up(&creds).await,
             };
-            match client::post::<_, User>(url, &creds).await {
+            match answer {
                 Ok(user) => {
                     session.user.set(Some(Some(user)));
                     let next = query

@@ -2,7 +2,6 @@
 //! language switch.
 
 use crate::{
-    client,
     i18n::{self, tr, tr_with},
     Session,
 };
@@ -15,7 +14,7 @@ pub fn Header(session: Session) -> impl IntoView {
     let sign_out = move |_| {
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
-            if client::post::<_, ()>("/api/auth/logout", &()).await.is_ok() {
+            if crate::endpoints::sign_out().await.is_ok() {
                 session.user.set(Some(None));
                 navigate("/login", Default::default());
             }

@@ -20,12 +20,7 @@ fn viewer() -> Resource<Option<Role>> {
                 async move { role }
             }
             #[cfg(not(feature = "ssr"))]
-            crate::data::browser(async move {
-                crate::client::get::<crate::api::User>("/api/me")
-                    .await
-                    .ok()
-                    .map(|u| u.role)
-            })
+            crate::data::browser(async move { crate::endpoints::me().await.ok().map(|u| u.role) })
         },
     )
 }

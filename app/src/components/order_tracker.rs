@@ -2,8 +2,7 @@
 //! payment deadline counting down and a pay button), then `paid`, or `cancelled` / `failed`.
 
 use crate::{
-    api::{OrderStatus, OrderView, PaymentResult},
-    client,
+    api::{OrderStatus, OrderView},
     clock::{countdown_text, parse_ms, ServerClock},
     i18n::{tr, tr_with},
 };
@@ -96,8 +95,8 @@ impl Tracker {
             .join(",")
     }
 
-    fn url(self) -> String {
-        format!("/api/orders/{}", self.token.get_value())
+    fn token(self) -> String {
+        self.token.get_value()
     }
 
     fn record(self, s: OrderView) {
@@ -112,10 +111,10 @@ impl Tracker {
     /// cancellation at the deadline can change it then), until a final status or the page is left.
     #[cfg(feature = "hydrate")]
     async fn follow(self, alive: &std::sync::atomic::AtomicBool) {
-        let url = self.url();
+        let token = self.token();
         let mut delay = 250.0f64;
         loop {
-            let got = client::get::<OrderView>(&url).await;
+            let got = crate::endpoints::order(&token).await;
             if !alive.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
@@ -146,12 +145,12 @@ impl Tracker {
         self.paying.set(true);
         self.error.set(None);
         leptos::task::spawn_local(async move {
-            let url = self.url();
-            let paid = client::post::<_, PaymentResult>(&format!("{url}/pay"), &()).await;
+            let token = self.token();
+            let paid = crate::endpoints::pay(&token).await;
             if let Err(f) = paid {
                 self.error.set(Some(f.message()));
             }
-            if let Ok(s) = client::get::<OrderView>(&url).await {
+            if let Ok(s) = crate::endpoints::order(&token).await {
                 self.record(s);
             }
             self.paying.set(false);

@@ -27,7 +27,7 @@ pub struct Work {
 impl Work {
     /// Starts the check for sale `id` once the shopper is known to be signed in.
     pub fn provide(id: i64) -> Work {
-        Work::provide_at(format!("/api/activities/{id}/challenge"), true)
+        Work::provide_at(crate::endpoints::paths::buy_challenge(id), true)
     }
 
     /// Starts the check whose challenges `url` hands out: at once, or once the visitor is known

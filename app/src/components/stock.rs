@@ -33,11 +33,7 @@ pub fn poll_stock(sale: &SaleState) -> Stock {
             leptos::task::spawn_local(async move {
                 while alive.load(std::sync::atomic::Ordering::Relaxed) {
                     let ended = js_sys::Date::now() > ends_ms + 5_000.0;
-                    if let Ok(r) = crate::client::get::<crate::api::Remaining>(&format!(
-                        "/api/activities/{id}/stock"
-                    ))
-                    .await
-                    {
+                    if let Ok(r) = crate::endpoints::stock(id).await {
                         stock.remaining.try_set(Some(r.remaining));
                         stock.paused.try_set(r.paused);
                     }

@@ -3,8 +3,6 @@
 
 use crate::{
     api::PasswordChange,
-    api::User,
-    client,
     format::page_title,
     i18n::{tr, tr_split, tr_with},
     Session,
@@ -21,7 +19,7 @@ pub fn AccountPage() -> impl IntoView {
     let everywhere = move |_| {
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
-            match client::post::<_, ()>("/api/auth/logout-everywhere", &()).await {
+            match crate::endpoints::sign_out_everywhere().await {
                 Ok(()) => {
                     session.user.set(Some(None));
                     navigate("/login", Default::default());
@@ -81,7 +79,7 @@ fn PasswordChangeForm(message: RwSignal<Option<(bool, String)>>) -> impl IntoVie
         };
         busy.set(true);
         leptos::task::spawn_local(async move {
-            match client::post::<_, User>("/api/auth/password", &body).await {
+            match crate::endpoints::change_password(&body).await {
                 Ok(_) => {
                     current.set(String::new());
                     new.set(String::new());

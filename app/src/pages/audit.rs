@@ -14,7 +14,7 @@ pub fn ShopAuditPage() -> impl IntoView {
     view! {
         <Title text="Audit log — Seckill"/>
         <MerchantOnly>
-            <AuditTable url="/api/admin/audit" back="/admin"/>
+            <AuditTable url=crate::endpoints::paths::SHOP_AUDIT back="/admin"/>
         </MerchantOnly>
     }
 }
@@ -24,7 +24,7 @@ pub fn PlatformAuditPage() -> impl IntoView {
     view! {
         <Title text="Audit log — Seckill"/>
         <OperatorOnly>
-            <AuditTable url="/api/operator/audit" back="/operator"/>
+            <AuditTable url=crate::endpoints::paths::OPERATOR_AUDIT back="/operator"/>
         </OperatorOnly>
     }
 }
@@ -35,7 +35,7 @@ fn AuditTable(url: &'static str, back: &'static str) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            let got = crate::client::get::<crate::api::AuditLog>(url).await;
+            let got = crate::endpoints::audit(url).await;
             entries.try_set(Some(got.map(|l| l.entries).map_err(|f| f.message())));
         });
     });

@@ -1,7 +1,5 @@
 //! `/admin`: the merchant's list of sales with their figures, refreshed while the page is open.
 
-#[cfg(feature = "hydrate")]
-use crate::client;
 use crate::{
     api::{AdminActivity, SaleStatus},
     clock::console_time,
@@ -41,8 +39,7 @@ fn ShopTimeZone() -> impl IntoView {
             time_zone: typed.get_untracked(),
         };
         leptos::task::spawn_local(async move {
-            match crate::client::post::<_, crate::api::ShopSettings>("/api/admin/shop", &body).await
-            {
+            match crate::endpoints::change_shop_settings(&body).await {
                 Ok(shop) => {
                     if let Some(zone) = zone {
                         zone.set(Some(shop.time_zone.clone()));
@@ -80,8 +77,7 @@ pub fn ActivityTable() -> impl IntoView {
             let alive = alive.clone();
             leptos::task::spawn_local(async move {
                 while alive.load(std::sync::atomic::Ordering::Relaxed) {
-                    let got =
-                        client::get::<crate::api::AdminActivityList>("/api/admin/activities").await;
+                    let got = crate::endpoints::shop_sales().await;
                     if !alive.load(std::sync::atomic::Ordering::Relaxed) {
                         break;
                     }

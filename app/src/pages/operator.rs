@@ -2,9 +2,7 @@
 //! accounts (find one, block or unblock it, set a new password). Every action is audited.
 
 use crate::{
-    api::{
-        AccountList, AccountSummary, Confirmation, Credentials, NewShop, PasswordReset, Shop, User,
-    },
+    api::{AccountSummary, Confirmation, Credentials, NewShop, PasswordReset, Shop},
     client,
     clock::local_time,
     components::merchant_only::OperatorOnly,
@@ -46,7 +44,7 @@ fn Shops() -> impl IntoView {
     Effect::new(move |_| {
         reload.track();
         leptos::task::spawn_local(async move {
-            let got = client::get::<crate::api::ShopList>("/api/operator/shops").await;
+            let got = crate::endpoints::shops().await;
             shops.try_set(Some(got.map(|l| l.shops).map_err(|f| f.message())));
         });
     });
@@ -58,7 +56,7 @@ fn Shops() -> impl IntoView {
             name: name.get_untracked(),
         };
         leptos::task::spawn_local(async move {
-            match client::post::<_, Shop>("/api/operator/shops", &body).await {
+            match crate::endpoints::create_shop(&body).await {
                 Ok(shop) => {
                     message.set(Some((true, format!("Shop “{}” created.", shop.name))));
                     name.set(String::new());
@@ -107,8 +105,7 @@ fn ShopItem(shop: Shop) -> impl IntoView {
             pow: None,
         };
         leptos::task::spawn_local(async move {
-            let url = format!("/api/operator/shops/{id}/merchants");
-            match client::post::<_, User>(&url, &body).await {
+            match crate::endpoints::create_merchant(id, &body).await {
                 Ok(user) => {
                     message.set(Some((
                         true,
@@ -195,7 +192,7 @@ fn ConfirmPassword(reauth: Reauth) -> impl IntoView {
             password: password.get_untracked(),
         };
         leptos::task::spawn_local(async move {
-            match client::post::<_, User>("/api/auth/confirm", &body).await {
+            match crate::endpoints::confirm(&body).await {
                 Ok(_) => {
                     password.set(String::new());
                     reauth.0.set(false);
@@ -231,7 +228,7 @@ fn Accounts() -> impl IntoView {
             .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
             .collect();
         leptos::task::spawn_local(async move {
-            let got = client::get::<AccountList>(&format!("/api/operator/users?q={q}")).await;
+            let got = crate::endpoints::find_accounts(&q).await;
             found.set(Some(got.map(|l| l.users).map_err(|f| f.message())));
         });
     };
@@ -268,14 +265,9 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
     let operator = account.role == crate::api::Role::Operator;
     let reauth = expect_context::<Reauth>();
     let toggle = move |_| {
-        let action = if blocked.get_untracked() {
-            "unblock"
-        } else {
-            "block"
-        };
+        let block = !blocked.get_untracked();
         leptos::task::spawn_local(async move {
-            let url = format!("/api/operator/users/{id}/{action}");
-            match client::post::<_, AccountSummary>(&url, &()).await {
+            match crate::endpoints::block(id, block).await {
                 Ok(a) => {
                     blocked.set(a.blocked);
                     let done = if a.blocked {
@@ -295,8 +287,7 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
             new_password: password.get_untracked(),
         };
         leptos::task::spawn_local(async move {
-            let url = format!("/api/operator/users/{id}/password");
-            match client::post::<_, ()>(&url, &body).await {
+            match crate::endpoints::reset_password(id, &body).await {
                 Ok(()) => {
                     password.set(String::new());
                     message.set(Some((

@@ -1,8 +1,6 @@
 //! `/orders`: the shopper's orders, newest first.
 
 use crate::api::OrderView;
-#[cfg(feature = "hydrate")]
-use crate::client;
 use crate::{
     components::order_tracker::badge,
     format::page_title,
@@ -17,7 +15,7 @@ pub fn OrdersPage() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            let r = client::get::<crate::api::OrderList>("/api/orders")
+            let r = crate::endpoints::orders()
                 .await
                 .map(|l| l.orders)
                 .map_err(|f| {

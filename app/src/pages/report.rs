@@ -76,7 +76,7 @@ fn Report(report: SaleReport) -> impl IntoView {
                 {tr("report.from")} " " <time datetime=report.starts_at.clone()>{crate::clock::utc_time(&report.starts_at)}</time>
                 " " {tr("report.to")} " " <time datetime=report.ends_at.clone()>{crate::clock::utc_time(&report.ends_at)}</time>
                 {tr_with("report.as_of", &[("time", &crate::clock::utc_time(&report.generated_at))])} " "
-                <a href=format!("/api/activities/{id}/report")>{tr("report.json")}</a> "."
+                <a href=crate::endpoints::paths::report(id)>{tr("report.json")}</a> "."
             </p>
             <p class=if u.not_oversold { "notice ok" } else { "notice error" } data-testid="not-oversold">
                 {if u.not_oversold { tr("report.not_oversold") } else { tr("report.disagree") }} " " {sums}
@@ -131,7 +131,7 @@ fn Report(report: SaleReport) -> impl IntoView {
                 <p>{tr("report.fingerprint")} <code class="hash" data-testid="report-commitment">{d.commitment}</code></p>
                 <p class="muted">
                     {tr("report.recompute")} " "
-                    <a href=format!("/api/activities/{id}/drawing")>{tr("report.published_drawing")}</a>
+                    <a href=crate::endpoints::paths::drawing(id)>{tr("report.published_drawing")}</a>
                     " " {tr("report.checked_by")} " " <code>"scripts/verify-drawing"</code> "."
                 </p>
             })}

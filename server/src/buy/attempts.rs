@@ -1,13 +1,14 @@
 //! Buy attempts per activity and second: for the merchant's live dashboard (all of them, in
 //! Redis for ten minutes) and, by outcome, for the sale's public report (in PostgreSQL for good).
 //! Every attempt counts, including those answered in-process (sold out, bad path), so each
-//! instance counts in memory (one uncontended lock, no round trip on the hot path), adds its
+//! instance counts in memory (a sharded map: buys on different shards never wait for each other,
+//! and no round trip on the hot path), adds its
 //! counts to per-second Redis counters four times a second, and its counts by outcome to
 //! `sale_attempts` once a second; the dashboard reads the last complete second, summed over every
 //! instance behind the load balancer.
 
 use crate::infra::redis::Redis;
-use parking_lot::Mutex;
+use dashmap::DashMap;
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -23,13 +24,20 @@ const MAX_TALLY: usize = 100_000;
 /// (activity, second) → attempts; (activity, second, outcome) → attempts.
 #[derive(Default)]
 struct Counts {
-    per_second: HashMap<(i64, i64), u64>,
-    by_outcome: HashMap<(i64, i64, &'static str), u64>,
+    per_second: DashMap<(i64, i64), u64>,
+    by_outcome: DashMap<(i64, i64, &'static str), u64>,
 }
 
 #[derive(Clone, Default)]
 pub struct Attempts {
-    counts: Arc<Mutex<Counts>>,
+    counts: Arc<Counts>,
+}
+
+/// Everything counted so far, taken out of `map`: each key removed on its own, so that a count
+/// added meanwhile lands in a new entry, taken next time, never lost.
+fn drain<K: Copy + Eq + std::hash::Hash>(map: &DashMap<K, u64>) -> HashMap<K, u64> {
+    let keys: Vec<K> = map.iter().map(|e| *e.key()).collect();
+    keys.into_iter().filter_map(|k| map.remove(&k)).collect()
 }
 
 impl Attempts {
@@ -37,16 +45,20 @@ impl Attempts {
     /// code).
     pub fn record(&self, activity: i64, outcome: &'static str) {
         let second = chrono::Utc::now().timestamp();
-        let mut counts = self.counts.lock();
-        *counts.per_second.entry((activity, second)).or_default() += 1;
-        *counts
+        *self
+            .counts
+            .per_second
+            .entry((activity, second))
+            .or_default() += 1;
+        *self
+            .counts
             .by_outcome
             .entry((activity, second, outcome))
             .or_default() += 1;
     }
 
     fn take(&self) -> HashMap<(i64, i64), u64> {
-        std::mem::take(&mut self.counts.lock().per_second)
+        drain(&self.counts.per_second)
     }
 
     /// Writes this instance's counts to Redis; on failure they are kept for the next flush.
@@ -74,9 +86,12 @@ impl Attempts {
         if let Err(e) = written {
             // Some groups may have been written: counted twice rather than lost, on a dashboard.
             let oldest = chrono::Utc::now().timestamp() - KEEP_SECS;
-            let mut kept = self.counts.lock();
             for ((activity, second), n) in counts.into_iter().filter(|((_, s), _)| *s > oldest) {
-                *kept.per_second.entry((activity, second)).or_default() += n;
+                *self
+                    .counts
+                    .per_second
+                    .entry((activity, second))
+                    .or_default() += n;
             }
             return Err(e);
         }
@@ -86,7 +101,7 @@ impl Attempts {
     /// Adds this instance's counts by outcome to `sale_attempts` (one statement); on failure
     /// they are kept for the next time, up to [`MAX_TALLY`] seconds by outcome.
     pub async fn tally(&self, db: &PgPool) -> sqlx::Result<()> {
-        let taken = std::mem::take(&mut self.counts.lock().by_outcome);
+        let taken = drain(&self.counts.by_outcome);
         if taken.is_empty() {
             return Ok(());
         }
@@ -110,7 +125,7 @@ impl Attempts {
         .execute(db)
         .await;
         if let Err(e) = written {
-            let mut counts = self.counts.lock();
+            let counts = &self.counts;
             if counts.by_outcome.len() + taken.len() > MAX_TALLY {
                 tracing::error!(
                     dropped = taken.len(),

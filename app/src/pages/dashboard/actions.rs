@@ -4,7 +4,7 @@
 use super::{update_sale, with_sale, SaleSignal};
 use crate::pages::new_sale::parse_int;
 use crate::{
-    api::{Activity, StockAdditions, StockLevel},
+    api::{StockAdditions, StockLevel},
     client,
     clock::console_time,
 };
@@ -94,12 +94,9 @@ impl Addition {
         };
         self.key.set_value((n, this_key.clone()));
         leptos::task::spawn_local(async move {
-            let added = client::post_with_key::<_, StockLevel>(
-                &format!("/api/admin/activities/{}/stock", self.id),
-                &crate::api::AddStock { add: n },
-                &this_key,
-            )
-            .await;
+            let added =
+                crate::endpoints::add_stock(self.id, &crate::api::AddStock { add: n }, &this_key)
+                    .await;
             match added {
                 Ok(level) => self.added(n, level),
                 Err(f) => self.message.set(Some((false, f.message()))),
@@ -133,17 +130,11 @@ pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let toggle = move |_| {
-        let action = if paused.get_untracked() {
-            "resume"
-        } else {
-            "pause"
-        };
+        let pause = !paused.get_untracked();
         busy.set(true);
         error.set(None);
         leptos::task::spawn_local(async move {
-            match client::post::<_, Activity>(&format!("/api/admin/activities/{id}/{action}"), &())
-                .await
-            {
+            match crate::endpoints::pause(id, pause).await {
                 Ok(a) => update_sale(activity, |cur| cur.activity = a),
                 Err(f) => error.set(Some(f.message())),
             }
@@ -172,10 +163,7 @@ pub fn StockAudit(id: i64, changes: RwSignal<u32>) -> impl IntoView {
     Effect::new(move |_| {
         changes.track();
         leptos::task::spawn_local(async move {
-            let got = client::get::<StockAdditions>(&format!(
-                "/api/admin/activities/{id}/stock-additions"
-            ))
-            .await;
+            let got = crate::endpoints::stock_additions(id).await;
             additions.try_set(Some(got.map_err(|f| f.message())));
         });
     });

@@ -13,8 +13,7 @@ pub fn ForecastPanel(id: i64) -> impl IntoView {
     let forecast = RwSignal::new(None::<Result<Forecast, String>>);
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
-            let url = format!("/api/admin/activities/{id}/forecast");
-            let got = crate::client::get::<Forecast>(&url).await;
+            let got = crate::endpoints::forecast(id).await;
             forecast.set(Some(got.map_err(|f| f.message())));
         });
     });

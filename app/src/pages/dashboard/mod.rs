@@ -129,15 +129,13 @@ impl Live {
         let mut tick = 0u64;
         while alive.load(Relaxed) {
             if tick.is_multiple_of(5) {
-                let got =
-                    client::get::<AdminActivity>(&format!("/api/admin/activities/{id}")).await;
+                let got = crate::endpoints::shop_sale(id).await;
                 if !alive.load(Relaxed) {
                     break;
                 }
                 self.sale(got);
             }
-            let got =
-                client::get::<ActivityStats>(&format!("/api/admin/activities/{id}/stats")).await;
+            let got = crate::endpoints::sale_stats(id).await;
             if !alive.load(Relaxed) {
                 break;
             }

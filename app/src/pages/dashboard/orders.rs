@@ -1,7 +1,5 @@
 //! The sale's orders on the dashboard: filtered by status, paged, exported as CSV.
 
-#[cfg(feature = "hydrate")]
-use crate::client;
 use crate::{api::AdminOrderPage, clock::console_time};
 use leptos::prelude::*;
 
@@ -19,7 +17,7 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
     follow(id, changes, status, offset, reload, page);
     #[cfg(not(feature = "hydrate"))]
     let _ = (changes, reload);
-    let csv = format!("/api/admin/orders.csv?activity_id={id}");
+    let csv = crate::endpoints::paths::orders_csv(id);
     let total = move || {
         page.with(|p| {
             p.as_ref()
@@ -70,13 +68,8 @@ fn follow(
         changes.track();
         reload.track();
         let (status, offset) = (status.get(), offset.get());
-        let mut url =
-            format!("/api/admin/orders?activity_id={id}&limit={PAGE_SIZE}&offset={offset}");
-        if !status.is_empty() {
-            url.push_str(&format!("&status={status}"));
-        }
         leptos::task::spawn_local(async move {
-            let got = client::get::<AdminOrderPage>(&url).await;
+            let got = crate::endpoints::shop_orders(id, &status, PAGE_SIZE, offset).await;
             page.try_set(Some(got.map_err(|f| f.message())));
         });
     });

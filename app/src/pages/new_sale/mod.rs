@@ -7,7 +7,7 @@ pub use draft::parse_int;
 use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
 
 use crate::{
-    api::{Activity, BotCheck, ErrorCode, LineMethod},
+    api::{BotCheck, ErrorCode, LineMethod},
     client,
     components::merchant_only::MerchantOnly,
 };
@@ -142,9 +142,7 @@ fn submitter(
         }
         let this_key = key.get_value();
         leptos::task::spawn_local(async move {
-            match client::post_with_key::<_, Activity>("/api/admin/activities", &body, &this_key)
-                .await
-            {
+            match crate::endpoints::create_sale(&body, &this_key).await {
                 Ok(created) => navigate(
                     &format!("/admin/activities/{}", created.id),
                     Default::default(),

@@ -3,7 +3,7 @@
 //! same key while the sale is busy), the refusals in words, then the order tracker.
 
 use crate::{
-    api::{Activity, BotCheck, BuyPath, BuyRequest, Captcha, ErrorCode, Reservation},
+    api::{Activity, BotCheck, BuyRequest, Captcha, ErrorCode, Reservation},
     client::{self, Failure},
     clock::ServerClock,
     components::{
@@ -167,7 +167,7 @@ impl Panel {
         }
         self.answer.set(String::new());
         leptos::task::spawn_local(async move {
-            match client::get::<Captcha>("/api/captcha").await {
+            match crate::endpoints::captcha().await {
                 Ok(c) => self.captcha.set(Some(c)),
                 Err(f) => self.message.set(Some(f.message())),
             }
@@ -176,7 +176,7 @@ impl Panel {
 
     fn load_path(self) {
         leptos::task::spawn_local(async move {
-            match client::get::<BuyPath>(&format!("/api/activities/{}/path", self.id)).await {
+            match crate::endpoints::buy_path(self.id).await {
                 Ok(p) => self.path.set(Some(p.path)),
                 Err(f) => self.message.set(Some(f.message())),
             }
@@ -235,10 +235,9 @@ impl Panel {
     /// The buy, tried again with the same key (backing off) while the sale is overloaded or
     /// out of reach, at most five times.
     async fn send(self, body: &BuyRequest, key: &str) {
-        let url = format!("/api/activities/{}/buy", self.id);
         let mut attempt = 0u32;
         loop {
-            match client::post_with_key::<_, Reservation>(&url, body, key).await {
+            match crate::endpoints::buy(self.id, body, key).await {
                 Ok(r) => {
                     self.reservation.set(Some(r));
                     self.remaining.update(|n| *n = n.map(|n| (n - 1).max(0)));

@@ -3,8 +3,7 @@
 //! notification at the start while the page is open.
 
 use crate::{
-    api::{Activity, MyReminder, Reminder},
-    client,
+    api::{Activity, Reminder},
     i18n::{tr, tr_split},
     Session,
 };
@@ -21,8 +20,7 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
     Effect::new(move |_| {
         if matches!(session.user.get(), Some(Some(_))) {
             leptos::task::spawn_local(async move {
-                let url = format!("/api/activities/{id}/reminder");
-                if let Ok(mine) = client::get::<MyReminder>(&url).await {
+                if let Ok(mine) = crate::endpoints::my_reminder(id).await {
                     reminder.set(mine.reminder);
                 }
             });
@@ -35,9 +33,7 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
             if crate::notify::askable() {
                 crate::notify::ask().await;
             }
-            let url = format!("/api/activities/{id}/reminder");
-            let empty = std::collections::HashMap::<&str, i64>::new();
-            match client::post::<_, Reminder>(&url, &empty).await {
+            match crate::endpoints::remind_me(id).await {
                 Ok(r) => {
                     reminder.set(Some(r));
                     message.set(None);
@@ -53,7 +49,7 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
         };
         busy.set(true);
         leptos::task::spawn_local(async move {
-            match client::delete(&format!("/api/reminders/{}", r.id)).await {
+            match crate::endpoints::withdraw_reminder(r.id).await {
                 Ok(()) => {
                     reminder.set(None);
                     message.set(None);
@@ -81,7 +77,7 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
                 }.into_any(),
             }}
             <p class="muted small">
-                <a href=format!("/api/activities/{id}/calendar.ics") data-testid="reminder-ics" download=format!("sale-{id}.ics")>{tr("reminder.calendar")}</a>
+                <a href=crate::endpoints::paths::calendar(id) data-testid="reminder-ics" download=format!("sale-{id}.ics")>{tr("reminder.calendar")}</a>
             </p>
             <p class="error" role="alert">{move || message.get()}</p>
         </section>

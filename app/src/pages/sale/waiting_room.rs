@@ -52,8 +52,7 @@ pub fn WaitingRoom(
 ) -> impl IntoView {
     let session = Session::get();
     let line = Line {
-        url: StoredValue::new(format!("/api/activities/{}/queue", activity.id)),
-        board_url: StoredValue::new(format!("/api/activities/{}/line", activity.id)),
+        id: activity.id,
         status: RwSignal::new(None),
         ticket: RwSignal::new(None),
         error: RwSignal::new(None),
@@ -125,10 +124,8 @@ pub fn WaitingRoom(
 /// The shopper's place in the line, as the server last said it.
 #[derive(Clone, Copy)]
 struct Line {
-    url: StoredValue<String>,
-    /// The line's board, the same for everyone (`GET …/line`).
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-    board_url: StoredValue<String>,
+    /// The sale; its line's board (`GET …/line`) is the same for everyone.
+    id: i64,
     status: RwSignal<Option<QueueStatus>>,
     /// Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
     ticket: RwSignal<Option<String>>,
@@ -147,10 +144,9 @@ impl Line {
     /// only when its turn has come.
     #[cfg(feature = "hydrate")]
     async fn follow(self, alive: &std::sync::atomic::AtomicBool) {
-        use crate::api::LineBoard;
+        use crate::endpoints;
         use std::sync::atomic::Ordering::Relaxed;
-        let url = self.url.get_value();
-        let board_url = self.board_url.get_value();
+        let id = self.id;
         let mut join = true;
         let mut place: Option<i64> = None;
         while alive.load(Relaxed) {
@@ -161,18 +157,18 @@ impl Line {
                 continue;
             }
             let answer = if join {
-                crate::client::post::<_, QueueStatus>(&url, &crate::api::JoinQueue::default()).await
+                endpoints::join_line(id, &crate::api::JoinQueue::default()).await
             } else if let Some(p) = place {
                 let jitter = (js_sys::Math::random() * 500.0) as i64;
-                match crate::client::get::<LineBoard>(&board_url).await {
+                match endpoints::line_board(id).await {
                     Ok(board) => match board.status_of(p, jitter) {
                         Some(s) => Ok(s),
-                        None => crate::client::get::<QueueStatus>(&url).await,
+                        None => endpoints::place_in_line(id).await,
                     },
                     Err(f) => Err(f),
                 }
             } else {
-                crate::client::get::<QueueStatus>(&url).await
+                endpoints::place_in_line(id).await
             };
             let delay = match answer {
                 Ok(s) => {
@@ -213,10 +209,9 @@ impl Line {
 
     /// After a turn that came and went: a new place at the back of the line.
     fn join_again(self) {
-        let url = self.url.get_value();
         leptos::task::spawn_local(async move {
             let again = crate::api::JoinQueue { again: Some(true) };
-            match crate::client::post::<_, QueueStatus>(&url, &again).await {
+            match crate::endpoints::join_line(self.id, &again).await {
                 Ok(s) => self.status.set(Some(s)),
                 Err(f) => self.error.set(Some(f.message())),
             }
@@ -247,9 +242,8 @@ pub fn DrawingProof(
                 return;
             }
             leptos::task::spawn_local(async move {
-                let url = format!("/api/activities/{id}/drawing");
                 for _ in 0..30 {
-                    if let Ok(d) = crate::client::get::<crate::api::Drawing>(&url).await {
+                    if let Ok(d) = crate::endpoints::drawing(id).await {
                         if d.seed.is_some() {
                             seed.set(d.seed);
                             return;
@@ -279,7 +273,7 @@ pub fn DrawingProof(
             {move || receipt.get().map(|r| view! {
                 <p>{tr("drawing.receipt")} " " <code class="hash" data-testid="drawing-receipt">{r}</code></p>
             })}
-            <p><a href={format!("/api/activities/{id}/drawing")}>{tr("drawing.published")}</a></p>
+            <p><a href={crate::endpoints::paths::drawing(id)}>{tr("drawing.published")}</a></p>
         </details>
     }
 }

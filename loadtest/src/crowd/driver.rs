@@ -1,16 +1,12 @@
-//! The flash crowd (`seckill-load crowd`): N distinct signed-in shoppers, each fetching the
-//! buy path at the start instant and buying, the way browsers do. Sessions are minted with the
-//! server's secret (an operator tool; registering a crowd through argon2 is not the point), and each
-//! shopper comes from an address of its own (`X-Forwarded-For`, for a server that trusts it).
-//! The report: requests by outcome, throughput, latency percentiles from an HDR histogram, time to
-//! sell out, time until every order is persisted, and the platform's invariants checked in the database.
+//! The crowd itself: each shopper's steps before the start (places, proofs of work), the buys
+//! and retries, a waiting room followed as the page does, the tally, and the wait for orders.
 
+use super::*;
 use crate::deployment::Deployment;
 use anyhow::Context;
-use app::api::{Activity, BuyPath, BuyRequest, LineBoard, QueueStatus, Role, ServerTime};
+use app::api::{Activity, BuyPath, BuyRequest, LineBoard, QueueStatus, Role};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
-use signing::{new_session_id, Claims, SessionSigner};
 use std::{
     collections::BTreeMap,
     sync::{
@@ -20,570 +16,46 @@ use std::{
     time::{Duration, Instant},
 };
 
-#[derive(Clone, Debug)]
-pub struct CrowdOptions {
-    /// The instances (or one load balancer); shopper i starts on instance i mod n.
-    pub base_urls: Vec<String>,
-    pub users: usize,
-    pub stock: i64,
-    pub per_user_limit: i32,
-    /// Requests in flight at once.
-    pub concurrency: usize,
-    /// Seconds between creating the sale and its start.
-    pub lead_secs: i64,
-    pub show_progress: bool,
-    /// Wait until every accepted unit is an order (off when no persister runs).
-    pub settle: bool,
-    /// Buy on this existing activity (its stock, limit and start) instead of creating one; it
-    /// must not need a captcha.
-    pub activity_id: Option<i64>,
-    /// Shoppers started per second (0: as fast as `concurrency` allows). At a rate the run is an
-    /// open loop: shopper i is due at i / rate from the start whatever the server's pace, and
-    /// the report adds each purchase's latency from the instant it was due (no coordinated
-    /// omission: a server that falls behind is charged the time its shoppers waited to start).
-    pub rate: u32,
-    /// How long a shopper keeps trying after a transport error, a `503`, or a load balancer's
-    /// `502`/`504` (the request may not have reached an instance), each time on the next
-    /// instance and with the same `Idempotency-Key`, as a client behind a load balancer does
-    /// (zero: no second try).
-    pub retry_for: Duration,
-    /// Stock shards of the sale it creates (`None`: the server's default).
-    pub stock_shards: Option<i16>,
-    /// Whether the sale it creates has a waiting room (`None`: not named, the server's default).
-    /// On a sale with one, every shopper joins the line before the start, polls it as the page
-    /// does, and buys with the ticket once admitted.
-    pub waiting_room: Option<bool>,
-    /// The proof-of-work difficulty of the sale it creates (`None`: no bot check). On a sale
-    /// that takes a proof of work, every shopper fetches a challenge and solves it before the
-    /// start, as the page does during the countdown, and buys with it.
-    pub proof_of_work: Option<i32>,
-    /// Every n-th shopper (0: none) sends two buys at once, each of the whole limit: with the
-    /// per-user limit held, one of them is refused; without it the shopper ends over the limit,
-    /// which the report's invariants catch.
-    pub greedy_every: usize,
-    /// On a sale with a waiting room: a window in which everyone waits and polls (the sale
-    /// paused, some seconds after the start), measured for `make bench-waiting-room`.
-    pub poll_window: Option<PollWindowOptions>,
-}
-
-/// The polling window's settings.
-#[derive(Clone, Debug)]
-pub struct PollWindowOptions {
-    /// Seconds after the start at which the sale is paused (the places numbered by then).
-    pub after_secs: u64,
-    /// Seconds measured while it is paused.
-    pub secs: u64,
-    /// Processes whose CPU time is measured over the window (the instances, nginx).
-    pub pids: Vec<u32>,
-}
-
-/// What the polling window measured.
-#[derive(Debug)]
-pub struct PollWindow {
-    pub secs: f64,
-    pub polls: u64,
-    pub board_polls: u64,
-    /// Board reads nginx (or a CDN) answered from its cache (`X-Cache-Status` HIT, STALE or
-    /// UPDATING).
-    pub cached: u64,
-    /// Redis commands over the window (`INFO commandstats`, every command), by command.
-    pub redis_calls: BTreeMap<String, u64>,
-    /// CPU time of each measured process over the window, ms.
-    pub cpu_ms: Vec<(u32, f64)>,
-}
-
-#[derive(Debug)]
-pub struct Report {
-    pub activity_id: i64,
-    pub outcomes: BTreeMap<String, u64>,
-    /// Answers that were tried again (by `retry_for`), by outcome.
-    pub retried: BTreeMap<String, u64>,
-    pub accepted: u64,
-    /// The token of every `202`.
-    pub tokens: Vec<String>,
-    pub requests: u64,
-    pub elapsed: Duration,
-    /// Buy latency in microseconds: p50, p90, p99, p99.9, max.
-    pub latency_us: [u64; 5],
-    /// At a rate (an open loop): each purchase (path + buy) from the instant it was due to its
-    /// answer, in microseconds: p50, p90, p99, p99.9, max; and the rate asked.
-    pub paced: Option<(u32, [u64; 5])>,
-    pub sold_out_after: Option<Duration>,
-    pub persisted_after_last_buy: Option<Duration>,
-    pub total_stock: i64,
-    pub sold: i64,
-    pub users_over_limit: i64,
-    pub tokens_not_persisted: i64,
-    /// Units the crowd asked for: shoppers × the activity's per-user limit.
-    pub demand_units: i64,
-    /// On a sale with a waiting room: the line's figures.
-    pub queue: Option<QueueReport>,
-    /// Every buy attempt, in the order answered.
-    pub history: Vec<Answer>,
-}
-
-/// One buy attempt as the crowd saw it: the history a checker reads (`server/tests/partitions`).
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// When it was sent, from the crowd's start (its path request first, then the buy).
-    pub at: Duration,
-    /// From sending to the answer (or to the error).
-    pub took: Duration,
-    pub shopper: usize,
-    /// The `Idempotency-Key` every attempt of this shopper sends.
-    pub key: String,
-    /// `accepted`, an error code, or a transport outcome (as `outcomes` counts them).
-    pub outcome: String,
-    /// The order token of a `202`.
-    pub token: Option<String>,
-}
-
-#[derive(Debug)]
-pub struct QueueReport {
-    /// Seconds the joins before the start took.
-    pub joined_in: Duration,
-    /// Status polls over the whole sale (the board's and the line's).
-    pub polls: u64,
-    /// Of them, reads of the line's board (`GET …/line`, cacheable), as the page makes once its
-    /// place is numbered.
-    pub board_polls: u64,
-    /// From the start (or a later join) to the admission, in ms: p50, p90, p99, max.
-    pub wait_ms: [u64; 4],
-    pub admitted: u64,
-    /// Shoppers the line told "sold out" while they waited.
-    pub told_sold_out: u64,
-    /// Board reads answered by a cache in front (`X-Cache-Status`).
-    pub board_cached: u64,
-    /// Spearman's rank correlation of the places (admission order promised) and the instants
-    /// the shoppers saw their admission, over those whose place was numbered; and how many.
-    pub order_kept: Option<(f64, usize)>,
-    pub window: Option<PollWindow>,
-}
-
-impl Report {
-    /// the platform's invariants: sold exactly what was accepted, at most the stock and exactly the
-    /// stock when demand exceeded it, nobody over the limit, nothing left queued.
-    pub fn invariants_hold(&self) -> bool {
-        let expected = self.demand_units.min(self.total_stock);
-        self.sold == self.accepted as i64
-            && self.sold == expected
-            && self.users_over_limit == 0
-            && self.tokens_not_persisted == 0
-    }
-
-    pub fn print(&self) {
-        let secs = self.elapsed.as_secs_f64();
-        println!(
-            "activity {}: {} shoppers (each: GET path + POST buy) in {:.2} s = {:.0} shoppers/s",
-            self.activity_id,
-            self.requests,
-            secs,
-            self.requests as f64 / secs
-        );
-        for (outcome, n) in &self.outcomes {
-            println!("  {outcome:<16} {n:>9}");
-        }
-        for (outcome, n) in &self.retried {
-            println!("  retried after {outcome:<16} {n:>9}");
-        }
-        let [p50, p90, p99, p999, max] = self.latency_us.map(|us| us as f64 / 1000.0);
-        println!("buy latency ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
-        if let Some((rate, paced)) = self.paced {
-            let [p50, p90, p99, p999, max] = paced.map(|us| us as f64 / 1000.0);
-            println!("open loop at {rate} shoppers/s, purchase (path + buy) from its due instant ms: p50 {p50:.2}  p90 {p90:.2}  p99 {p99:.2}  p99.9 {p999:.2}  max {max:.2}");
-        }
-        let ms = |d: Option<Duration>| {
-            d.map_or("n/a".to_string(), |d| {
-                format!("{:.0} ms", d.as_secs_f64() * 1000.0)
-            })
-        };
-        println!(
-            "sold out after {} from the start; every order persisted {} after the last buy",
-            ms(self.sold_out_after),
-            ms(self.persisted_after_last_buy)
-        );
-        if let Some(q) = &self.queue {
-            let [p50, p90, p99, max] = q.wait_ms.map(|ms| ms as f64 / 1000.0);
-            println!(
-                "waiting room: joined in {:.1} s before the start; {} admitted, {} told sold out while waiting; {} status polls ({} of the board)",
-                q.joined_in.as_secs_f64(), q.admitted, q.told_sold_out, q.polls, q.board_polls
-            );
-            println!(
-                "wait for admission s: p50 {p50:.1}  p90 {p90:.1}  p99 {p99:.1}  max {max:.1}"
-            );
-            println!(
-                "board reads answered by the cache in front: {} of {}",
-                q.board_cached, q.board_polls
-            );
-            if let Some((rho, n)) = q.order_kept {
-                println!("order kept: rank correlation of place and admission (Spearman) {rho:.4} over {n} admitted");
-            }
-            if let Some(w) = &q.window {
-                w.print();
-            }
-        }
-        println!(
-            "invariants: sold {} of {} (accepted {}), users over the limit {}, tokens not persisted {} → {}",
-            self.sold,
-            self.total_stock,
-            self.accepted,
-            self.users_over_limit,
-            self.tokens_not_persisted,
-            if self.invariants_hold() { "OK" } else { "BROKEN" }
-        );
-    }
-}
-
-impl PollWindow {
-    pub fn print(&self) {
-        let total: u64 = self.redis_calls.values().sum();
-        let per_poll = |n: f64| n / (self.polls.max(1) as f64);
-        println!(
-            "polling window: {} polls in {:.1} s ({:.0}/s), {} of the board, {} answered by the cache ({:.1} %)",
-            self.polls,
-            self.secs,
-            self.polls as f64 / self.secs,
-            self.board_polls,
-            self.cached,
-            100.0 * self.cached as f64 / self.board_polls.max(1) as f64
-        );
-        println!(
-            "polling window: {total} Redis commands = {:.4} per poll",
-            per_poll(total as f64)
-        );
-        let mut top: Vec<_> = self.redis_calls.iter().filter(|(_, n)| **n > 0).collect();
-        top.sort_by(|a, b| b.1.cmp(a.1));
-        for (cmd, n) in top.iter().take(8) {
-            println!(
-                "  redis {cmd:<16} {n:>9}  ({:.4} per poll)",
-                per_poll(**n as f64)
-            );
-        }
-        for (pid, ms) in &self.cpu_ms {
-            println!(
-                "polling window: process {pid} CPU {ms:.0} ms = {:.1} µs per poll",
-                1000.0 * per_poll(*ms)
-            );
-        }
-    }
-}
-
-/// A process's CPU time so far (user + system), ms, from `/proc` (Linux).
-fn cpu_ms(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // The kernel's clock ticks are 100 a second on Linux.
-    Some(ticks * 10.0)
-}
-
-/// Spearman's rank correlation of the pairs (ties share their mean rank).
-pub fn spearman(pairs: &[(f64, f64)]) -> Option<f64> {
-    fn ranks(values: Vec<f64>) -> Vec<f64> {
-        let mut order: Vec<usize> = (0..values.len()).collect();
-        order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
-        let mut ranks = vec![0.0; values.len()];
-        let mut i = 0;
-        while i < order.len() {
-            let mut j = i;
-            while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
-                j += 1;
-            }
-            let mean = (i + j) as f64 / 2.0;
-            for k in i..=j {
-                ranks[order[k]] = mean;
-            }
-            i = j + 1;
-        }
-        ranks
-    }
-    if pairs.len() < 2 {
-        return None;
-    }
-    let x = ranks(pairs.iter().map(|p| p.0).collect());
-    let y = ranks(pairs.iter().map(|p| p.1).collect());
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let cov: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let sx = x.iter().map(|a| (a - mx).powi(2)).sum::<f64>().sqrt();
-    let sy = y.iter().map(|b| (b - my).powi(2)).sum::<f64>().sqrt();
-    (sx > 0.0 && sy > 0.0).then(|| cov / (sx * sy))
-}
-
 /// Counters the polling window reads while the crowd runs.
 #[derive(Default)]
-struct Seen {
-    polls: AtomicU64,
-    board: AtomicU64,
-    cached: AtomicU64,
+pub(crate) struct Seen {
+    pub(crate) polls: AtomicU64,
+    pub(crate) board: AtomicU64,
+    pub(crate) cached: AtomicU64,
 }
 
-struct Tally {
-    started: Instant,
-    history: Vec<Answer>,
-    outcomes: BTreeMap<String, u64>,
-    retried: BTreeMap<String, u64>,
-    latency: Histogram<u64>,
-    paced: Histogram<u64>,
-    accepted_units: i64,
-    tokens: Vec<String>,
-    sold_out_at: Option<Instant>,
-    last_accept: Option<Instant>,
-    waits: Histogram<u64>,
-    polls: u64,
-    board_polls: u64,
-    told_sold_out: u64,
-    board_cached: u64,
+pub(crate) struct Tally {
+    pub(crate) started: Instant,
+    pub(crate) history: Vec<Answer>,
+    pub(crate) outcomes: BTreeMap<String, u64>,
+    pub(crate) retried: BTreeMap<String, u64>,
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) paced: Histogram<u64>,
+    pub(crate) accepted_units: i64,
+    pub(crate) tokens: Vec<String>,
+    pub(crate) sold_out_at: Option<Instant>,
+    pub(crate) last_accept: Option<Instant>,
+    pub(crate) waits: Histogram<u64>,
+    pub(crate) polls: u64,
+    pub(crate) board_polls: u64,
+    pub(crate) told_sold_out: u64,
+    pub(crate) board_cached: u64,
     /// (place, ms from the start to the admission seen) of each admitted shopper with a place.
-    admissions: Vec<(i64, u64)>,
-}
-
-async fn server_time(http: &reqwest::Client, base: &str) -> anyhow::Result<ServerTime> {
-    Ok(http
-        .get(format!("{base}/api/time"))
-        .send()
-        .await?
-        .json()
-        .await?)
-}
-
-pub async fn run(deployment: &Deployment, opts: &CrowdOptions) -> anyhow::Result<Report> {
-    let db = deployment.database().await?;
-    let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let accounts = Accounts::create(&db, &run, opts.users).await?;
-    let signer = Signer::new(deployment, accounts.shop)?;
-    let cookie = |user: i64, role: Role| signer.cookie(user, role);
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(opts.concurrency)
-        .timeout(Duration::from_secs(30))
-        .build()?;
-    let bases: Vec<&str> = opts
-        .base_urls
-        .iter()
-        .map(|b| b.trim_end_matches('/'))
-        .collect();
-    anyhow::ensure!(!bases.is_empty(), "no base URL");
-    let server_now = server_time(&http, bases[0]).await?;
-    let activity = match opts.activity_id {
-        Some(id) => existing_sale(&http, bases[0], id).await?,
-        None => {
-            let merchant = cookie(accounts.merchant, Role::Merchant);
-            create_sale(&http, bases[0], opts, &run, &server_now, &merchant).await?
-        }
-    };
-    let before =
-        BeforeStart::prepare(&http, &bases, &activity, &accounts.shoppers, &cookie, opts).await?;
-    // Wait for the start instant by the server's clock, as the browser's countdown does.
-    let starts = chrono::DateTime::parse_from_rfc3339(&activity.starts_at).context("starts_at")?;
-    let wait = (starts.timestamp_millis() - server_now.now_ms).max(0) as u64;
-    tokio::time::sleep(Duration::from_millis(wait).saturating_sub(before.took)).await;
-
-    let started = Instant::now();
-    let target = Target {
-        http: &http,
-        bases: &bases,
-        id: activity.id,
-        quantity: activity.per_user_limit,
-        retry_for: opts.retry_for,
-        requests: tokio::sync::Semaphore::new(opts.concurrency),
-        started,
-        proofs: before.proofs,
-        places: before.places,
-        seen: Seen::default(),
-    };
-    let merchant = cookie(accounts.merchant, Role::Merchant);
-    let (tally, window) = target
-        .crowd_and_window(
-            deployment,
-            &accounts.shoppers,
-            &cookie,
-            &merchant,
-            &activity,
-            opts,
-        )
-        .await?;
-    let elapsed = started.elapsed();
-    let (figures, persisted_after_last_buy) = settle(
-        &db,
-        activity.id,
-        activity.per_user_limit,
-        &tally,
-        opts.settle,
-    )
-    .await?;
-    Ok(Report::new(
-        opts,
-        &activity,
-        tally,
-        figures,
-        Timings {
-            joined_in: before.joined_in,
-            elapsed,
-            started,
-            persisted_after_last_buy,
-            window,
-        },
-    ))
-}
-
-/// The crowd's accounts in the database: a merchant of the first shop (the first found, else a
-/// new one), and `users` new shoppers, inserted ten thousand at a time.
-pub(crate) struct Accounts {
-    pub(crate) merchant: i64,
-    pub(crate) shop: i64,
-    pub(crate) shoppers: Vec<i64>,
-}
-
-impl Accounts {
-    pub(crate) async fn create(
-        db: &sqlx::PgPool,
-        run: &str,
-        users: usize,
-    ) -> anyhow::Result<Accounts> {
-        let (merchant, shop): (i64, i64) = match sqlx::query_as(
-            "SELECT id, shop_id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1",
-        )
-        .fetch_optional(db)
-        .await?
-        {
-            Some(found) => found,
-            None => {
-                sqlx::query_as(
-                    "INSERT INTO users (username, password_hash, role, shop_id)
-                 SELECT $1, '!', 'merchant', id FROM shops ORDER BY id LIMIT 1 RETURNING id, shop_id",
-                )
-                .bind(format!("crowd_m_{run}"))
-                .fetch_one(db)
-                .await?
-            }
-        };
-        let mut shoppers = Vec::with_capacity(users);
-        for chunk in (0..users).collect::<Vec<_>>().chunks(10_000) {
-            let names: Vec<String> = chunk.iter().map(|i| format!("crowd_{run}_{i}")).collect();
-            let ids: Vec<i64> = sqlx::query_scalar(
-                "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
-            )
-            .bind(&names)
-            .fetch_all(db)
-            .await?;
-            shoppers.extend(ids);
-        }
-        Ok(Accounts {
-            merchant,
-            shop,
-            shoppers,
-        })
-    }
-}
-
-/// Session cookies minted with the server's secret, valid for an hour.
-pub(crate) struct Signer {
-    keys: SessionSigner,
-    shop: i64,
-    expires_at: i64,
-}
-
-impl Signer {
-    pub(crate) fn new(deployment: &Deployment, shop: i64) -> anyhow::Result<Signer> {
-        Ok(Signer {
-            keys: SessionSigner::new(deployment.secret()?),
-            shop,
-            expires_at: chrono::Utc::now().timestamp() + 3600,
-        })
-    }
-
-    pub(crate) fn cookie(&self, user_id: i64, role: Role) -> String {
-        let claims = Claims {
-            sid: new_session_id(),
-            user_id,
-            role,
-            shop_id: if role == Role::Merchant { self.shop } else { 0 },
-            epoch: 0,
-            expires_at: self.expires_at,
-            joined: 0,
-            auth_at: 0,
-        };
-        format!("sid={}", self.keys.sign(&claims))
-    }
-}
-
-async fn existing_sale(http: &reqwest::Client, base: &str, id: i64) -> anyhow::Result<Activity> {
-    let resp = http
-        .get(format!("{base}/api/activities/{id}"))
-        .send()
-        .await?;
-    anyhow::ensure!(
-        resp.status().is_success(),
-        "activity {id}: {}",
-        resp.status()
-    );
-    Ok(resp.json().await?)
-}
-
-/// A new sale of the options' stock and limit, starting `lead_secs` from the server's now.
-pub(crate) async fn create_sale(
-    http: &reqwest::Client,
-    base: &str,
-    opts: &CrowdOptions,
-    run: &str,
-    server_now: &ServerTime,
-    merchant_cookie: &str,
-) -> anyhow::Result<Activity> {
-    let starts = chrono::DateTime::from_timestamp_millis(server_now.now_ms)
-        .context("server time")?
-        + chrono::Duration::seconds(opts.lead_secs);
-    let mut sale = serde_json::json!({
-        "title": format!("Crowd {run}"),
-        "price_cents": 10_000,
-        "seckill_price_cents": 1_000,
-        "starts_at": starts.to_rfc3339(),
-        "ends_at": (starts + chrono::Duration::hours(1)).to_rfc3339(),
-        "stock": opts.stock,
-        "per_user_limit": opts.per_user_limit,
-        "bot_check": if opts.proof_of_work.is_some() { "proof_of_work" } else { "none" },
-    });
-    if let Some(difficulty) = opts.proof_of_work {
-        sale["pow_difficulty"] = difficulty.into();
-    }
-    // Named only when asked, so that the tool also drives servers that predate shards.
-    if let Some(shards) = opts.stock_shards {
-        sale["stock_shards"] = shards.into();
-    }
-    if let Some(on) = opts.waiting_room {
-        sale["waiting_room"] = on.into();
-    }
-    let resp = http
-        .post(format!("{base}/api/admin/activities"))
-        .header("cookie", merchant_cookie)
-        .json(&sale)
-        .send()
-        .await?;
-    anyhow::ensure!(
-        resp.status().as_u16() == 201,
-        "creating the sale: {} {}",
-        resp.status(),
-        resp.text().await.unwrap_or_default()
-    );
-    Ok(resp.json().await?)
-}
-
-/// Shopper i's own client address (`X-Forwarded-For`).
-pub(crate) fn addr_of(i: usize) -> String {
-    format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)
+    pub(crate) admissions: Vec<(i64, u64)>,
 }
 
 /// What the shoppers do during the countdown, as the page does: join the line of a sale with a
 /// waiting room, solve the proofs of work of a sale that takes them.
-struct BeforeStart {
-    joined_in: Duration,
+pub(crate) struct BeforeStart {
+    pub(crate) joined_in: Duration,
     /// Each shopper's place value (the `place` cookie the join set), by shopper.
-    places: Vec<Option<String>>,
-    proofs: Vec<String>,
-    took: Duration,
+    pub(crate) places: Vec<Option<String>>,
+    pub(crate) proofs: Vec<String>,
+    pub(crate) took: Duration,
 }
 
 impl BeforeStart {
-    async fn prepare(
+    pub(crate) async fn prepare(
         http: &reqwest::Client,
         bases: &[&str],
         activity: &Activity,
@@ -634,7 +106,7 @@ impl BeforeStart {
 
 /// Until every accepted unit is an order (or two minutes; not at all without `settle`): the
 /// database's figures, and how long after the last accepted buy the last order was written.
-async fn settle(
+pub(crate) async fn settle(
     db: &sqlx::PgPool,
     id: i64,
     quantity: i32,
@@ -657,72 +129,8 @@ async fn settle(
     }
 }
 
-struct Timings {
-    joined_in: Duration,
-    elapsed: Duration,
-    started: Instant,
-    persisted_after_last_buy: Option<Duration>,
-    window: Option<PollWindow>,
-}
-
-impl Report {
-    fn new(
-        opts: &CrowdOptions,
-        activity: &Activity,
-        t: Tally,
-        figures: Figures,
-        timings: Timings,
-    ) -> Report {
-        let q = |p: f64| t.latency.value_at_quantile(p);
-        let w = |p: f64| t.waits.value_at_quantile(p);
-        let queue = activity.waiting_room.then(|| QueueReport {
-            joined_in: timings.joined_in,
-            polls: t.polls,
-            board_polls: t.board_polls,
-            wait_ms: [w(0.5), w(0.9), w(0.99), t.waits.max()],
-            admitted: t.waits.len(),
-            told_sold_out: t.told_sold_out,
-            board_cached: t.board_cached,
-            order_kept: spearman(
-                &t.admissions
-                    .iter()
-                    .map(|&(p, w)| (p as f64, w as f64))
-                    .collect::<Vec<_>>(),
-            )
-            .map(|rho| (rho, t.admissions.len())),
-            window: timings.window,
-        });
-        Report {
-            activity_id: activity.id,
-            requests: t.outcomes.values().sum::<u64>(),
-            accepted: t.accepted_units as u64,
-            latency_us: [q(0.5), q(0.9), q(0.99), q(0.999), t.latency.max()],
-            paced: (opts.rate > 0).then(|| {
-                let p = |q: f64| t.paced.value_at_quantile(q);
-                (
-                    opts.rate,
-                    [p(0.5), p(0.9), p(0.99), p(0.999), t.paced.max()],
-                )
-            }),
-            sold_out_after: t.sold_out_at.map(|at| at - timings.started),
-            tokens_not_persisted: figures.tokens_missing,
-            tokens: t.tokens,
-            outcomes: t.outcomes,
-            retried: t.retried,
-            elapsed: timings.elapsed,
-            persisted_after_last_buy: timings.persisted_after_last_buy,
-            total_stock: figures.total_stock,
-            sold: figures.sold,
-            users_over_limit: figures.users_over_limit,
-            demand_units: opts.users as i64 * i64::from(activity.per_user_limit),
-            queue,
-            history: t.history,
-        }
-    }
-}
-
 impl Tally {
-    fn new() -> anyhow::Result<Tally> {
+    pub(crate) fn new() -> anyhow::Result<Tally> {
         Ok(Tally {
             started: Instant::now(),
             history: Vec::new(),
@@ -747,7 +155,7 @@ impl Tally {
 impl Target<'_> {
     /// Every shopper at once (paced at `rate` when set), each buying once, or waiting in the
     /// line and then buying; the tally of what they were told.
-    async fn crowd(
+    pub(crate) async fn crowd(
         &self,
         users: &[i64],
         cookie: &impl Fn(i64, Role) -> String,
@@ -817,12 +225,12 @@ impl Target<'_> {
 
 /// The database's side of the report.
 #[derive(sqlx::FromRow)]
-struct Figures {
-    total_stock: i64,
-    sold: i64,
-    users_over_limit: i64,
+pub(crate) struct Figures {
+    pub(crate) total_stock: i64,
+    pub(crate) sold: i64,
+    pub(crate) users_over_limit: i64,
     /// Tokens a `202` named that are no order.
-    tokens_missing: i64,
+    pub(crate) tokens_missing: i64,
 }
 
 impl Figures {
@@ -830,7 +238,7 @@ impl Figures {
     /// just restarted it).
     /// `tokens`: every token a `202` named; those that are no order (of any status) are counted
     /// one by one, not as a sum of units that other orders could make up for.
-    async fn read(
+    pub(crate) async fn read(
         db: &sqlx::PgPool,
         id: i64,
         per_user_limit: i32,
@@ -863,25 +271,25 @@ impl Figures {
 }
 
 /// Where and what the crowd buys.
-struct Target<'a> {
-    http: &'a reqwest::Client,
-    bases: &'a [&'a str],
-    id: i64,
-    quantity: i32,
-    retry_for: Duration,
+pub(crate) struct Target<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    pub(crate) bases: &'a [&'a str],
+    pub(crate) id: i64,
+    pub(crate) quantity: i32,
+    pub(crate) retry_for: Duration,
     /// Requests in flight at once (a waiting room's crowd is all there, polling).
-    requests: tokio::sync::Semaphore,
-    started: Instant,
+    pub(crate) requests: tokio::sync::Semaphore,
+    pub(crate) started: Instant,
     /// Each shopper's solved proof of work (empty when the sale takes none).
-    proofs: Vec<String>,
+    pub(crate) proofs: Vec<String>,
     /// Each shopper's place value in the waiting room, as the join left it.
-    places: Vec<Option<String>>,
-    seen: Seen,
+    pub(crate) places: Vec<Option<String>>,
+    pub(crate) seen: Seen,
 }
 
 /// Every shopper's proof of work for sale `id`: the challenges fetched as each shopper, solved
 /// on every core (the solving is the browser's cost; it is paid here before the start).
-async fn solve_all(
+pub(crate) async fn solve_all(
     http: &reqwest::Client,
     bases: &[&str],
     id: i64,
@@ -929,12 +337,12 @@ async fn solve_all(
 }
 
 /// What a join handed the shopper: the place value it set.
-struct Joined {
-    place: Option<String>,
+pub(crate) struct Joined {
+    pub(crate) place: Option<String>,
 }
 
 /// The `place` value a response set, if any.
-fn place_set(resp: &reqwest::Response) -> Option<String> {
+pub(crate) fn place_set(resp: &reqwest::Response) -> Option<String> {
     resp.headers()
         .get_all(reqwest::header::SET_COOKIE)
         .iter()
@@ -945,7 +353,7 @@ fn place_set(resp: &reqwest::Response) -> Option<String> {
 }
 
 /// Joins (or `again`: re-joins) a sale's waiting room; the place value it hands back.
-async fn join_line(
+pub(crate) async fn join_line(
     http: &reqwest::Client,
     base: &str,
     id: i64,
@@ -967,20 +375,20 @@ async fn join_line(
 }
 
 /// What one attempt came to, and whether a client would try it again.
-struct Attempt {
-    outcome: String,
-    retry: bool,
+pub(crate) struct Attempt {
+    pub(crate) outcome: String,
+    pub(crate) retry: bool,
 }
 
 impl Attempt {
-    fn done(outcome: impl Into<String>) -> Attempt {
+    pub(crate) fn done(outcome: impl Into<String>) -> Attempt {
         Attempt {
             outcome: outcome.into(),
             retry: false,
         }
     }
 
-    fn transport(e: &reqwest::Error, step: &str) -> Attempt {
+    pub(crate) fn transport(e: &reqwest::Error, step: &str) -> Attempt {
         let what = if e.is_timeout() {
             "timeout"
         } else {
@@ -998,7 +406,7 @@ impl Target<'_> {
     /// the line's board and works out where it stands; asks the line itself (`GET …/queue`,
     /// with the place value) before that and when its turn has come; once admitted, buys with
     /// the ticket.
-    async fn wait_and_shop(
+    pub(crate) async fn wait_and_shop(
         &self,
         shopper: usize,
         cookie: &str,
@@ -1066,7 +474,7 @@ impl Target<'_> {
     }
 
     /// The crowd, and beside it the polling window when asked (a sale with a waiting room).
-    async fn crowd_and_window(
+    pub(crate) async fn crowd_and_window(
         &self,
         deployment: &Deployment,
         shoppers: &[i64],
@@ -1089,7 +497,7 @@ impl Target<'_> {
 
     /// The polling window: some seconds after the start the sale is paused (admission stops,
     /// everyone still in line waits and polls as told), then measured for `w.secs`, then resumed.
-    async fn poll_window(
+    pub(crate) async fn poll_window(
         &self,
         deployment: &Deployment,
         w: &PollWindowOptions,
@@ -1142,7 +550,7 @@ impl Target<'_> {
 
     /// Redis's commands so far by command (`INFO commandstats`), the processes' CPU time, and
     /// the polls, board reads and cache hits seen so far.
-    async fn snapshot(
+    pub(crate) async fn snapshot(
         &self,
         redis: &mut redis::aio::ConnectionManager,
         pids: &[u32],
@@ -1171,7 +579,7 @@ impl Target<'_> {
     }
 
     /// The line's board of the sale (`None`: not read).
-    async fn board(&self, base: &str, tally: &Mutex<Tally>) -> Option<LineBoard> {
+    pub(crate) async fn board(&self, base: &str, tally: &Mutex<Tally>) -> Option<LineBoard> {
         let resp = {
             let _permit = self.requests.acquire().await.expect("never closed");
             self.http
@@ -1201,7 +609,7 @@ impl Target<'_> {
     }
 
     /// Where the shopper stands, from the line itself; and the place value it handed back.
-    async fn line(
+    pub(crate) async fn line(
         &self,
         base: &str,
         cookie: &str,
@@ -1235,7 +643,7 @@ impl Target<'_> {
 
     /// One shopper: the path, then the buy (the whole quantity the limit allows), tried again
     /// within `retry_for` on the next instance after a transport error or a `503`. Returns the outcome.
-    async fn shop(
+    pub(crate) async fn shop(
         &self,
         shopper: usize,
         cookie: &str,
@@ -1271,7 +679,7 @@ impl Target<'_> {
 
     // One buy request's whole context; a struct for it would be used once.
     #[allow(clippy::too_many_arguments)]
-    async fn attempt(
+    pub(crate) async fn attempt(
         &self,
         shopper: usize,
         base: &str,
@@ -1332,7 +740,12 @@ impl Target<'_> {
     }
 
     /// The buy path, as the page fetches it at the start; else the attempt's outcome.
-    async fn path(&self, base: &str, cookie: &str, addr: &str) -> Result<String, Attempt> {
+    pub(crate) async fn path(
+        &self,
+        base: &str,
+        cookie: &str,
+        addr: &str,
+    ) -> Result<String, Attempt> {
         let resp = self
             .http
             .get(format!("{base}/api/activities/{}/path", self.id))
@@ -1356,7 +769,9 @@ impl Target<'_> {
 
 /// A buy's answer: its outcome (the error code, with the status past 499 but for `overloaded`)
 /// and, when accepted, the order token.
-async fn answer_of(resp: reqwest::Result<reqwest::Response>) -> (Attempt, Option<String>) {
+pub(crate) async fn answer_of(
+    resp: reqwest::Result<reqwest::Response>,
+) -> (Attempt, Option<String>) {
     match resp {
         Ok(r) if r.status().as_u16() == 202 => match r.json::<app::api::Reservation>().await {
             Ok(reservation) => (Attempt::done("accepted"), Some(reservation.token)),
@@ -1384,7 +799,13 @@ async fn answer_of(resp: reqwest::Result<reqwest::Response>) -> (Attempt, Option
 
 impl Tally {
     /// One buy's latency, and what it took or told.
-    fn record_buy(&mut self, took_us: u64, token: Option<String>, outcome: &str, units: i64) {
+    pub(crate) fn record_buy(
+        &mut self,
+        took_us: u64,
+        token: Option<String>,
+        outcome: &str,
+        units: i64,
+    ) {
         let _ = self.latency.record(took_us.max(1));
         if let Some(token) = token {
             self.accepted_units += units;
@@ -1399,25 +820,6 @@ impl Tally {
 /// Answers after which a shopper tries again with the same key: the instance is overloaded or
 /// unavailable (`503`), or the load balancer in front could not get an answer from one (`502`,
 /// `504`: the buy may or may not have run, which the key makes safe to ask again).
-fn gateway_or_unavailable(status: u16) -> bool {
+pub(crate) fn gateway_or_unavailable(status: u16) -> bool {
     matches!(status, 502..=504)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::spearman;
-
-    #[test]
-    fn rank_correlation_of_order_kept_reversed_and_shuffled() {
-        let kept: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, (i * 7) as f64)).collect();
-        assert!((spearman(&kept).unwrap() - 1.0).abs() < 1e-12);
-        let reversed: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, -(i as f64))).collect();
-        assert!((spearman(&reversed).unwrap() + 1.0).abs() < 1e-12);
-        // Admissions seen at the same poll share a rank: a close but not perfect correlation.
-        let polled: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, (i / 10) as f64)).collect();
-        let rho = spearman(&polled).unwrap();
-        assert!(rho > 0.98 && rho < 1.0, "{rho}");
-        assert_eq!(spearman(&[(1.0, 1.0)]), None);
-        assert_eq!(spearman(&[(1.0, 1.0), (2.0, 1.0)]), None, "no spread");
-    }
 }

@@ -1,0 +1,247 @@
+//! Every call the app makes to the JSON API, one typed function each, and the API's addresses the
+//! pages link to: the paths of docs/api.md are written here and nowhere else in the app. The
+//! transport (JSON, the error body, `Retry-After`, the browser-only stubs) is `client.rs`'s.
+
+use crate::api::{
+    AccountList, AccountSummary, Activity, ActivityList, ActivityStats, AddStock, AdminActivity,
+    AdminActivityList, AdminOrderPage, AuditLog, BuyPath, BuyRequest, Captcha, Confirmation,
+    Credentials, Drawing, Forecast, JoinQueue, LineBoard, MyReminder, NewActivity, NewShop,
+    OrderList, OrderView, PasswordChange, PasswordReset, PaymentResult, QueueStatus, Remaining,
+    Reminder, Reservation, SaleReport, ServerTime, Shop, ShopList, ShopSettings,
+    ShopSettingsChange, StockAdditions, StockLevel, User,
+};
+use crate::client::{delete, get, post, post_with_key, Failure};
+
+type Answer<T> = Result<T, Failure>;
+
+/// The addresses a page links to or hands to a component that makes its own requests.
+pub mod paths {
+    /// A sale's public report as JSON.
+    pub fn report(id: i64) -> String {
+        format!("/api/activities/{id}/report")
+    }
+
+    /// A sale's published drawing.
+    pub fn drawing(id: i64) -> String {
+        format!("/api/activities/{id}/drawing")
+    }
+
+    /// A sale's calendar entry (`.ics`).
+    pub fn calendar(id: i64) -> String {
+        format!("/api/activities/{id}/calendar.ics")
+    }
+
+    /// The proof-of-work challenges of a sale's buy.
+    pub fn buy_challenge(id: i64) -> String {
+        format!("/api/activities/{id}/challenge")
+    }
+
+    /// The proof-of-work challenges of a sign-up.
+    pub const SIGN_UP_CHALLENGE: &str = "/api/auth/challenge";
+
+    /// A shop's orders of a sale as CSV.
+    pub fn orders_csv(id: i64) -> String {
+        format!("/api/admin/orders.csv?activity_id={id}")
+    }
+
+    /// The audit log of the merchant's shop.
+    pub const SHOP_AUDIT: &str = "/api/admin/audit";
+
+    /// The operator's audit log.
+    pub const OPERATOR_AUDIT: &str = "/api/operator/audit";
+}
+
+// Sessions and accounts.
+
+pub async fn me() -> Answer<User> {
+    get("/api/me").await
+}
+
+pub async fn sign_in(creds: &Credentials) -> Answer<User> {
+    post("/api/auth/login", creds).await
+}
+
+pub async fn sign_up(creds: &Credentials) -> Answer<User> {
+    post("/api/auth/register", creds).await
+}
+
+pub async fn sign_out() -> Answer<()> {
+    post("/api/auth/logout", &()).await
+}
+
+pub async fn sign_out_everywhere() -> Answer<()> {
+    post("/api/auth/logout-everywhere", &()).await
+}
+
+pub async fn change_password(change: &PasswordChange) -> Answer<User> {
+    post("/api/auth/password", change).await
+}
+
+/// The password checked again, before an operator's blocks and resets.
+pub async fn confirm(confirmation: &Confirmation) -> Answer<User> {
+    post("/api/auth/confirm", confirmation).await
+}
+
+pub async fn server_time() -> Answer<ServerTime> {
+    get("/api/time").await
+}
+
+// The storefront.
+
+pub async fn sales() -> Answer<ActivityList> {
+    get("/api/activities").await
+}
+
+pub async fn sale(id: i64) -> Answer<Activity> {
+    get(&format!("/api/activities/{id}")).await
+}
+
+pub async fn stock(id: i64) -> Answer<Remaining> {
+    get(&format!("/api/activities/{id}/stock")).await
+}
+
+pub async fn report(id: i64) -> Answer<SaleReport> {
+    get(&paths::report(id)).await
+}
+
+pub async fn drawing(id: i64) -> Answer<Drawing> {
+    get(&paths::drawing(id)).await
+}
+
+pub async fn captcha() -> Answer<Captcha> {
+    get("/api/captcha").await
+}
+
+pub async fn buy_path(id: i64) -> Answer<BuyPath> {
+    get(&format!("/api/activities/{id}/path")).await
+}
+
+/// The buy, keyed: a retry with the same key gets the first answer.
+pub async fn buy(id: i64, body: &BuyRequest, key: &str) -> Answer<Reservation> {
+    post_with_key(&format!("/api/activities/{id}/buy"), body, key).await
+}
+
+pub async fn join_line(id: i64, join: &JoinQueue) -> Answer<QueueStatus> {
+    post(&format!("/api/activities/{id}/queue"), join).await
+}
+
+pub async fn place_in_line(id: i64) -> Answer<QueueStatus> {
+    get(&format!("/api/activities/{id}/queue")).await
+}
+
+pub async fn line_board(id: i64) -> Answer<LineBoard> {
+    get(&format!("/api/activities/{id}/line")).await
+}
+
+pub async fn my_reminder(id: i64) -> Answer<MyReminder> {
+    get(&format!("/api/activities/{id}/reminder")).await
+}
+
+pub async fn remind_me(id: i64) -> Answer<Reminder> {
+    let empty = std::collections::HashMap::<&str, i64>::new();
+    post(&format!("/api/activities/{id}/reminder"), &empty).await
+}
+
+pub async fn withdraw_reminder(reminder: i64) -> Answer<()> {
+    delete(&format!("/api/reminders/{reminder}")).await
+}
+
+pub async fn orders() -> Answer<OrderList> {
+    get("/api/orders").await
+}
+
+pub async fn order(token: &str) -> Answer<OrderView> {
+    get(&format!("/api/orders/{token}")).await
+}
+
+pub async fn pay(token: &str) -> Answer<PaymentResult> {
+    post(&format!("/api/orders/{token}/pay"), &()).await
+}
+
+// The console.
+
+pub async fn shop_settings() -> Answer<ShopSettings> {
+    get("/api/admin/shop").await
+}
+
+pub async fn change_shop_settings(change: &ShopSettingsChange) -> Answer<ShopSettings> {
+    post("/api/admin/shop", change).await
+}
+
+pub async fn shop_sales() -> Answer<AdminActivityList> {
+    get("/api/admin/activities").await
+}
+
+pub async fn shop_sale(id: i64) -> Answer<AdminActivity> {
+    get(&format!("/api/admin/activities/{id}")).await
+}
+
+/// A new sale, keyed: a retry with the same key gets the first answer.
+pub async fn create_sale(sale: &NewActivity, key: &str) -> Answer<Activity> {
+    post_with_key("/api/admin/activities", sale, key).await
+}
+
+pub async fn sale_stats(id: i64) -> Answer<ActivityStats> {
+    get(&format!("/api/admin/activities/{id}/stats")).await
+}
+
+pub async fn forecast(id: i64) -> Answer<Forecast> {
+    get(&format!("/api/admin/activities/{id}/forecast")).await
+}
+
+/// Units added, keyed: a retry with the same key adds nothing more.
+pub async fn add_stock(id: i64, add: &AddStock, key: &str) -> Answer<StockLevel> {
+    post_with_key(&format!("/api/admin/activities/{id}/stock"), add, key).await
+}
+
+pub async fn stock_additions(id: i64) -> Answer<StockAdditions> {
+    get(&format!("/api/admin/activities/{id}/stock-additions")).await
+}
+
+/// Pauses the sale (`paused`) or resumes it.
+pub async fn pause(id: i64, paused: bool) -> Answer<Activity> {
+    let action = if paused { "pause" } else { "resume" };
+    post(&format!("/api/admin/activities/{id}/{action}"), &()).await
+}
+
+/// One page of a sale's orders, of one status or all (`status` empty).
+pub async fn shop_orders(id: i64, status: &str, limit: i64, offset: i64) -> Answer<AdminOrderPage> {
+    let mut url = format!("/api/admin/orders?activity_id={id}&limit={limit}&offset={offset}");
+    if !status.is_empty() {
+        url.push_str(&format!("&status={status}"));
+    }
+    get(&url).await
+}
+
+pub async fn audit(path: &str) -> Answer<AuditLog> {
+    get(path).await
+}
+
+// The operator.
+
+pub async fn shops() -> Answer<ShopList> {
+    get("/api/operator/shops").await
+}
+
+pub async fn create_shop(shop: &NewShop) -> Answer<Shop> {
+    post("/api/operator/shops", shop).await
+}
+
+pub async fn create_merchant(shop: i64, creds: &Credentials) -> Answer<User> {
+    post(&format!("/api/operator/shops/{shop}/merchants"), creds).await
+}
+
+/// Accounts whose username starts with `q` (letters, digits, `_`, `.` and `-` only).
+pub async fn find_accounts(q: &str) -> Answer<AccountList> {
+    get(&format!("/api/operator/users?q={q}")).await
+}
+
+/// Blocks the account (`blocked`) or unblocks it.
+pub async fn block(id: i64, blocked: bool) -> Answer<AccountSummary> {
+    let action = if blocked { "block" } else { "unblock" };
+    post(&format!("/api/operator/users/{id}/{action}"), &()).await
+}
+
+pub async fn reset_password(id: i64, reset: &PasswordReset) -> Answer<()> {
+    post(&format!("/api/operator/users/{id}/password"), reset).await
+}
