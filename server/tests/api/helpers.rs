@@ -53,6 +53,11 @@ pub struct Payments {
     pub failing: AtomicBool,
     /// Milliseconds each charge takes.
     pub charge_ms: AtomicU64,
+    /// While true, every charge that starts waits until it is set false again: a test holds the
+    /// money in flight for as long as it needs.
+    pub hold: tokio::sync::watch::Sender<bool>,
+    /// Charges begun, held or not.
+    pub started: AtomicU64,
 }
 
 impl Payments {
@@ -68,6 +73,10 @@ impl Payments {
 impl PaymentProvider for Payments {
     fn charge<'a>(&'a self, charge: &'a Charge) -> ProviderResult<'a, ()> {
         Box::pin(async move {
+            let mut hold = self.hold.subscribe();
+            self.started.fetch_add(1, Ordering::SeqCst);
+            // The sender lives in `self`, so the wait cannot end by the channel closing.
+            let _ = hold.wait_for(|held| !held).await;
             let ms = self.charge_ms.load(Ordering::Relaxed);
             if ms > 0 {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
