@@ -165,10 +165,13 @@ build:
 	scripts/precompress.sh target/site/pkg
 
 # The load tool (the loadtest crate): the crowds of every suite and check, and the e2e suite's
-# signed cookies. A release build, on the release server's own build of every dependency
-# (server/Cargo.toml names the features its HTTP client adds).
+# signed cookies. A release build, on the release server's own build of every dependency: built
+# with the suites' packages and features (RUST_SUITES), since Cargo settles the features of the
+# dependencies per invocation, and `-p loadtest` alone settles some differently (chrono's, hence
+# sqlx's and all above them), which built them a second and a third time.
+LOAD_TOOL := cargo build --release $(RUST_SUITES) --bin seckill-load
 load-tool:
-	cargo build --release -p loadtest
+	$(LOAD_TOOL)
 
 # The Rust suites run on the release build too: `cargo test --release` takes the server, the load
 # tool and every dependency as `build-release` and `load-tool` built them, and compiles only the
@@ -349,7 +352,7 @@ bench: setup test-tools
 # the CPU and Redis commands per sold unit; `make bench` runs it too (docs/benchmarks.md).
 bench-gate: setup test-tools build-release
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
-	cargo build --release -p loadtest
+	$(LOAD_TOOL)
 	scripts/bench-gate.sh | tee target/bench-gate.md
 
 # The waiting room at a crowd's scale through nginx with its cache on: Redis commands and CPU per
@@ -357,7 +360,7 @@ bench-gate: setup test-tools build-release
 # Its section of docs/benchmarks.md is replaced in place.
 bench-waiting-room: setup test-tools build-release
 	if ! dpkg -s nginx >/dev/null 2>&1; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx bc >/dev/null; fi
-	cargo build --release -p loadtest
+	$(LOAD_TOOL)
 	scripts/bench-waiting-room.sh | tee target/bench-waiting-room.md
 	python3 -c 'import re,sys; d=open("docs/benchmarks.md").read(); s=open("target/bench-waiting-room.md").read(); 	  a,b="<!-- bench-waiting-room -->","<!-- /bench-waiting-room -->"; 	  d=re.sub(re.escape(a)+".*?"+re.escape(b), lambda _: a+"\n"+s+b, d, flags=re.S) if a in d else d+"\n"+a+"\n"+s+b+"\n"; 	  open("docs/benchmarks.md","w").write(d)'
 

@@ -52,7 +52,7 @@ cargo build --release -p server --features bench --target-dir target/bench 2>&1 
 cp target/release/hash.txt target/bench/release/ 2>/dev/null || true
 BENCH_BIN=target/bench/release/server
 # The load tool (crowd, pace, ceiling, the costs): a crate of its own, not in the server.
-cargo build --release -p loadtest 2>&1 | tail -1
+make --no-print-directory load-tool 2>&1 | tail -1
 cargo build --release -p server --example session_cost 2>&1 | tail -1
 LOAD=target/release/seckill-load
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS seckill_bench WITH (FORCE)" -c "CREATE DATABASE seckill_bench"
