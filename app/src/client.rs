@@ -120,6 +120,37 @@ mod imp {
     }
 }
 
+/// A form's post or a button's call, as a Leptos [`Action`](leptos::prelude::Action): its
+/// `pending()` while it runs (the button disabled), its `value()` after (what the page says).
+/// The server renders the action and never runs it (events fire in the browser only), so it is
+/// one that the server's threads may drop: in the browser a call's future is not `Send` (the
+/// fetch API's), and is kept to the browser's one thread by a `SendWrapper`.
+pub fn action<I, O, F, Fu>(call: F) -> leptos::prelude::Action<I, O>
+where
+    I: Send + Sync + 'static,
+    O: Send + Sync + 'static,
+    F: Fn(&I) -> Fu + Send + Sync + 'static,
+    Fu: BrowserFuture<O>,
+{
+    #[cfg(feature = "hydrate")]
+    return leptos::prelude::Action::new(move |input: &I| {
+        send_wrapper::SendWrapper::new(call(input))
+    });
+    #[cfg(not(feature = "hydrate"))]
+    leptos::prelude::Action::new(call)
+}
+
+/// What [`action`] runs: in the browser any future; elsewhere (the server, where it never runs)
+/// a `Send` one, as the server's renderer needs.
+#[cfg(feature = "hydrate")]
+pub trait BrowserFuture<O>: std::future::Future<Output = O> + 'static {}
+#[cfg(feature = "hydrate")]
+impl<O, T: std::future::Future<Output = O> + 'static> BrowserFuture<O> for T {}
+#[cfg(not(feature = "hydrate"))]
+pub trait BrowserFuture<O>: std::future::Future<Output = O> + Send + 'static {}
+#[cfg(not(feature = "hydrate"))]
+impl<O, T: std::future::Future<Output = O> + Send + 'static> BrowserFuture<O> for T {}
+
 #[cfg(not(feature = "hydrate"))]
 mod imp {
     //! On the server these are never called (event handlers and effects run in the browser only);

@@ -3,7 +3,7 @@
 //! HMAC-SHA256. The server checks a session with no store lookup; whether it was ended before
 //! it expires is the server's question (its revocations), not the signature's.
 
-use app::api::Role;
+use app::api::{Role, UserId};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use rand::Rng;
@@ -26,6 +26,13 @@ pub struct Claims {
     /// When the password was last checked for this session (unix seconds): its sign-in, or the
     /// last confirmation.
     pub auth_at: i64,
+}
+
+impl Claims {
+    /// The signed-in account.
+    pub fn user(&self) -> UserId {
+        UserId(self.user_id)
+    }
 }
 
 /// A session id: 128 random bits, written as 32 hex digits.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 // By area, as docs/api.md's sections go; every type is `app::api::…` (one re-export each).
 mod accounts;
 mod admin;
+mod ids;
 mod line;
 mod orders;
 mod report;
@@ -14,6 +15,7 @@ mod states;
 
 pub use accounts::*;
 pub use admin::*;
+pub use ids::{BadId, SaleId, Token, UserId};
 pub use line::*;
 pub use orders::*;
 pub use report::*;

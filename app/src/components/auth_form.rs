@@ -38,8 +38,6 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     let session = Session::get();
     let username = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
     let p = mode.prefix();
     // A sign-up carries the same proof of work as a buy, solved while the form is filled in.
     let work = (mode == AuthMode::Register).then(|| {
@@ -48,7 +46,24 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
             false,
         )
     });
-    let submit = submitter(mode, username, password, work, busy, error);
+    let post = post(mode, work);
+    let busy = post.pending();
+    // The last refusal, until the next try is sent.
+    let error = move || {
+        (!busy.get())
+            .then(|| post.value().get().flatten())
+            .flatten()
+    };
+    let submit = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if !busy.get_untracked() {
+            post.dispatch(Credentials {
+                username: username.get_untracked(),
+                password: password.get_untracked(),
+                pow: work.and_then(Work::take),
+            });
+        }
+    };
     let (heading, action, other) = match mode {
         AuthMode::Login => {
             let (ahead, behind) = tr_split("auth.new_here");
@@ -87,7 +102,7 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
                 />
                 <PasswordInput mode password/>
                 {work.map(|work| view! { <WorkStatus work/> })}
-                <p class="error" role="alert" data-testid="form-error">{move || error.get()}</p>
+                <p class="error" role="alert" data-testid="form-error">{error}</p>
                 <button
                     type="submit"
                     data-testid=format!("{p}-submit")
@@ -141,33 +156,16 @@ fn PasswordInput(mode: AuthMode, password: RwSignal<String>) -> impl IntoView {
     }
 }
 
-/// Signs in or up with what was typed, then goes to `?next=` (a local path only) or home; a
-/// refusal is shown, and a sign-up's proof of work made anew for the next try.
-fn submitter(
-    mode: AuthMode,
-    username: RwSignal<String>,
-    password: RwSignal<String>,
-    work: Option<Work>,
-    busy: RwSignal<bool>,
-    error: RwSignal<Option<String>>,
-) -> impl Fn(SubmitEvent) + Clone + 'static {
+/// Signs in or up with what was sent, then goes to `?next=` (a local path only) or home; its
+/// value is the refusal to show, and a sign-up's proof of work is made anew for the next try.
+fn post(mode: AuthMode, work: Option<Work>) -> Action<Credentials, Option<String>> {
     let session = Session::get();
     let navigate = use_navigate();
     let query = leptos_router::hooks::use_query_map();
-    move |ev: SubmitEvent| {
-        ev.prevent_default();
-        if busy.get_untracked() {
-            return;
-        }
-        busy.set(true);
-        error.set(None);
-        let creds = Credentials {
-            username: username.get_untracked(),
-            password: password.get_untracked(),
-            pow: work.and_then(Work::take),
-        };
+    crate::client::action(move |creds: &Credentials| {
+        let creds = creds.clone();
         let navigate = navigate.clone();
-        leptos::task::spawn_local(async move {
+        async move {
             let answer = match mode {
                 AuthMode::Login => crate::endpoints::sign_in(&creds).await,
                 AuthMode::Register => crate::endpoints::sign_up(&creds).await,
@@ -179,18 +177,18 @@ fn submitter(
                         .with_untracked(|q| q.get("next"))
                         .filter(|n| is_local_path(n));
                     navigate(next.as_deref().unwrap_or("/"), Default::default());
+                    None
                 }
                 Err(failure) => {
-                    error.set(Some(failure.message()));
                     // The solution may have been spent: a new one for the next try.
                     if let Some(work) = work {
                         work.renew();
                     }
+                    Some(failure.message())
                 }
             }
-            busy.set(false);
-        });
-    }
+        }
+    })
 }
 
 #[cfg(test)]

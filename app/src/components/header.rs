@@ -11,15 +11,16 @@ use leptos_router::hooks::{use_location, use_navigate};
 #[component]
 pub fn Header(session: Session) -> impl IntoView {
     let navigate = use_navigate();
-    let sign_out = move |_| {
+    let sign_out = crate::client::action(move |_: &()| {
         let navigate = navigate.clone();
-        leptos::task::spawn_local(async move {
+        async move {
             if crate::endpoints::sign_out().await.is_ok() {
                 session.user.set(Some(None));
                 navigate("/login", Default::default());
             }
-        });
-    };
+        }
+    });
+    let signing_out = sign_out.pending();
     view! {
         <header class="site-header">
             <a class="brand" href="/">"Seckill"</a>
@@ -34,7 +35,9 @@ pub fn Header(session: Session) -> impl IntoView {
                         }}
                         <a href="/account" class="who" data-testid="current-user"
                             title=user.shop.as_ref().map(|s| tr_with("header.merchant_of", &[("shop", &s.name)]))>{user.username}</a>
-                        <button type="button" class="link" data-testid="logout-button" on:click=sign_out.clone()>
+                        <button type="button" class="link" data-testid="logout-button"
+                            disabled=move || signing_out.get()
+                            on:click=move |_| { sign_out.dispatch(()); }>
                             {tr("header.sign_out")}
                         </button>
                     }.into_any(),

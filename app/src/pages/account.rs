@@ -16,9 +16,9 @@ pub fn AccountPage() -> impl IntoView {
     let session = Session::get();
     let message = RwSignal::new(None::<(bool, String)>);
     let navigate = use_navigate();
-    let everywhere = move |_| {
+    let everywhere = crate::client::action(move |_: &()| {
         let navigate = navigate.clone();
-        leptos::task::spawn_local(async move {
+        async move {
             match crate::endpoints::sign_out_everywhere().await {
                 Ok(()) => {
                     session.user.set(Some(None));
@@ -26,8 +26,8 @@ pub fn AccountPage() -> impl IntoView {
                 }
                 Err(f) => message.set(Some((false, f.message()))),
             }
-        });
-    };
+        }
+    });
     view! {
         <Title text=page_title(&tr("account.title"))/>
         {move || match session.user.get() {
@@ -55,7 +55,9 @@ pub fn AccountPage() -> impl IntoView {
                     </p>
                     <h2>{tr("account.sessions")}</h2>
                     <p class="muted small">{tr("account.sessions.note")}</p>
-                    <button type="button" class="secondary" data-testid="account-logout-everywhere" on:click=everywhere.clone()>
+                    <button type="button" class="secondary" data-testid="account-logout-everywhere"
+                        disabled=move || everywhere.pending().get()
+                        on:click=move |_| { everywhere.dispatch(()); }>
                         {tr("account.sign_out_everywhere")}
                     </button>
                 </section>
@@ -70,15 +72,9 @@ pub fn AccountPage() -> impl IntoView {
 fn PasswordChangeForm(message: RwSignal<Option<(bool, String)>>) -> impl IntoView {
     let current = RwSignal::new(String::new());
     let new = RwSignal::new(String::new());
-    let busy = RwSignal::new(false);
-    let change = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        let body = PasswordChange {
-            current_password: current.get_untracked(),
-            new_password: new.get_untracked(),
-        };
-        busy.set(true);
-        leptos::task::spawn_local(async move {
+    let post = crate::client::action(move |body: &PasswordChange| {
+        let body = body.clone();
+        async move {
             match crate::endpoints::change_password(&body).await {
                 Ok(_) => {
                     current.set(String::new());
@@ -87,8 +83,17 @@ fn PasswordChangeForm(message: RwSignal<Option<(bool, String)>>) -> impl IntoVie
                 }
                 Err(f) => message.set(Some((false, f.message()))),
             }
-            busy.set(false);
-        });
+        }
+    });
+    let busy = post.pending();
+    let change = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if !busy.get_untracked() {
+            post.dispatch(PasswordChange {
+                current_password: current.get_untracked(),
+                new_password: new.get_untracked(),
+            });
+        }
     };
     view! {
         <form on:submit=change data-testid="account-password-form">

@@ -32,23 +32,29 @@ pub fn AdminHome() -> impl IntoView {
 fn ShopTimeZone() -> impl IntoView {
     let zone = use_context::<crate::clock::ShopZone>().map(|z| z.0);
     let typed = RwSignal::new(String::new());
-    let message = RwSignal::new(None::<String>);
-    let save = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        let body = crate::api::ShopSettingsChange {
-            time_zone: typed.get_untracked(),
-        };
-        leptos::task::spawn_local(async move {
+    // Its value: what the shop is told of the last save.
+    let post = crate::client::action(move |body: &crate::api::ShopSettingsChange| {
+        let body = body.clone();
+        async move {
             match crate::endpoints::change_shop_settings(&body).await {
                 Ok(shop) => {
                     if let Some(zone) = zone {
                         zone.set(Some(shop.time_zone.clone()));
                     }
-                    message.set(Some(format!("Times are shown in {}.", shop.time_zone)));
+                    format!("Times are shown in {}.", shop.time_zone)
                 }
-                Err(f) => message.set(Some(f.message())),
+                Err(f) => f.message(),
             }
-        });
+        }
+    });
+    let saving = post.pending();
+    let save = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if !saving.get_untracked() {
+            post.dispatch(crate::api::ShopSettingsChange {
+                time_zone: typed.get_untracked(),
+            });
+        }
     };
     view! {
         <section class="card narrow">
@@ -60,8 +66,8 @@ fn ShopTimeZone() -> impl IntoView {
                 <label for="time-zone">"Time zone (an IANA name such as Asia/Shanghai or Europe/Paris)"</label>
                 <input id="time-zone" data-testid="shop-time-zone-input" autocomplete="off"
                     prop:value=move || typed.get() on:input=move |ev| typed.set(event_target_value(&ev))/>
-                <button type="submit" data-testid="shop-time-zone-save">"Save"</button>
-                <p role="status" data-testid="shop-time-zone-message">{move || message.get()}</p>
+                <button type="submit" data-testid="shop-time-zone-save" disabled=move || saving.get()>"Save"</button>
+                <p role="status" data-testid="shop-time-zone-message">{move || post.value().get()}</p>
             </form>
         </section>
     }

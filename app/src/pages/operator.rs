@@ -50,12 +50,9 @@ fn Shops() -> impl IntoView {
     });
     let name = RwSignal::new(String::new());
     let message: Message = RwSignal::new(None);
-    let create = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        let body = NewShop {
-            name: name.get_untracked(),
-        };
-        leptos::task::spawn_local(async move {
+    let create_post = crate::client::action(move |body: &NewShop| {
+        let body = body.clone();
+        async move {
             match crate::endpoints::create_shop(&body).await {
                 Ok(shop) => {
                     message.set(Some((true, format!("Shop “{}” created.", shop.name))));
@@ -64,7 +61,15 @@ fn Shops() -> impl IntoView {
                 }
                 Err(f) => message.set(Some((false, f.message()))),
             }
-        });
+        }
+    });
+    let create = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if !create_post.pending().get_untracked() {
+            create_post.dispatch(NewShop {
+                name: name.get_untracked(),
+            });
+        }
     };
     view! {
         <section class="card" aria-labelledby="shops-heading">
@@ -73,7 +78,7 @@ fn Shops() -> impl IntoView {
                 <label for="shop-name">"New shop"</label>
                 <input id="shop-name" required maxlength="80" autocomplete="off" data-testid="operator-shop-name"
                     prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
-                <button type="submit" data-testid="operator-shop-submit">"Create shop"</button>
+                <button type="submit" data-testid="operator-shop-submit" disabled=move || create_post.pending().get()>"Create shop"</button>
             </form>
             {message_view(message, "operator-shop-message")}
             {move || match shops.get() {
@@ -97,14 +102,9 @@ fn ShopItem(shop: Shop) -> impl IntoView {
     let username = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
     let message: Message = RwSignal::new(None);
-    let add = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        let body = Credentials {
-            username: username.get_untracked(),
-            password: password.get_untracked(),
-            pow: None,
-        };
-        leptos::task::spawn_local(async move {
+    let add_post = crate::client::action(move |body: &Credentials| {
+        let body = body.clone();
+        async move {
             match crate::endpoints::create_merchant(id, &body).await {
                 Ok(user) => {
                     message.set(Some((
@@ -125,7 +125,17 @@ fn ShopItem(shop: Shop) -> impl IntoView {
                 }
                 Err(f) => message.set(Some((false, f.message()))),
             }
-        });
+        }
+    });
+    let add = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if !add_post.pending().get_untracked() {
+            add_post.dispatch(Credentials {
+                username: username.get_untracked(),
+                password: password.get_untracked(),
+                pow: None,
+            });
+        }
     };
     let names = move || {
         let names = merchants.with(|list| {
@@ -158,7 +168,7 @@ fn ShopItem(shop: Shop) -> impl IntoView {
                 <input id=format!("merchant-password-{id}") type="password" required minlength="8" maxlength="128"
                     autocomplete="new-password" data-testid="operator-merchant-password"
                     prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
-                <button type="submit" data-testid="operator-merchant-submit">"Add merchant"</button>
+                <button type="submit" data-testid="operator-merchant-submit" disabled=move || add_post.pending().get()>"Add merchant"</button>
             </form>
             {message_view(message, "operator-merchant-message")}
         </li>
@@ -186,12 +196,9 @@ impl Reauth {
 fn ConfirmPassword(reauth: Reauth) -> impl IntoView {
     let password = RwSignal::new(String::new());
     let message: Message = RwSignal::new(None);
-    let confirm = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        let body = Confirmation {
-            password: password.get_untracked(),
-        };
-        leptos::task::spawn_local(async move {
+    let confirm_post = crate::client::action(move |body: &Confirmation| {
+        let body = body.clone();
+        async move {
             match crate::endpoints::confirm(&body).await {
                 Ok(_) => {
                     password.set(String::new());
@@ -199,7 +206,15 @@ fn ConfirmPassword(reauth: Reauth) -> impl IntoView {
                 }
                 Err(f) => message.set(Some((false, f.message()))),
             }
-        });
+        }
+    });
+    let confirm = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if !confirm_post.pending().get_untracked() {
+            confirm_post.dispatch(Confirmation {
+                password: password.get_untracked(),
+            });
+        }
     };
     view! {
         <form class="inline" on:submit=confirm data-testid="operator-confirm">
@@ -207,7 +222,7 @@ fn ConfirmPassword(reauth: Reauth) -> impl IntoView {
             <input id="confirm-password" type="password" required minlength="8" maxlength="128" autocomplete="current-password"
                 data-testid="operator-confirm-password"
                 prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
-            <button type="submit" data-testid="operator-confirm-submit">"Confirm"</button>
+            <button type="submit" data-testid="operator-confirm-submit" disabled=move || confirm_post.pending().get()>"Confirm"</button>
         </form>
         {message_view(message, "operator-confirm-message")}
     }
@@ -264,9 +279,9 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
     let message: Message = RwSignal::new(None);
     let operator = account.role == crate::api::Role::Operator;
     let reauth = expect_context::<Reauth>();
-    let toggle = move |_| {
-        let block = !blocked.get_untracked();
-        leptos::task::spawn_local(async move {
+    let toggle_post = crate::client::action(move |block: &bool| {
+        let block = *block;
+        async move {
             match crate::endpoints::block(id, block).await {
                 Ok(a) => {
                     blocked.set(a.blocked);
@@ -279,14 +294,16 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
                 }
                 Err(f) => message.set(Some((false, reauth.refused(&f)))),
             }
-        });
+        }
+    });
+    let toggle = move |_| {
+        if !toggle_post.pending().get_untracked() {
+            toggle_post.dispatch(!blocked.get_untracked());
+        }
     };
-    let reset = move |ev: SubmitEvent| {
-        ev.prevent_default();
-        let body = PasswordReset {
-            new_password: password.get_untracked(),
-        };
-        leptos::task::spawn_local(async move {
+    let reset_post = crate::client::action(move |body: &PasswordReset| {
+        let body = body.clone();
+        async move {
             match crate::endpoints::reset_password(id, &body).await {
                 Ok(()) => {
                     password.set(String::new());
@@ -297,7 +314,15 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
                 }
                 Err(f) => message.set(Some((false, reauth.refused(&f)))),
             }
-        });
+        }
+    });
+    let reset = move |ev: SubmitEvent| {
+        ev.prevent_default();
+        if !reset_post.pending().get_untracked() {
+            reset_post.dispatch(PasswordReset {
+                new_password: password.get_untracked(),
+            });
+        }
     };
     let label = format!("{} · {}", account.username, account.role.as_str());
     view! {
@@ -306,7 +331,7 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
             {move || blocked.get().then(|| view! { " " <span class="badge ended">"blocked"</span> })}
             {(!operator).then(|| view! {
                 <div class="inline">
-                    <button type="button" class="secondary" data-testid="operator-user-block" on:click=toggle>
+                    <button type="button" class="secondary" data-testid="operator-user-block" disabled=move || toggle_post.pending().get() on:click=toggle>
                         {move || if blocked.get() { "Unblock" } else { "Block" }}
                     </button>
                 </div>
@@ -314,7 +339,7 @@ fn AccountItem(account: AccountSummary) -> impl IntoView {
                     <label for=format!("reset-{id}")>"New password"</label>
                     <input id=format!("reset-{id}") type="password" required minlength="8" maxlength="128" autocomplete="new-password"
                         prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
-                    <button type="submit">"Set password"</button>
+                    <button type="submit" disabled=move || reset_post.pending().get()>"Set password"</button>
                 </form>
             })}
             {message_view(message, "operator-user-message")}

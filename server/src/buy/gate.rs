@@ -29,7 +29,7 @@ use crate::{
         replication::{Confirmed, Replication},
     },
 };
-use app::api::{BotCheck, BuyRequest};
+use app::api::{BotCheck, BuyRequest, SaleId, UserId};
 use redis::Script;
 use signing::{
     pow::{ProofOfWork, Spent},
@@ -160,7 +160,8 @@ impl Gate {
 
     /// The buy path of `user` (whose account was created at `joined`) for activity `id`, only
     /// while the sale is on and only to an account the sale admits.
-    pub async fn path(&self, user: i64, joined: i64, id: i64) -> ApiResult<String> {
+    pub async fn path(&self, user: UserId, joined: i64, sale: SaleId) -> ApiResult<String> {
+        let (UserId(user), SaleId(id)) = (user, sale);
         let activity = self.parts.activities.get(&self.parts.db, id).await?;
         check_window(activity.starts_at, activity.ends_at)?;
         activity.admits_account(joined)?;
@@ -169,7 +170,8 @@ impl Gate {
 
     /// A proof-of-work challenge for `user` on sale `id` (any time before the sale ends, so the
     /// browser solves it during the countdown).
-    pub async fn challenge(&self, user: i64, id: i64) -> ApiResult<altcha::Challenge> {
+    pub async fn challenge(&self, user: UserId, sale: SaleId) -> ApiResult<altcha::Challenge> {
+        let (UserId(user), SaleId(id)) = (user, sale);
         let activity = self.parts.activities.get(&self.parts.db, id).await?;
         if chrono::Utc::now() >= activity.ends_at {
             return Err(ApiError::Ended);
@@ -192,7 +194,7 @@ impl Gate {
     /// the sale is within its window and has no waiting room (an admitted shopper's refusal
     /// frees a place, which needs the session). A keyed request is never asked: a retry may be
     /// owed its first answer.
-    pub fn sold_out_early(&self, id: i64) -> bool {
+    pub fn sold_out_early(&self, SaleId(id): SaleId) -> bool {
         let state = &self.parts;
         if !state.sold_out.is_set(id) {
             return false;
@@ -204,7 +206,7 @@ impl Gate {
     }
 
     /// Counts an early sold-out answer of sale `id` as [`Gate::decide`]'s would be.
-    pub fn count_sold_out(&self, id: i64) {
+    pub fn count_sold_out(&self, SaleId(id): SaleId) {
         self.parts
             .attempts
             .record(id, ApiError::SoldOut.code().as_str());
@@ -215,13 +217,14 @@ impl Gate {
     /// token, or why not.
     pub async fn decide(
         &self,
-        user: i64,
+        user: UserId,
         joined: i64,
         ip: IpAddr,
-        id: i64,
+        sale: SaleId,
         idempotency: Option<String>,
         req: BuyRequest,
     ) -> ApiResult<String> {
+        let (UserId(user), SaleId(id)) = (user, sale);
         let state = &self.parts;
         let activity = state.activities.get(&state.db, id).await?;
         let outcome = match activity.admits_account(joined) {

@@ -150,3 +150,9 @@ impl From<redis::RedisError> for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+impl From<app::api::BadId> for ApiError {
+    fn from(bad: app::api::BadId) -> ApiError {
+        ApiError::invalid(bad.field, bad.why)
+    }
+}

@@ -1,7 +1,7 @@
 //! docs/api.md "Storefront", its reads: the server's clock, the activity list, one activity (cacheable,
 //! with an ETag) and its remaining stock.
 
-use super::{client_ip::ClientIp, input::PathId};
+use super::{client_ip::ClientIp, input::InPath};
 use crate::http::state::AppState;
 use crate::{
     buy::{
@@ -14,7 +14,7 @@ use crate::{
     },
     infra::{keys::address_bucket, redis::Redis},
 };
-use app::api::{ActivityList, Remaining, ServerTime};
+use app::api::{ActivityList, Remaining, SaleId, ServerTime};
 use axum::{
     extract::State,
     http::{header, HeaderMap, HeaderValue, StatusCode},
@@ -52,7 +52,7 @@ async fn list_activities(State(db): State<PgPool>) -> ApiResult<Json<ActivityLis
 
 async fn get_activity(
     State(db): State<PgPool>,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
@@ -90,7 +90,7 @@ async fn get_stock(
     State(activities): State<ActivityCache>,
     State(doors): State<Doors>,
     ClientIp(ip): ClientIp,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Response> {
     doors.pass(Door::Stock, &address_bucket(ip))?;
     let activity = activities.get(&db, id).await?;
@@ -107,7 +107,10 @@ async fn get_stock(
 
 /// The public report of an ended sale (`404` until it ends). Cached a minute: it is computed
 /// from every order of the sale.
-async fn get_report(State(db): State<PgPool>, PathId(id): PathId) -> ApiResult<Response> {
+async fn get_report(
+    State(db): State<PgPool>,
+    InPath(SaleId(id)): InPath<SaleId>,
+) -> ApiResult<Response> {
     let report = report::of_sale(&db, id).await?;
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=60")],

@@ -5,7 +5,7 @@
 use super::{
     client_ip::ClientIp,
     error::HttpRefusal,
-    input::{parse_id, AppJson, MAX_BODY_BYTES},
+    input::{AppJson, InPath, MAX_BODY_BYTES},
     session::{SessionKeys, SignedIn},
 };
 use crate::http::state::AppState;
@@ -19,9 +19,9 @@ use crate::{
     domain::{ApiError, ApiResult},
     infra::{keys::address_bucket, redis::Redis},
 };
-use app::api::{BuyPath, BuyRequest, JoinQueue, Reservation};
+use app::api::{BuyPath, BuyRequest, JoinQueue, Reservation, SaleId};
 use axum::{
-    extract::{FromRef, FromRequestParts, Path, Request, State},
+    extract::{FromRef, FromRequestParts, Request, State},
     http::{header, request::Parts, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -44,11 +44,10 @@ pub fn router() -> Router<AppState> {
 async fn buy_path(
     State(gate): State<Arc<Gate>>,
     SignedIn(user): SignedIn,
-    Path(id): Path<String>,
+    InPath(sale): InPath<SaleId>,
 ) -> ApiResult<Json<BuyPath>> {
-    let id = parse_id(&id)?;
     Ok(Json(BuyPath {
-        path: gate.path(user.user_id, user.joined, id).await?,
+        path: gate.path(user.user(), user.joined, sale).await?,
     }))
 }
 
@@ -58,10 +57,10 @@ async fn challenge(
     State(gate): State<Arc<Gate>>,
     State(doors): State<Doors>,
     SignedIn(user): SignedIn,
-    Path(id): Path<String>,
+    InPath(sale): InPath<SaleId>,
 ) -> ApiResult<impl IntoResponse> {
     doors.pass(Door::Challenge, &user.user_id.to_string())?;
-    let challenge = gate.challenge(user.user_id, parse_id(&id)?).await?;
+    let challenge = gate.challenge(user.user(), sale).await?;
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(challenge)))
 }
 
@@ -74,14 +73,16 @@ async fn queue_status(
     State(keys): State<Arc<SessionKeys>>,
     SignedIn(user): SignedIn,
     ClientIp(ip): ClientIp,
-    Path(id): Path<String>,
+    InPath(sale): InPath<SaleId>,
     jar: CookieJar,
 ) -> Response {
     let answer = async {
         doors.pass(Door::Queue, &user.user_id.to_string())?;
-        let id = parse_id(&id)?;
         let held = jar.get(PLACE_COOKIE).map(|c| c.value().to_string());
-        Ok::<_, ApiError>((id, room.status(user.user_id, ip, id, held.as_deref()).await))
+        Ok::<_, ApiError>((
+            sale,
+            room.status(user.user(), ip, sale, held.as_deref()).await,
+        ))
     };
     match answer.await {
         Ok((id, Ok(standing))) => standing_answer(&keys, id, standing),
@@ -102,29 +103,21 @@ async fn join_queue(
     State(keys): State<Arc<SessionKeys>>,
     SignedIn(user): SignedIn,
     ClientIp(ip): ClientIp,
-    Path(id): Path<String>,
+    InPath(sale): InPath<SaleId>,
     AppJson(join): AppJson<JoinQueue>,
 ) -> ApiResult<Response> {
     doors.pass(Door::Queue, &user.user_id.to_string())?;
-    let id = parse_id(&id)?;
-    let standing = room
-        .join(
-            user.user_id,
-            user.joined,
-            ip,
-            id,
-            join.again.unwrap_or(false),
-        )
-        .await?;
-    Ok(standing_answer(&keys, id, standing))
+    let again = join.again.unwrap_or(false);
+    let standing = room.join(user.user(), user.joined, ip, sale, again).await?;
+    Ok(standing_answer(&keys, sale, standing))
 }
 
 /// The line's board, the same for everyone: no sign-in, cached a second by a CDN or nginx.
 async fn line_board(
     State(room): State<WaitingRoom>,
-    Path(id): Path<String>,
+    InPath(sale): InPath<SaleId>,
 ) -> ApiResult<Response> {
-    let board = room.board(parse_id(&id)?).await?;
+    let board = room.board(sale).await?;
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1, s-maxage=1")],
         Json(&*board),
@@ -134,8 +127,11 @@ async fn line_board(
 
 /// The sale's drawing: the commitment before the start; the seed and every drawn place with
 /// its receipt after, the same for ever (cached for a day).
-async fn drawing(State(room): State<WaitingRoom>, Path(id): Path<String>) -> ApiResult<Response> {
-    let drawing = room.drawing(parse_id(&id)?).await?;
+async fn drawing(
+    State(room): State<WaitingRoom>,
+    InPath(sale): InPath<SaleId>,
+) -> ApiResult<Response> {
+    let drawing = room.drawing(sale).await?;
     let cache = if drawing.seed.is_some() {
         "public, max-age=86400, immutable"
     } else {
@@ -144,19 +140,19 @@ async fn drawing(State(room): State<WaitingRoom>, Path(id): Path<String>) -> Api
     Ok(([(header::CACHE_CONTROL, cache)], Json(&*drawing)).into_response())
 }
 
-fn place_cookie(keys: &SessionKeys, id: i64, value: String) -> cookie::CookieBuilder<'static> {
+fn place_cookie(keys: &SessionKeys, sale: SaleId, value: String) -> cookie::CookieBuilder<'static> {
     Cookie::build((PLACE_COOKIE, value))
-        .path(format!("/api/activities/{id}/queue"))
+        .path(format!("/api/activities/{sale}/queue"))
         .http_only(true)
         .same_site(SameSite::Strict)
         .secure(keys.secure())
 }
 
-fn standing_answer(keys: &SessionKeys, id: i64, standing: Standing) -> Response {
+fn standing_answer(keys: &SessionKeys, sale: SaleId, standing: Standing) -> Response {
     let store = [(header::CACHE_CONTROL, "no-store")];
     match standing.place {
         Some(place) => {
-            let jar = CookieJar::new().add(place_cookie(keys, id, place));
+            let jar = CookieJar::new().add(place_cookie(keys, sale, place));
             (store, jar, Json(standing.status)).into_response()
         }
         None => (store, Json(standing.status)).into_response(),
@@ -228,19 +224,20 @@ async fn buy(
         .extract_parts_with_state(&app)
         .await
         .unwrap_or_else(|never| match never {});
-    let Path(id) = request
-        .extract_parts_with_state::<Path<String>, _>(&app)
+    // A bad id is answered after the body is read, with a bad key, as the buy's other refusals.
+    let sale = request
+        .extract_parts_with_state::<InPath<SaleId>, _>(&app)
         .await
-        .map_err(IntoResponse::into_response)?;
+        .map(|InPath(sale)| sale);
     let idempotency = request
         .extract_parts_with_state::<IdempotencyKey, _>(&app)
         .await;
     let AppJson(req) = request
         .extract_with_state::<AppJson<BuyRequest>, _, _>(&app)
         .await?;
-    let outcome = match (idempotency, parse_id(&id)) {
-        (Ok(IdempotencyKey(key)), Ok(id)) => {
-            gate.decide(user.user_id, user.joined, ip, id, key, req)
+    let outcome = match (idempotency, sale) {
+        (Ok(IdempotencyKey(key)), Ok(sale)) => {
+            gate.decide(user.user(), user.joined, ip, sale, key, req)
                 .await
         }
         (Err(e), _) | (_, Err(e)) => Err(e),
@@ -258,7 +255,7 @@ async fn buy(
 
 /// The sale of `request` if it is a buy the instance answers `409 sold_out` at once: no
 /// `Idempotency-Key`, and a sale [`Gate::sold_out_early`] says may be.
-fn sold_out_early(gate: &Gate, request: &Request) -> Option<i64> {
+fn sold_out_early(gate: &Gate, request: &Request) -> Option<SaleId> {
     if request.headers().contains_key("idempotency-key") {
         return None;
     }
@@ -268,6 +265,6 @@ fn sold_out_early(gate: &Gate, request: &Request) -> Option<i64> {
         .path()
         .strip_suffix("/buy")
         .and_then(|rest| rest.rsplit('/').next())
-        .and_then(|id| parse_id(id).ok());
+        .and_then(|id| id.parse::<SaleId>().ok());
     id.filter(|id| gate.sold_out_early(*id))
 }

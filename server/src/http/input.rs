@@ -2,7 +2,8 @@
 //! rejected with the API's own error (415, 413, 400 naming the field).
 
 use super::error::HttpRefusal;
-use crate::domain::{ApiError, ApiResult};
+use crate::domain::ApiError;
+use app::api::BadId;
 use axum::{
     extract::{FromRequest, Request},
     http::{header, Method, StatusCode},
@@ -136,32 +137,31 @@ where
     }
 }
 
-/// The one id of a path (`/…/{id}`): a positive integer, or the API's `400 invalid_input`
-/// (a non-number is bad input, not a missing page).
+/// The one id of a path (`/…/{id}`, `/…/{token}`): a [`SaleId`](app::api::SaleId) or a
+/// [`Token`](app::api::Token) as `app::api` parses it, or the API's `400 invalid_input` before
+/// the handler runs (a malformed id is bad input, not a missing page).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PathId(pub i64);
+pub struct InPath<T>(pub T);
 
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for PathId {
+impl<S, T> axum::extract::FromRequestParts<S> for InPath<T>
+where
+    S: Send + Sync,
+    T: std::str::FromStr<Err = BadId>,
+{
     type Rejection = ApiError;
 
     async fn from_request_parts(
         parts: &mut axum::http::request::Parts,
         state: &S,
-    ) -> Result<PathId, ApiError> {
-        let axum::extract::Path(raw) =
-            axum::extract::Path::<String>::from_request_parts(parts, state)
-                .await
-                .map_err(|_| ApiError::invalid("id", "must be a positive integer"))?;
-        parse_id(&raw).map(PathId)
+    ) -> Result<InPath<T>, ApiError> {
+        // A segment that is not UTF-8 is as bad as a malformed one: the empty string stands
+        // for it, and the id's own rule refuses it with its own field and reason.
+        let raw = axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(raw)| raw)
+            .unwrap_or_default();
+        Ok(InPath(raw.parse::<T>()?))
     }
-}
-
-/// Path ids: a non-number is bad input, not a missing page.
-pub fn parse_id(raw: &str) -> ApiResult<i64> {
-    raw.parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| ApiError::invalid("id", "must be a positive integer"))
 }
 
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {

@@ -3,7 +3,7 @@
 //! the same transaction. Anyone but the operator gets `403 forbidden`.
 
 use super::{
-    input::{AppJson, PathId},
+    input::{AppJson, InPath},
     session::{Operator, SessionKeys},
 };
 use crate::http::state::AppState;
@@ -19,7 +19,7 @@ use crate::{
     infra::redis::Redis,
 };
 use app::api::{
-    AccountList, AccountSummary, AuditLog, Credentials, NewShop, PasswordReset, Role, Shop,
+    AccountList, AccountSummary, AuditLog, Credentials, NewShop, PasswordReset, Role, SaleId, Shop,
     ShopList, ShopRef, User,
 };
 use axum::{
@@ -88,7 +88,7 @@ async fn create_merchant(
     State(db): State<PgPool>,
     State(passwords): State<Passwords>,
     op: Operator,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
     AppJson(creds): AppJson<Credentials>,
 ) -> ApiResult<(StatusCode, Json<User>)> {
     let shop_id = id;
@@ -161,7 +161,7 @@ async fn reset_password(
     State(passwords): State<Passwords>,
     State(sessions): State<Arc<SessionKeys>>,
     op: Operator,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
     AppJson(body): AppJson<PasswordReset>,
 ) -> ApiResult<StatusCode> {
     op.recently_authenticated()?;
@@ -263,7 +263,7 @@ async fn block(
     State(redis): State<Redis>,
     State(sessions): State<Arc<SessionKeys>>,
     op: Operator,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<AccountSummary>> {
     set_blocked(&db, &redis, &sessions, op, id, true).await
 }
@@ -273,7 +273,7 @@ async fn unblock(
     State(redis): State<Redis>,
     State(sessions): State<Arc<SessionKeys>>,
     op: Operator,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<AccountSummary>> {
     set_blocked(&db, &redis, &sessions, op, id, false).await
 }

@@ -4,7 +4,7 @@
 //! now()`), as is the deadline's cancelling (`pipeline/deadline.rs`), so an order ends paid or
 //! cancelled, never both.
 
-use super::session::SignedIn;
+use super::{input::InPath, session::SignedIn};
 use crate::http::state::AppState;
 use crate::{
     domain::{
@@ -14,9 +14,9 @@ use crate::{
     },
     infra::redis::Redis,
 };
-use app::api::{OrderList, OrderStatus, OrderView, PaymentResult};
+use app::api::{OrderList, OrderStatus, OrderView, PaymentResult, Token};
 use axum::{
-    extract::{Path, State},
+    extract::State,
     http::header,
     response::IntoResponse,
     routing::{get, post},
@@ -59,10 +59,8 @@ async fn order_status(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     SignedIn(user): SignedIn,
-    Path(token): Path<String>,
+    InPath(Token(token)): InPath<Token>,
 ) -> ApiResult<impl IntoResponse> {
-    let token = uuid::Uuid::parse_str(&token)
-        .map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
     let cached = token_record(&redis, &token).await?;
     let owner = cached.get("user_id").and_then(|u| u.parse::<i64>().ok());
     let status = match cached.get("status").map(String::as_str) {
@@ -120,10 +118,8 @@ async fn pay(
     State(redis): State<Redis>,
     State(payments): State<Arc<dyn PaymentProvider>>,
     SignedIn(user): SignedIn,
-    Path(token): Path<String>,
+    InPath(Token(token)): InPath<Token>,
 ) -> ApiResult<Json<PaymentResult>> {
-    let token = uuid::Uuid::parse_str(&token)
-        .map_err(|_| ApiError::invalid("token", "must be a reservation token"))?;
     let (owner, status, overdue, amount_cents) = match order::payable(&db, token).await? {
         Some(p) => (p.user_id, p.status, p.overdue, p.amount_cents),
         None => {

@@ -1,13 +1,13 @@
 //! docs/api.md "Reminders": a signed-in shopper's reminder of a sale that has not started (ask,
 //! read, withdraw), and a sale's calendar entry (`.ics`, anyone's).
 
-use super::{input::PathId, session::SignedIn};
+use super::{input::InPath, session::SignedIn};
 use crate::http::state::AppState;
 use crate::{
     buy::activities::ActivityCache,
     domain::{reminder, ApiError, ApiResult},
 };
-use app::api::{MyReminder, Reminder};
+use app::api::{MyReminder, Reminder, SaleId};
 use axum::{
     extract::State,
     http::{header, HeaderMap, StatusCode},
@@ -31,7 +31,7 @@ async fn ask_reminder(
     State(db): State<PgPool>,
     State(activities): State<ActivityCache>,
     SignedIn(user): SignedIn,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<(StatusCode, Json<Reminder>)> {
     let sale = activities.get(&db, id).await?;
     let (reminder, new) = reminder::ask(&db, user.user_id, &sale).await?;
@@ -47,7 +47,7 @@ async fn my_reminder(
     State(db): State<PgPool>,
     State(activities): State<ActivityCache>,
     SignedIn(user): SignedIn,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<MyReminder>> {
     let sale = activities.get(&db, id).await?;
     Ok(Json(MyReminder {
@@ -58,7 +58,7 @@ async fn my_reminder(
 async fn withdraw(
     State(db): State<PgPool>,
     SignedIn(user): SignedIn,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<StatusCode> {
     reminder::withdraw(&db, user.user_id, id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -68,7 +68,7 @@ async fn withdraw(
 async fn calendar(
     State(db): State<PgPool>,
     State(activities): State<ActivityCache>,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let sale = activities.get(&db, id).await?;

@@ -108,7 +108,7 @@ async fn a_wrong_type_gets_400_naming_the_field() {
     );
 }
 
-/// Every route whose one path parameter is an id (`http/input.rs`'s `PathId`): a bad id is
+/// Every route whose one path parameter is an id (`http/input.rs`'s `InPath`): a bad id is
 /// `400 invalid_input` naming the id, for the shopper or merchant the route is for, whatever
 /// the body; a good id reaches the handler.
 #[tokio::test]
@@ -144,6 +144,11 @@ async fn a_bad_path_id_is_invalid_input_on_every_route_that_takes_one() {
             "/api/admin/activities/{id}/stock-additions",
             &merchant,
         ),
+        (Method::GET, "/api/activities/{id}/queue", &shopper),
+        (Method::GET, "/api/activities/{id}/line", &app.client),
+        (Method::GET, "/api/activities/{id}/drawing", &app.client),
+        (Method::GET, "/api/activities/{id}/path", &shopper),
+        (Method::GET, "/api/activities/{id}/challenge", &shopper),
     ];
     for (method, route, client) in routes {
         for bad in ["abc", "0", "-1", "1e3", "99999999999999999999"] {
@@ -163,6 +168,33 @@ async fn a_bad_path_id_is_invalid_input_on_every_route_that_takes_one() {
         let resp = client
             .request(method.clone(), app.url(&route.replace("{id}", "987654321")))
             .json(&json!({"add": 1}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404, "{method} {route}");
+    }
+    // The order routes' token: a UUID, or `400 invalid_input` naming the token.
+    for (method, route) in [
+        (Method::GET, "/api/orders/{token}"),
+        (Method::POST, "/api/orders/{token}/pay"),
+    ] {
+        for bad in ["abc", "0", "00000001-6b17-8e00-800c-4a858413df6", "{}"] {
+            let resp = shopper
+                .request(method.clone(), app.url(&route.replace("{token}", bad)))
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            let body = assert_error(resp, 400, "invalid_input").await;
+            assert!(
+                body["message"].as_str().unwrap().starts_with("token:"),
+                "{method} {route} with {bad}: {body}"
+            );
+        }
+        let unknown = "00000001-6b17-8e00-800c-4a858413df6f";
+        let resp = shopper
+            .request(method.clone(), app.url(&route.replace("{token}", unknown)))
+            .json(&json!({}))
             .send()
             .await
             .unwrap();

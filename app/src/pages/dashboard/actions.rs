@@ -127,19 +127,29 @@ impl Addition {
 #[component]
 pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
     let paused = Memo::new(move |_| with_sale(activity, |a| a.activity.paused).unwrap_or(false));
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let toggle = move |_| {
-        let pause = !paused.get_untracked();
-        busy.set(true);
-        error.set(None);
-        leptos::task::spawn_local(async move {
+    // Its value: the last switch's refusal, if it was refused.
+    let switch = crate::client::action(move |pause: &bool| {
+        let pause = *pause;
+        async move {
             match crate::endpoints::pause(id, pause).await {
-                Ok(a) => update_sale(activity, |cur| cur.activity = a),
-                Err(f) => error.set(Some(f.message())),
+                Ok(a) => {
+                    update_sale(activity, |cur| cur.activity = a);
+                    None
+                }
+                Err(f) => Some(f.message()),
             }
-            busy.set(false);
-        });
+        }
+    });
+    let busy = switch.pending();
+    let error = move || {
+        (!busy.get())
+            .then(|| switch.value().get().flatten())
+            .flatten()
+    };
+    let toggle = move |_| {
+        if !busy.get_untracked() {
+            switch.dispatch(!paused.get_untracked());
+        }
     };
     view! {
         <div class="card pause">
@@ -151,7 +161,7 @@ pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
                 class:secondary=move || paused.get() disabled=move || busy.get() on:click=toggle>
                 {move || if paused.get() { "Resume sale" } else { "Pause sale" }}
             </button>
-            <p class="error" role="alert">{move || error.get()}</p>
+            <p class="error" role="alert">{error}</p>
         </div>
     }
 }

@@ -7,7 +7,7 @@ pub use draft::parse_int;
 use draft::{field_of_message, local_to_utc, time_zone, Draft, FieldErrors};
 
 use crate::{
-    api::{BotCheck, ErrorCode, LineMethod},
+    api::{BotCheck, ErrorCode, LineMethod, NewActivity},
     client,
     components::merchant_only::MerchantOnly,
 };
@@ -84,10 +84,11 @@ pub fn ActivityForm() -> impl IntoView {
     let draft = RwSignal::new(Draft::fresh());
     let errors = RwSignal::new(FieldErrors::new());
     let form_error = RwSignal::new(None::<String>);
-    let busy = RwSignal::new(false);
     let zone = RwSignal::new(String::from("your time zone"));
     Effect::new(move |_| zone.set(time_zone()));
-    let submit = submitter(draft, errors, form_error, busy);
+    let create = creation(errors, form_error);
+    let busy = create.pending();
+    let submit = submitter(draft, errors, form_error, create);
     view! {
         <section class="card admin-form">
             <h1>"New sale"</h1>
@@ -110,20 +111,18 @@ pub fn ActivityForm() -> impl IntoView {
     }
 }
 
-/// The form's submission: the draft checked here, then created under one `Idempotency-Key`
-/// for this form (a retry after a lost answer creates nothing more), the server's field error
-/// shown on its field, and on success the new sale's page.
+/// The form's submission: the draft checked here, then sent (see [`creation`]) under one
+/// `Idempotency-Key` for this form, so a retry after a lost answer creates nothing more.
 fn submitter(
     draft: RwSignal<Draft>,
     errors: RwSignal<FieldErrors>,
     form_error: RwSignal<Option<String>>,
-    busy: RwSignal<bool>,
+    create: Action<(NewActivity, String), ()>,
 ) -> impl Fn(SubmitEvent) + Clone + 'static {
-    let navigate = leptos_router::hooks::use_navigate();
     let key = StoredValue::new(String::new());
     move |ev: SubmitEvent| {
         ev.prevent_default();
-        if busy.get_untracked() {
+        if create.pending().get_untracked() {
             return;
         }
         form_error.set(None);
@@ -135,14 +134,25 @@ fn submitter(
             }
         };
         errors.set(FieldErrors::new());
-        busy.set(true);
-        let navigate = navigate.clone();
         if key.with_value(String::is_empty) {
             key.set_value(client::new_key());
         }
-        let this_key = key.get_value();
-        leptos::task::spawn_local(async move {
-            match crate::endpoints::create_sale(&body, &this_key).await {
+        create.dispatch((body, key.get_value()));
+    }
+}
+
+/// Creates the sale: on success the new sale's page, else the server's field error shown on
+/// its field (or the form's error).
+fn creation(
+    errors: RwSignal<FieldErrors>,
+    form_error: RwSignal<Option<String>>,
+) -> Action<(NewActivity, String), ()> {
+    let navigate = leptos_router::hooks::use_navigate();
+    crate::client::action(move |(body, key): &(NewActivity, String)| {
+        let (body, key) = (body.clone(), key.clone());
+        let navigate = navigate.clone();
+        async move {
+            match crate::endpoints::create_sale(&body, &key).await {
                 Ok(created) => navigate(
                     &format!("/admin/activities/{}", created.id),
                     Default::default(),
@@ -157,9 +167,8 @@ fn submitter(
                 }
                 Err(f) => form_error.set(Some(f.message())),
             }
-            busy.set(false);
-        });
-    }
+        }
+    })
 }
 
 #[component]

@@ -14,7 +14,6 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
     let session = Session::get();
     let id = activity.id;
     let reminder = RwSignal::new(None::<Reminder>);
-    let busy = RwSignal::new(false);
     let message = RwSignal::new(None::<String>);
     // The shopper's reminder, once they are known to be signed in.
     Effect::new(move |_| {
@@ -26,29 +25,23 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
             });
         }
     });
-    let ask = move |_| {
-        busy.set(true);
-        leptos::task::spawn_local(async move {
-            #[cfg(feature = "hydrate")]
-            if crate::notify::askable() {
-                crate::notify::ask().await;
+    // Asking and withdrawing, one at a time: either disables both buttons while it runs.
+    let ask = crate::client::action(move |_: &()| async move {
+        #[cfg(feature = "hydrate")]
+        if crate::notify::askable() {
+            crate::notify::ask().await;
+        }
+        match crate::endpoints::remind_me(id).await {
+            Ok(r) => {
+                reminder.set(Some(r));
+                message.set(None);
             }
-            match crate::endpoints::remind_me(id).await {
-                Ok(r) => {
-                    reminder.set(Some(r));
-                    message.set(None);
-                }
-                Err(f) => message.set(Some(f.message())),
-            }
-            busy.set(false);
-        });
-    };
-    let withdraw = move |_| {
-        let Some(r) = reminder.get_untracked() else {
-            return;
-        };
-        busy.set(true);
-        leptos::task::spawn_local(async move {
+            Err(f) => message.set(Some(f.message())),
+        }
+    });
+    let withdraw = crate::client::action(move |r: &Reminder| {
+        let r = r.clone();
+        async move {
             match crate::endpoints::withdraw_reminder(r.id).await {
                 Ok(()) => {
                     reminder.set(None);
@@ -56,9 +49,9 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
                 }
                 Err(f) => message.set(Some(f.message())),
             }
-            busy.set(false);
-        });
-    };
+        }
+    });
+    let busy = move || ask.pending().get() || withdraw.pending().get();
     notify_at_start(&activity, started, reminder);
     view! {
         <section class="reminder" aria-label=tr("reminder.label") data-testid="reminder">
@@ -69,11 +62,16 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
                 }
                 (_, Some(_)) => view! {
                     <p data-testid="reminder-set">{tr("reminder.set")} " "
-                        <button type="button" class="link" data-testid="reminder-withdraw" disabled=move || busy.get() on:click=withdraw>{tr("reminder.withdraw")}</button>
+                        <button type="button" class="link" data-testid="reminder-withdraw" disabled=busy on:click=move |_| {
+                            if let (false, Some(r)) = (busy(), reminder.get_untracked()) {
+                                withdraw.dispatch(r);
+                            }
+                        }>{tr("reminder.withdraw")}</button>
                     </p>
                 }.into_any(),
                 _ => view! {
-                    <button type="button" class="secondary" data-testid="reminder-ask" disabled=move || busy.get() || session.user.get().is_none() on:click=ask>{tr("reminder.ask")}</button>
+                    <button type="button" class="secondary" data-testid="reminder-ask" disabled=move || busy() || session.user.get().is_none()
+                        on:click=move |_| if !busy() { ask.dispatch(()); }>{tr("reminder.ask")}</button>
                 }.into_any(),
             }}
             <p class="muted small">

@@ -40,7 +40,8 @@ use crate::{
     infra::{config::QueueLimits, metrics::Metrics, redis::Redis},
 };
 use app::api::{
-    poll_after_ms, Drawing, LineBoard, LineState, QueueFigures, QueueState, QueueStatus,
+    poll_after_ms, Drawing, LineBoard, LineState, QueueFigures, QueueState, QueueStatus, SaleId,
+    UserId,
 };
 use redis::Script;
 use signing::{tickets::TICKET_MS, Tickets};
@@ -136,12 +137,13 @@ impl WaitingRoom {
     /// a client the line keeps out (see the module's notes) is shown one and never admitted.
     pub async fn join(
         &self,
-        user: i64,
+        user: UserId,
         joined: i64,
         ip: IpAddr,
-        id: i64,
+        sale: SaleId,
         again: bool,
     ) -> ApiResult<Standing> {
+        let (UserId(user), SaleId(id)) = (user, sale);
         let row = self.activities.get(&self.db, id).await?;
         row.admits_account(joined)?;
         let (mut numbered, mut signed_receipt) = (None, None);
@@ -200,7 +202,7 @@ impl WaitingRoom {
 
     /// The drawing of sale `id` (a waiting room whose places are drawn): its commitment before
     /// the start, its seed and every place with its receipt after. `404` for other sales.
-    pub async fn drawing(&self, id: i64) -> ApiResult<Arc<Drawing>> {
+    pub async fn drawing(&self, SaleId(id): SaleId) -> ApiResult<Arc<Drawing>> {
         if let Some(done) = self.drawings.lock().get(&id) {
             return Ok(done.clone());
         }
@@ -244,7 +246,7 @@ impl WaitingRoom {
     }
 
     /// The line's board of sale `id`, as every shopper may see it.
-    pub async fn board(&self, id: i64) -> ApiResult<Arc<LineBoard>> {
+    pub async fn board(&self, SaleId(id): SaleId) -> ApiResult<Arc<LineBoard>> {
         let row = self.activities.get(&self.db, id).await?;
         self.boards.get(&row).await
     }
@@ -253,11 +255,12 @@ impl WaitingRoom {
     /// numbered (no Redis call), else from the line itself. A forged value is refused.
     pub async fn status(
         &self,
-        user: i64,
+        user: UserId,
         ip: IpAddr,
-        id: i64,
+        sale: SaleId,
         held: Option<&str>,
     ) -> ApiResult<Standing> {
+        let (UserId(user), SaleId(id)) = (user, sale);
         let row = self.activities.get(&self.db, id).await?;
         let held = match held.map(|v| self.places.read(v, user, id)) {
             Some(Held::Forged) => {

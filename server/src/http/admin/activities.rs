@@ -18,14 +18,14 @@ use crate::{
     http::{
         admin::replay,
         buy::IdempotencyKey,
-        input::{AppJson, PathId},
+        input::{AppJson, InPath},
         session::Merchant,
     },
     infra::{config::Config, redis::Redis},
 };
 use app::api::{
-    Activity, ActivityStats, AddStock, AdminActivityList, Forecast, NewActivity, StockAdditions,
-    StockLevel,
+    Activity, ActivityStats, AddStock, AdminActivityList, Forecast, NewActivity, SaleId,
+    StockAdditions, StockLevel,
 };
 use axum::{
     extract::State,
@@ -118,7 +118,7 @@ async fn add_stock(
     State(redis): State<Redis>,
     State(sold_out): State<SoldOut>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
     IdempotencyKey(key): IdempotencyKey,
     AppJson(body): AppJson<AddStock>,
 ) -> ApiResult<Response> {
@@ -244,7 +244,7 @@ async fn pause(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<Activity>> {
     set_paused(&db, &redis, merchant, id, true).await
 }
@@ -253,7 +253,7 @@ async fn resume(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<Activity>> {
     set_paused(&db, &redis, merchant, id, false).await
 }
@@ -263,7 +263,7 @@ async fn stats(
     State(redis): State<Redis>,
     State(room): State<WaitingRoom>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<ActivityStats>> {
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
@@ -301,7 +301,7 @@ async fn forecast_of(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<Forecast>> {
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
@@ -338,7 +338,7 @@ async fn one(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Response> {
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
@@ -354,7 +354,7 @@ async fn one(
 async fn stock_additions(
     State(db): State<PgPool>,
     merchant: Merchant,
-    PathId(id): PathId,
+    InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<StockAdditions>> {
     let additions = activity::stock_additions(&db, id, merchant.shop_id)
         .await?
