@@ -18,11 +18,14 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
         changes,
         amount: RwSignal::new(String::new()),
         asking: RwSignal::new(None),
-        busy: RwSignal::new(false),
+        send: crate::client::action(|(add, n, key): &(Addition, i64, String)| {
+            let (add, n, key) = (*add, *n, key.clone());
+            add.send(n, key)
+        }),
         message: RwSignal::new(None),
         key: StoredValue::new((0, String::new())),
     };
-    let (amount, asking, busy) = (add.amount, add.asking, add.busy);
+    let (amount, asking, busy) = (add.amount, add.asking, add.send.pending());
     let total = move || with_sale(activity, |a| a.activity.total_stock).unwrap_or(0);
     view! {
         <form class="card add-stock" on:submit=move |ev| add.request(ev) data-testid="admin-add-stock-form">
@@ -58,7 +61,8 @@ struct Addition {
     amount: RwSignal<String>,
     /// The amount awaiting the merchant's confirmation.
     asking: RwSignal<Option<i64>>,
-    busy: RwSignal<bool>,
+    /// The confirmed addition on its way: (itself, the amount, its key).
+    send: Action<(Addition, i64, String), ()>,
     /// (went through, what to say)
     message: RwSignal<Option<(bool, String)>>,
     /// The key of the addition being confirmed: kept while it is retried (a retry the server
@@ -87,23 +91,25 @@ impl Addition {
         let Some(n) = self.asking.get_untracked() else {
             return;
         };
-        self.busy.set(true);
+        if self.send.pending().get_untracked() {
+            return;
+        }
         let this_key = match self.key.get_value() {
             (same, k) if same == n && !k.is_empty() => k,
             _ => client::new_key(),
         };
         self.key.set_value((n, this_key.clone()));
-        leptos::task::spawn_local(async move {
-            let added =
-                crate::endpoints::add_stock(self.id, &crate::api::AddStock { add: n }, &this_key)
-                    .await;
-            match added {
-                Ok(level) => self.added(n, level),
-                Err(f) => self.message.set(Some((false, f.message()))),
-            }
-            self.asking.set(None);
-            self.busy.set(false);
-        });
+        self.send.dispatch((self, n, this_key));
+    }
+
+    async fn send(self, n: i64, key: String) {
+        let added =
+            crate::endpoints::add_stock(self.id, &crate::api::AddStock { add: n }, &key).await;
+        match added {
+            Ok(level) => self.added(n, level),
+            Err(f) => self.message.set(Some((false, f.message()))),
+        }
+        self.asking.set(None);
     }
 
     fn added(self, n: i64, level: StockLevel) {
