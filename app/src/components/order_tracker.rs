@@ -36,7 +36,7 @@ pub fn OrderTracker(token: String, initial: OrderStatus) -> impl IntoView {
         status: RwSignal::new(None),
         shown: RwSignal::new(initial),
         history: RwSignal::new(vec![initial]),
-        paying: RwSignal::new(false),
+        paying: crate::client::action(|t: &Tracker| (*t).pay_now()),
         error: RwSignal::new(None),
     };
     #[cfg(feature = "hydrate")]
@@ -49,7 +49,7 @@ pub fn OrderTracker(token: String, initial: OrderStatus) -> impl IntoView {
         });
     }
     let clock = ServerClock::get();
-    let (shown, status, paying) = (t.shown, t.status, t.paying);
+    let (shown, status, paying) = (t.shown, t.status, t.paying.pending());
     view! {
         <div class="order">
             // Announced when the status changes (not the deadline below, which ticks every second).
@@ -81,7 +81,8 @@ struct Tracker {
     shown: RwSignal<OrderStatus>,
     /// Every status this page has shown, in order (tests and curious shoppers read it).
     history: RwSignal<Vec<OrderStatus>>,
-    paying: RwSignal<bool>,
+    /// The payment on its way (pending while it and the status read after it run).
+    paying: Action<Tracker, ()>,
     error: RwSignal<Option<String>>,
 }
 
@@ -139,22 +140,22 @@ impl Tracker {
 
     /// Pays, then shows the status the payment left (paid, or what refused it).
     fn pay(self) {
-        if self.paying.get_untracked() {
+        if self.paying.pending().get_untracked() {
             return;
         }
-        self.paying.set(true);
         self.error.set(None);
-        leptos::task::spawn_local(async move {
-            let token = self.token();
-            let paid = crate::endpoints::pay(&token).await;
-            if let Err(f) = paid {
-                self.error.set(Some(f.message()));
-            }
-            if let Ok(s) = crate::endpoints::order(&token).await {
-                self.record(s);
-            }
-            self.paying.set(false);
-        });
+        self.paying.dispatch(self);
+    }
+
+    async fn pay_now(self) {
+        let token = self.token();
+        let paid = crate::endpoints::pay(&token).await;
+        if let Err(f) = paid {
+            self.error.set(Some(f.message()));
+        }
+        if let Ok(s) = crate::endpoints::order(&token).await {
+            self.record(s);
+        }
     }
 
     /// "Pay within 9:59" while confirmed, by the server's clock.

@@ -56,7 +56,7 @@ pub fn BuyPanel(
                     on:input=move |ev| quantity.set(event_target_value(&ev).parse().unwrap_or(1))/>
             })}
             <button type="button" class="buy" data-testid="buy-button" disabled=move || !panel.can_buy() on:click=move |_| panel.submit()>
-                {move || if panel.busy.get() { tr("buy.buying") } else { tr("buy.now") }}
+                {move || if panel.buying.pending().get() { tr("buy.buying") } else { tr("buy.now") }}
             </button>
             {move || panel.sold_out().then(|| view! {
                 <p class="notice" data-testid="sold-out">
@@ -94,7 +94,9 @@ struct Panel {
     path: RwSignal<Option<String>>,
     captcha: RwSignal<Option<Captcha>>,
     answer: RwSignal<String>,
-    busy: RwSignal<bool>,
+    /// The buy on its way: (the panel, its body, its `Idempotency-Key`). Pending while it and
+    /// its retries run.
+    buying: Action<(Panel, BuyRequest, String), ()>,
     /// Closed for good on this page (limit reached, ended). Sold out is `remaining == 0`: it
     /// reopens when units come back.
     closed: RwSignal<bool>,
@@ -122,7 +124,10 @@ impl Panel {
             path: RwSignal::new(None),
             captcha: RwSignal::new(None),
             answer: RwSignal::new(String::new()),
-            busy: RwSignal::new(false),
+            buying: crate::client::action(|(panel, body, key): &(Panel, BuyRequest, String)| {
+                let (panel, body, key) = (*panel, body.clone(), key.clone());
+                async move { panel.send(&body, &key).await }
+            }),
             closed: RwSignal::new(false),
             wait_until: RwSignal::new(None),
             message: RwSignal::new(None),
@@ -148,7 +153,7 @@ impl Panel {
 
     /// Open, not busy, nothing bought yet, the path in hand and the bot check ready.
     fn can_buy(self) -> bool {
-        !self.busy.get()
+        !self.buying.pending().get()
             && !self.closed.get()
             && !self.sold_out()
             && !self.waiting()
@@ -188,7 +193,7 @@ impl Panel {
     fn renew_work_when_it_can_be_used(self) {
         let Some(work) = self.work else { return };
         let can_try_again = self.use_work.get()
-            && !self.busy.get()
+            && !self.buying.pending().get()
             && !self.closed.get()
             && !self.sold_out()
             && self.reservation.get().is_none();
@@ -223,13 +228,9 @@ impl Panel {
         if !self.can_buy() {
             return;
         }
-        self.busy.set(true);
         self.message.set(None);
-        let (key, body) = (client::new_key(), self.request());
-        leptos::task::spawn_local(async move {
-            self.send(&body, &key).await;
-            self.busy.set(false);
-        });
+        self.buying
+            .dispatch((self, self.request(), client::new_key()));
     }
 
     /// The buy, tried again with the same key (backing off) while the sale is overloaded or
