@@ -122,9 +122,10 @@ mod imp {
 
 /// A form's post or a button's call, as a Leptos [`Action`](leptos::prelude::Action): its
 /// `pending()` while it runs (the button disabled), its `value()` after (what the page says).
-/// The server renders the action and never runs it (events fire in the browser only), so it is
-/// one that the server's threads may drop: in the browser a call's future is not `Send` (the
-/// fetch API's), and is kept to the browser's one thread by a `SendWrapper`.
+/// The server renders the action on any of its threads and never runs it (events fire in the
+/// browser only), so the action must be `Send` there: no `Action::new_local`, whose value may
+/// not be dropped on another thread than its own. In the browser a call's future is not `Send`
+/// (the fetch API's), and a `SendWrapper` keeps it on the browser's one thread.
 pub fn action<I, O, F, Fu>(call: F) -> leptos::prelude::Action<I, O>
 where
     I: Send + Sync + 'static,
