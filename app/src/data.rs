@@ -2,7 +2,7 @@
 //! provides in context), in the browser from the JSON API. Either way the result is serialized
 //! into the page, so hydration does not fetch it again.
 
-use crate::api::Activity;
+use crate::api::{Activity, SaleId};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -37,9 +37,9 @@ pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T
 #[cfg(feature = "ssr")]
 pub trait StorefrontSource: Send + Sync + 'static {
     fn activities(&self) -> BoxFuture<'_, Loaded<Vec<SaleState>>>;
-    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<SaleState>>>;
+    fn activity(&self, id: SaleId) -> BoxFuture<'_, Loaded<Option<SaleState>>>;
     /// The public report of sale `id`; `None` while it has not ended (or does not exist).
-    fn report(&self, id: i64) -> BoxFuture<'_, Loaded<Option<crate::api::SaleReport>>>;
+    fn report(&self, id: SaleId) -> BoxFuture<'_, Loaded<Option<crate::api::SaleReport>>>;
 }
 
 #[cfg(feature = "ssr")]
@@ -80,7 +80,7 @@ pub fn activities() -> Resource<Loaded<Vec<SaleState>>> {
 }
 
 pub fn activity(
-    id: impl Fn() -> Option<i64> + Send + Sync + 'static,
+    id: impl Fn() -> Option<SaleId> + Send + Sync + 'static,
 ) -> Resource<Loaded<Option<SaleState>>> {
     Resource::new(id, move |id| {
         #[cfg(feature = "ssr")]
@@ -108,7 +108,7 @@ pub fn activity(
 
 /// The public report of a sale: `None` until it has ended.
 pub fn report(
-    id: impl Fn() -> Option<i64> + Send + Sync + 'static,
+    id: impl Fn() -> Option<SaleId> + Send + Sync + 'static,
 ) -> Resource<Loaded<Option<crate::api::SaleReport>>> {
     Resource::new(id, move |id| {
         #[cfg(feature = "ssr")]

@@ -7,8 +7,8 @@ use crate::api::{
     AdminActivityList, AdminOrderPage, AuditLog, BuyPath, BuyRequest, Captcha, Confirmation,
     Credentials, Drawing, Forecast, JoinQueue, LineBoard, MyReminder, NewActivity, NewShop,
     OrderList, OrderView, PasswordChange, PasswordReset, PaymentResult, QueueStatus, Remaining,
-    Reminder, Reservation, SaleReport, ServerTime, Shop, ShopList, ShopSettings,
-    ShopSettingsChange, StockAdditions, StockLevel, User,
+    Reminder, Reservation, SaleId, SaleReport, ServerTime, Shop, ShopList, ShopSettings,
+    ShopSettingsChange, StockAdditions, StockLevel, Token, User, UserId,
 };
 use crate::client::{delete, get, post, post_with_key, Failure};
 
@@ -16,23 +16,25 @@ type Answer<T> = Result<T, Failure>;
 
 /// The addresses a page links to or hands to a component that makes its own requests.
 pub mod paths {
+    use crate::api::SaleId;
+
     /// A sale's public report as JSON.
-    pub fn report(id: i64) -> String {
+    pub fn report(id: SaleId) -> String {
         format!("/api/activities/{id}/report")
     }
 
     /// A sale's published drawing.
-    pub fn drawing(id: i64) -> String {
+    pub fn drawing(id: SaleId) -> String {
         format!("/api/activities/{id}/drawing")
     }
 
     /// A sale's calendar entry (`.ics`).
-    pub fn calendar(id: i64) -> String {
+    pub fn calendar(id: SaleId) -> String {
         format!("/api/activities/{id}/calendar.ics")
     }
 
     /// The proof-of-work challenges of a sale's buy.
-    pub fn buy_challenge(id: i64) -> String {
+    pub fn buy_challenge(id: SaleId) -> String {
         format!("/api/activities/{id}/challenge")
     }
 
@@ -40,7 +42,7 @@ pub mod paths {
     pub const SIGN_UP_CHALLENGE: &str = "/api/auth/challenge";
 
     /// A shop's orders of a sale as CSV.
-    pub fn orders_csv(id: i64) -> String {
+    pub fn orders_csv(id: SaleId) -> String {
         format!("/api/admin/orders.csv?activity_id={id}")
     }
 
@@ -92,19 +94,19 @@ pub async fn sales() -> Answer<ActivityList> {
     get("/api/activities").await
 }
 
-pub async fn sale(id: i64) -> Answer<Activity> {
+pub async fn sale(id: SaleId) -> Answer<Activity> {
     get(&format!("/api/activities/{id}")).await
 }
 
-pub async fn stock(id: i64) -> Answer<Remaining> {
+pub async fn stock(id: SaleId) -> Answer<Remaining> {
     get(&format!("/api/activities/{id}/stock")).await
 }
 
-pub async fn report(id: i64) -> Answer<SaleReport> {
+pub async fn report(id: SaleId) -> Answer<SaleReport> {
     get(&paths::report(id)).await
 }
 
-pub async fn drawing(id: i64) -> Answer<Drawing> {
+pub async fn drawing(id: SaleId) -> Answer<Drawing> {
     get(&paths::drawing(id)).await
 }
 
@@ -112,32 +114,32 @@ pub async fn captcha() -> Answer<Captcha> {
     get("/api/captcha").await
 }
 
-pub async fn buy_path(id: i64) -> Answer<BuyPath> {
+pub async fn buy_path(id: SaleId) -> Answer<BuyPath> {
     get(&format!("/api/activities/{id}/path")).await
 }
 
 /// The buy, keyed: a retry with the same key gets the first answer.
-pub async fn buy(id: i64, body: &BuyRequest, key: &str) -> Answer<Reservation> {
+pub async fn buy(id: SaleId, body: &BuyRequest, key: &str) -> Answer<Reservation> {
     post_with_key(&format!("/api/activities/{id}/buy"), body, key).await
 }
 
-pub async fn join_line(id: i64, join: &JoinQueue) -> Answer<QueueStatus> {
+pub async fn join_line(id: SaleId, join: &JoinQueue) -> Answer<QueueStatus> {
     post(&format!("/api/activities/{id}/queue"), join).await
 }
 
-pub async fn place_in_line(id: i64) -> Answer<QueueStatus> {
+pub async fn place_in_line(id: SaleId) -> Answer<QueueStatus> {
     get(&format!("/api/activities/{id}/queue")).await
 }
 
-pub async fn line_board(id: i64) -> Answer<LineBoard> {
+pub async fn line_board(id: SaleId) -> Answer<LineBoard> {
     get(&format!("/api/activities/{id}/line")).await
 }
 
-pub async fn my_reminder(id: i64) -> Answer<MyReminder> {
+pub async fn my_reminder(id: SaleId) -> Answer<MyReminder> {
     get(&format!("/api/activities/{id}/reminder")).await
 }
 
-pub async fn remind_me(id: i64) -> Answer<Reminder> {
+pub async fn remind_me(id: SaleId) -> Answer<Reminder> {
     let empty = std::collections::HashMap::<&str, i64>::new();
     post(&format!("/api/activities/{id}/reminder"), &empty).await
 }
@@ -150,11 +152,11 @@ pub async fn orders() -> Answer<OrderList> {
     get("/api/orders").await
 }
 
-pub async fn order(token: &str) -> Answer<OrderView> {
+pub async fn order(token: Token) -> Answer<OrderView> {
     get(&format!("/api/orders/{token}")).await
 }
 
-pub async fn pay(token: &str) -> Answer<PaymentResult> {
+pub async fn pay(token: Token) -> Answer<PaymentResult> {
     post(&format!("/api/orders/{token}/pay"), &()).await
 }
 
@@ -172,7 +174,7 @@ pub async fn shop_sales() -> Answer<AdminActivityList> {
     get("/api/admin/activities").await
 }
 
-pub async fn shop_sale(id: i64) -> Answer<AdminActivity> {
+pub async fn shop_sale(id: SaleId) -> Answer<AdminActivity> {
     get(&format!("/api/admin/activities/{id}")).await
 }
 
@@ -181,31 +183,36 @@ pub async fn create_sale(sale: &NewActivity, key: &str) -> Answer<Activity> {
     post_with_key("/api/admin/activities", sale, key).await
 }
 
-pub async fn sale_stats(id: i64) -> Answer<ActivityStats> {
+pub async fn sale_stats(id: SaleId) -> Answer<ActivityStats> {
     get(&format!("/api/admin/activities/{id}/stats")).await
 }
 
-pub async fn forecast(id: i64) -> Answer<Forecast> {
+pub async fn forecast(id: SaleId) -> Answer<Forecast> {
     get(&format!("/api/admin/activities/{id}/forecast")).await
 }
 
 /// Units added, keyed: a retry with the same key adds nothing more.
-pub async fn add_stock(id: i64, add: &AddStock, key: &str) -> Answer<StockLevel> {
+pub async fn add_stock(id: SaleId, add: &AddStock, key: &str) -> Answer<StockLevel> {
     post_with_key(&format!("/api/admin/activities/{id}/stock"), add, key).await
 }
 
-pub async fn stock_additions(id: i64) -> Answer<StockAdditions> {
+pub async fn stock_additions(id: SaleId) -> Answer<StockAdditions> {
     get(&format!("/api/admin/activities/{id}/stock-additions")).await
 }
 
 /// Pauses the sale (`paused`) or resumes it.
-pub async fn pause(id: i64, paused: bool) -> Answer<Activity> {
+pub async fn pause(id: SaleId, paused: bool) -> Answer<Activity> {
     let action = if paused { "pause" } else { "resume" };
     post(&format!("/api/admin/activities/{id}/{action}"), &()).await
 }
 
 /// One page of a sale's orders, of one status or all (`status` empty).
-pub async fn shop_orders(id: i64, status: &str, limit: i64, offset: i64) -> Answer<AdminOrderPage> {
+pub async fn shop_orders(
+    id: SaleId,
+    status: &str,
+    limit: i64,
+    offset: i64,
+) -> Answer<AdminOrderPage> {
     let mut url = format!("/api/admin/orders?activity_id={id}&limit={limit}&offset={offset}");
     if !status.is_empty() {
         url.push_str(&format!("&status={status}"));
@@ -237,11 +244,11 @@ pub async fn find_accounts(q: &str) -> Answer<AccountList> {
 }
 
 /// Blocks the account (`blocked`) or unblocks it.
-pub async fn block(id: i64, blocked: bool) -> Answer<AccountSummary> {
+pub async fn block(id: UserId, blocked: bool) -> Answer<AccountSummary> {
     let action = if blocked { "block" } else { "unblock" };
     post(&format!("/api/operator/users/{id}/{action}"), &()).await
 }
 
-pub async fn reset_password(id: i64, reset: &PasswordReset) -> Answer<()> {
+pub async fn reset_password(id: UserId, reset: &PasswordReset) -> Answer<()> {
     post(&format!("/api/operator/users/{id}/password"), reset).await
 }

@@ -7,7 +7,7 @@
 use crate::crowd::{addr_of, create_sale, Accounts, CrowdOptions, Signer};
 use crate::deployment::Deployment;
 use anyhow::Context;
-use app::api::{Role, ServerTime};
+use app::api::{Role, SaleId, ServerTime};
 use signing::BuyPaths;
 use std::{fmt::Write as _, path::PathBuf, time::Duration};
 
@@ -79,7 +79,7 @@ pub async fn run(deployment: &Deployment, opts: &WrkSaleOptions) -> anyhow::Resu
         .map(|(i, &user)| {
             (
                 signer.cookie(user, Role::Shopper),
-                paths.path(user, sale.id),
+                paths.path(user, sale.id.0),
                 addr_of(i),
             )
         })
@@ -93,7 +93,7 @@ pub async fn run(deployment: &Deployment, opts: &WrkSaleOptions) -> anyhow::Resu
 
 /// A wrk script: thread k of n sends shoppers k, k + n, k + 2n… in turn (wrk passes n as the
 /// script's first argument), round and round; `done` prints the `202`s of every thread.
-fn wrk_script(activity: i64, shoppers: &[(String, String, String)]) -> anyhow::Result<String> {
+fn wrk_script(activity: SaleId, shoppers: &[(String, String, String)]) -> anyhow::Result<String> {
     let mut lua = String::from("local shoppers = {\n");
     for (cookie, path, addr) in shoppers {
         writeln!(lua, "{{\"{cookie}\",\"{path}\",\"{addr}\"}},")?;

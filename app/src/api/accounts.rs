@@ -1,5 +1,6 @@
 //! Sessions, accounts, shops and the audit log (docs/api.md "Sessions", "Operator").
 
+use super::UserId;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +67,7 @@ impl std::fmt::Debug for Credentials {
 /// `GET /api/me`, and the answer of register and login.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct User {
-    pub id: i64,
+    pub id: UserId,
     pub username: String,
     pub role: Role,
     /// A merchant's shop (an addition to docs/api.md); absent for shoppers and operators.
@@ -130,7 +131,7 @@ pub struct ShopList {
 /// An account as the operator sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountSummary {
-    pub id: i64,
+    pub id: UserId,
     pub username: String,
     pub role: Role,
     pub shop_id: Option<i64>,

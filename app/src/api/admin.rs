@@ -81,9 +81,9 @@ pub struct StockAdditions {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminOrder {
     pub order_id: i64,
-    pub token: String,
-    pub activity_id: i64,
-    pub user_id: i64,
+    pub token: Token,
+    pub activity_id: SaleId,
+    pub user_id: UserId,
     pub username: String,
     pub quantity: i32,
     pub unit_price_cents: i64,

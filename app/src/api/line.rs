@@ -145,7 +145,7 @@ pub fn poll_after_ms(wait_secs: i64) -> i64 {
 /// recompute them from the seed and the join receipts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drawing {
-    pub activity_id: i64,
+    pub activity_id: SaleId,
     /// Hex SHA-256 of the seed, published before the line opened.
     pub commitment: String,
     /// The seed in hex, once the sale has started (`null` before).

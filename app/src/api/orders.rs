@@ -6,16 +6,16 @@ use serde::{Deserialize, Serialize};
 /// The `202` answer of a buy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
-    pub token: String,
+    pub token: Token,
     pub status: OrderStatus,
 }
 
 /// `GET /api/orders/{token}` and the items of `GET /api/orders`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderView {
-    pub token: String,
+    pub token: Token,
     pub status: OrderStatus,
-    pub activity_id: i64,
+    pub activity_id: SaleId,
     pub quantity: i32,
     pub order_id: Option<i64>,
     pub pay_by: Option<String>,

@@ -1,12 +1,13 @@
 //! A sale's public report (docs/api.md "Storefront").
 
+use super::SaleId;
 use serde::{Deserialize, Serialize};
 
 /// `GET /api/activities/{id}/report`: the public report of an ended sale. Every figure is the
 /// sale's as a whole; no shopper's identity is in it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SaleReport {
-    pub activity_id: i64,
+    pub activity_id: SaleId,
     pub title: String,
     pub starts_at: String,
     pub ends_at: String,

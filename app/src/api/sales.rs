@@ -1,11 +1,12 @@
 //! The storefront's sales, their settings, the buy and reminders (docs/api.md "Storefront").
 
+use super::SaleId;
 use serde::{Deserialize, Serialize};
 
 /// A sale activity (docs/api.md `Activity`). Times are RFC 3339 UTC strings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Activity {
-    pub id: i64,
+    pub id: SaleId,
     pub title: String,
     pub description: String,
     pub image_url: Option<String>,
@@ -266,7 +267,7 @@ pub struct BuyRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reminder {
     pub id: i64,
-    pub activity_id: i64,
+    pub activity_id: SaleId,
     pub starts_at: String,
     pub created_at: String,
 }

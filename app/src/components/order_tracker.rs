@@ -2,7 +2,7 @@
 //! payment deadline counting down and a pay button), then `paid`, or `cancelled` / `failed`.
 
 use crate::{
-    api::{OrderStatus, OrderView},
+    api::{OrderStatus, OrderView, Token},
     clock::{countdown_text, parse_ms, ServerClock},
     i18n::{tr, tr_with},
 };
@@ -30,9 +30,9 @@ pub fn badge(status: OrderStatus) -> String {
 }
 
 #[component]
-pub fn OrderTracker(token: String, initial: OrderStatus) -> impl IntoView {
+pub fn OrderTracker(token: Token, initial: OrderStatus) -> impl IntoView {
     let t = Tracker {
-        token: StoredValue::new(token.clone()),
+        token,
         status: RwSignal::new(None),
         shown: RwSignal::new(initial),
         history: RwSignal::new(vec![initial]),
@@ -68,7 +68,7 @@ pub fn OrderTracker(token: String, initial: OrderStatus) -> impl IntoView {
                 </button>
             })}
             <p class="error" role="alert">{move || t.error.get()}</p>
-            <p class="muted small">{tr("order.token")} " " <code>{token}</code></p>
+            <p class="muted small">{tr("order.token")} " " <code>{token.to_string()}</code></p>
         </div>
     }
 }
@@ -76,7 +76,7 @@ pub fn OrderTracker(token: String, initial: OrderStatus) -> impl IntoView {
 /// One order's state on the page (signals, so copied into every closure).
 #[derive(Clone, Copy)]
 struct Tracker {
-    token: StoredValue<String>,
+    token: Token,
     status: RwSignal<Option<OrderView>>,
     shown: RwSignal<OrderStatus>,
     /// Every status this page has shown, in order (tests and curious shoppers read it).
@@ -96,10 +96,6 @@ impl Tracker {
             .join(",")
     }
 
-    fn token(self) -> String {
-        self.token.get_value()
-    }
-
     fn record(self, s: OrderView) {
         if self.history.with_untracked(|h| h.last() != Some(&s.status)) {
             self.history.update(|h| h.push(s.status));
@@ -112,10 +108,9 @@ impl Tracker {
     /// cancellation at the deadline can change it then), until a final status or the page is left.
     #[cfg(feature = "hydrate")]
     async fn follow(self, alive: &std::sync::atomic::AtomicBool) {
-        let token = self.token();
         let mut delay = 250.0f64;
         loop {
-            let got = crate::endpoints::order(&token).await;
+            let got = crate::endpoints::order(self.token).await;
             if !alive.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
@@ -148,12 +143,11 @@ impl Tracker {
     }
 
     async fn pay_now(self) {
-        let token = self.token();
-        let paid = crate::endpoints::pay(&token).await;
+        let paid = crate::endpoints::pay(self.token).await;
         if let Err(f) = paid {
             self.error.set(Some(f.message()));
         }
-        if let Ok(s) = crate::endpoints::order(&token).await {
+        if let Ok(s) = crate::endpoints::order(self.token).await {
             self.record(s);
         }
     }

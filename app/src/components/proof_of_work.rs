@@ -5,6 +5,7 @@
 //! can buy again (not after a success, nor while sold out: no extra request at the busiest
 //! second), and one that is about to expire is replaced. Nobody is asked to do anything.
 
+use crate::api::SaleId;
 use leptos::prelude::*;
 
 /// A sale page's proof of work (a context: the buy panel reads it, inside a waiting room too).
@@ -26,7 +27,7 @@ pub struct Work {
 
 impl Work {
     /// Starts the check for sale `id` once the shopper is known to be signed in.
-    pub fn provide(id: i64) -> Work {
+    pub fn provide(id: SaleId) -> Work {
         Work::provide_at(crate::endpoints::paths::buy_challenge(id), true)
     }
 

@@ -119,7 +119,7 @@ mod tests {
             sale(7, "2026-11-26T10:00:00Z", "2026-11-26T12:30:00Z", 1),
         ];
         let (shown, more) = arrange(sales.clone(), now, 1);
-        let order: Vec<(Group, i64)> = shown.iter().map(|(g, s)| (*g, s.activity.id)).collect();
+        let order: Vec<(Group, i64)> = shown.iter().map(|(g, s)| (*g, s.activity.id.0)).collect();
         assert_eq!(
             order,
             vec![
@@ -143,7 +143,7 @@ mod tests {
         let (last, more) = arrange(many, now, 3);
         assert_eq!((last.len(), more), (61 - 2 * PAGE, false));
         assert_eq!(
-            last.last().map(|(g, s)| (*g, s.activity.id)),
+            last.last().map(|(g, s)| (*g, s.activity.id.0)),
             Some((Group::Over, 1))
         );
     }

@@ -5,7 +5,7 @@
 //! same figures are `GET /api/activities/{id}/report`.
 
 use crate::{
-    api::{SaleReport, TimelineStep},
+    api::{SaleId, SaleReport, TimelineStep},
     format::{page_title, ticks},
     i18n::{duration_ms, number as thousands, tr, tr_count, tr_with},
 };
@@ -20,7 +20,7 @@ pub fn ReportPage() -> impl IntoView {
         params
             .read()
             .get("id")
-            .and_then(|id| id.parse::<i64>().ok())
+            .and_then(|id| id.parse::<SaleId>().ok())
     };
     let report = crate::data::report(id);
     view! {

@@ -4,7 +4,7 @@
 use super::*;
 use crate::deployment::Deployment;
 use anyhow::Context;
-use app::api::{Activity, BuyPath, BuyRequest, LineBoard, QueueStatus, Role};
+use app::api::{Activity, BuyPath, BuyRequest, LineBoard, QueueStatus, Role, SaleId, Token};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
 use std::{
@@ -32,7 +32,7 @@ pub(crate) struct Tally {
     pub(crate) latency: Histogram<u64>,
     pub(crate) paced: Histogram<u64>,
     pub(crate) accepted_units: i64,
-    pub(crate) tokens: Vec<String>,
+    pub(crate) tokens: Vec<Token>,
     pub(crate) sold_out_at: Option<Instant>,
     pub(crate) last_accept: Option<Instant>,
     pub(crate) waits: Histogram<u64>,
@@ -108,14 +108,14 @@ impl BeforeStart {
 /// database's figures, and how long after the last accepted buy the last order was written.
 pub(crate) async fn settle(
     db: &sqlx::PgPool,
-    id: i64,
+    id: SaleId,
     quantity: i32,
     t: &Tally,
     settle: bool,
 ) -> anyhow::Result<(Figures, Option<Duration>)> {
     let last_buy = t.last_accept.unwrap_or_else(Instant::now);
     let deadline = Instant::now() + Duration::from_secs(if settle { 120 } else { 0 });
-    let tokens: Vec<uuid::Uuid> = t.tokens.iter().filter_map(|t| t.parse().ok()).collect();
+    let tokens: Vec<uuid::Uuid> = t.tokens.iter().map(|t| t.0).collect();
     let mut poll = tokio::time::interval(Duration::from_millis(20));
     loop {
         poll.tick().await;
@@ -240,7 +240,7 @@ impl Figures {
     /// one by one, not as a sum of units that other orders could make up for.
     pub(crate) async fn read(
         db: &sqlx::PgPool,
-        id: i64,
+        id: SaleId,
         per_user_limit: i32,
         tokens: &[uuid::Uuid],
     ) -> anyhow::Result<Figures> {
@@ -254,7 +254,7 @@ impl Figures {
                          WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.token = t.token)) AS tokens_missing
                  FROM activities WHERE id = $1",
             )
-            .bind(id)
+            .bind(id.0)
             .bind(i64::from(per_user_limit))
             .bind(tokens)
             .fetch_one(db)
@@ -274,7 +274,7 @@ impl Figures {
 pub(crate) struct Target<'a> {
     pub(crate) http: &'a reqwest::Client,
     pub(crate) bases: &'a [&'a str],
-    pub(crate) id: i64,
+    pub(crate) id: SaleId,
     pub(crate) quantity: i32,
     pub(crate) retry_for: Duration,
     /// Requests in flight at once (a waiting room's crowd is all there, polling).
@@ -292,7 +292,7 @@ pub(crate) struct Target<'a> {
 pub(crate) async fn solve_all(
     http: &reqwest::Client,
     bases: &[&str],
-    id: i64,
+    id: SaleId,
     users: &[i64],
     cookie: &impl Fn(i64, Role) -> String,
     concurrency: usize,
@@ -356,7 +356,7 @@ pub(crate) fn place_set(resp: &reqwest::Response) -> Option<String> {
 pub(crate) async fn join_line(
     http: &reqwest::Client,
     base: &str,
-    id: i64,
+    id: SaleId,
     cookie: &str,
     addr: &str,
     again: bool,
@@ -692,7 +692,7 @@ impl Target<'_> {
     ) -> Attempt {
         let id = self.id;
         let asked = Instant::now();
-        let answered = |outcome: &str, token: Option<String>| {
+        let answered = |outcome: &str, token: Option<Token>| {
             let mut t = tally.lock().expect("tally");
             let at = asked.saturating_duration_since(t.started);
             t.history.push(Answer {
@@ -730,7 +730,7 @@ impl Target<'_> {
             .await;
         let took = sent.elapsed().as_micros() as u64;
         let (attempt, token) = answer_of(resp).await;
-        answered(&attempt.outcome, token.clone());
+        answered(&attempt.outcome, token);
         let units = i64::from(self.quantity);
         tally
             .lock()
@@ -771,7 +771,7 @@ impl Target<'_> {
 /// and, when accepted, the order token.
 pub(crate) async fn answer_of(
     resp: reqwest::Result<reqwest::Response>,
-) -> (Attempt, Option<String>) {
+) -> (Attempt, Option<Token>) {
     match resp {
         Ok(r) if r.status().as_u16() == 202 => match r.json::<app::api::Reservation>().await {
             Ok(reservation) => (Attempt::done("accepted"), Some(reservation.token)),
@@ -802,7 +802,7 @@ impl Tally {
     pub(crate) fn record_buy(
         &mut self,
         took_us: u64,
-        token: Option<String>,
+        token: Option<Token>,
         outcome: &str,
         units: i64,
     ) {

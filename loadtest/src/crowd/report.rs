@@ -2,7 +2,7 @@
 //! line's figures, and the invariants checked in the database; printed for `make bench`.
 
 use super::*;
-use app::api::Activity;
+use app::api::{Activity, SaleId, Token};
 use std::{
     collections::BTreeMap,
     time::{Duration, Instant},
@@ -25,13 +25,13 @@ pub struct PollWindow {
 
 #[derive(Debug)]
 pub struct Report {
-    pub activity_id: i64,
+    pub activity_id: SaleId,
     pub outcomes: BTreeMap<String, u64>,
     /// Answers that were tried again (by `retry_for`), by outcome.
     pub retried: BTreeMap<String, u64>,
     pub accepted: u64,
     /// The token of every `202`.
-    pub tokens: Vec<String>,
+    pub tokens: Vec<Token>,
     pub requests: u64,
     pub elapsed: Duration,
     /// Buy latency in microseconds: p50, p90, p99, p99.9, max.
@@ -66,7 +66,7 @@ pub struct Answer {
     /// `accepted`, an error code, or a transport outcome (as `outcomes` counts them).
     pub outcome: String,
     /// The order token of a `202`.
-    pub token: Option<String>,
+    pub token: Option<Token>,
 }
 
 #[derive(Debug)]

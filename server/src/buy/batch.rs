@@ -19,6 +19,7 @@ use crate::infra::{
     redis::Redis,
     scripts,
 };
+use app::api::Token;
 use parking_lot::Mutex;
 use redis::{RedisError, RedisResult};
 use std::{collections::HashMap, sync::Arc};
@@ -59,7 +60,7 @@ pub struct GateShard {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
     /// Granted: the reservation's token (a keyed retry's: the first request's).
-    Ok(String),
+    Ok(Token),
     /// The home shard is out of units: `quantity` for `token` is borrowed from the others (a
     /// keyed retry resumes the first request's borrowing).
     Borrow {
@@ -113,7 +114,7 @@ impl Answer {
         };
         let number = |text: &str| text.parse::<i64>().map_err(|_| bad("a bad number"));
         Ok(match code {
-            "ok" => Answer::Ok(detail.to_string()),
+            "ok" => Answer::Ok(detail.parse().map_err(|_| bad("a bad token"))?),
             "borrow" => {
                 let (token, quantity) =
                     detail.split_once(' ').ok_or_else(|| bad("a bad borrow"))?;

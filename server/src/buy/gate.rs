@@ -29,7 +29,7 @@ use crate::{
         replication::{Confirmed, Replication},
     },
 };
-use app::api::{BotCheck, BuyRequest, SaleId, UserId};
+use app::api::{BotCheck, BuyRequest, SaleId, Token, UserId};
 use redis::Script;
 use signing::{
     pow::{ProofOfWork, Spent},
@@ -78,14 +78,14 @@ enum Proof<'a> {
 
 /// An earlier request's answer, found by its Idempotency-Key.
 enum Previous {
-    Granted(String),
+    Granted(Token),
     Borrowing,
 }
 
 /// A step of the decision: go on with this, or the answer is known (a keyed retry's token).
 enum Step<T> {
     Go(T),
-    Answered(String),
+    Answered(Token),
 }
 
 /// The shopper and their address as the rate buckets and blocks name them.
@@ -185,7 +185,7 @@ impl Gate {
     }
 
     /// Counts a buy request's outcome (`accepted` or its error code) in the metrics.
-    pub fn count(&self, outcome: &ApiResult<String>) {
+    pub fn count(&self, outcome: &ApiResult<Token>) {
         self.parts.metrics.buy(outcome_code(outcome));
     }
 
@@ -223,7 +223,7 @@ impl Gate {
         sale: SaleId,
         idempotency: Option<String>,
         req: BuyRequest,
-    ) -> ApiResult<String> {
+    ) -> ApiResult<Token> {
         let (UserId(user), SaleId(id)) = (user, sale);
         let state = &self.parts;
         let activity = state.activities.get(&state.db, id).await?;
@@ -261,7 +261,7 @@ impl Gate {
         ip: IpAddr,
         idempotency: Option<String>,
         req: BuyRequest,
-    ) -> ApiResult<String> {
+    ) -> ApiResult<Token> {
         let quantity = self.admissible(activity, user, &req)?;
         let claimed = claimed_proof(activity.check(), &req)?;
         let proof = match self
@@ -404,7 +404,7 @@ impl Gate {
 
     /// The gate script's answer as the API's: the token, or why not (a sold-out answer sets this
     /// instance's flag; a block just earned is announced to every instance).
-    async fn answer(&self, id: i64, answer: Answer, who: &Who) -> ApiResult<String> {
+    async fn answer(&self, id: i64, answer: Answer, who: &Who) -> ApiResult<Token> {
         let state = &self.parts;
         match answer {
             Answer::Ok(token) => Ok(token),
@@ -472,6 +472,9 @@ impl Gate {
             // Given again only once it is on a replica, as the gate script's answer is: the first
             // request may have been refused while waiting for it.
             Some(token) => {
+                let token = token.parse::<Token>().map_err(|e| {
+                    ApiError::Internal(anyhow::anyhow!("a keyed answer that is no token: {e}"))
+                })?;
                 self.confirm(&[home.stock()]).await.map_err(|e| {
                     tracing::warn!(error = %e, activity.id = activity.id, "keyed answer not confirmed");
                     ApiError::Overloaded { retry_after: 1 }
@@ -579,7 +582,7 @@ impl Gate {
         Ok(match lender {
             Some(lender) => {
                 self.confirm(&[lender.stock(), home.stock()]).await?;
-                Answer::Ok(token.to_string())
+                Answer::Ok(Token(token))
             }
             None => Answer::SoldOut { left: 0 },
         })
@@ -688,7 +691,7 @@ fn check_window(
 }
 
 /// A buy's outcome as the metrics and the sale's report name it: `accepted` or the error code.
-pub fn outcome_code(outcome: &ApiResult<String>) -> &'static str {
+pub fn outcome_code<T>(outcome: &ApiResult<T>) -> &'static str {
     match outcome {
         Ok(_) => "accepted",
         Err(e) => e.code().as_str(),

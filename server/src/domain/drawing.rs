@@ -8,7 +8,7 @@
 //! [`DRAW_RANGE`]; the lowest score is place 1 (a tie, about one chance in 10^5 for 250,000
 //! joiners, goes to the lower receipt).
 
-use app::api::{Drawing, DrawnPlace};
+use app::api::{Drawing, DrawnPlace, SaleId};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -65,7 +65,7 @@ pub fn drawing(id: i64, seed: &[u8], revealed: Option<Vec<String>>, joined: i64)
         None => (None, Vec::new()),
     };
     Drawing {
-        activity_id: id,
+        activity_id: SaleId(id),
         commitment: commitment(seed),
         seed: shown,
         joined,

@@ -4,7 +4,7 @@
 //! both. Every statement is checked at compile time (`.sqlx/`).
 
 use super::{rfc3339, ApiError, ApiResult};
-use app::api::{AdminOrder, OrderStatus, OrderView};
+use app::api::{AdminOrder, OrderStatus, OrderView, SaleId, Token, UserId};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
@@ -36,10 +36,10 @@ impl OrderRow {
     pub fn into_view(self) -> ApiResult<OrderView> {
         let status = parse_status(&self.status)?;
         Ok(OrderView {
-            token: self.token.to_string(),
+            token: Token(self.token),
             order_id: (status != OrderStatus::Failed).then_some(self.id),
             status,
-            activity_id: self.activity_id,
+            activity_id: SaleId(self.activity_id),
             quantity: self.quantity,
             pay_by: self.pay_by.map(rfc3339),
             reason: self.reason,
@@ -138,9 +138,9 @@ impl OrderLine {
     pub fn into_wire(self) -> ApiResult<AdminOrder> {
         Ok(AdminOrder {
             order_id: self.order_id,
-            token: self.token.to_string(),
-            activity_id: self.activity_id,
-            user_id: self.user_id,
+            token: Token(self.token),
+            activity_id: SaleId(self.activity_id),
+            user_id: UserId(self.user_id),
             username: self.username,
             quantity: self.quantity,
             unit_price_cents: self.unit_price_cents,

@@ -4,7 +4,7 @@
 //! shopper.
 
 use super::{activity::ActivityRow, rfc3339, ApiError, ApiResult};
-use app::api::Reminder;
+use app::api::{Reminder, SaleId};
 use chrono::{DateTime, Utc};
 use icalendar::{Calendar, Component, Event, EventLike};
 use sqlx::PgPool;
@@ -18,7 +18,7 @@ struct Row {
 fn reminder(row: Row, starts_at: DateTime<Utc>) -> Reminder {
     Reminder {
         id: row.id,
-        activity_id: row.activity_id,
+        activity_id: SaleId(row.activity_id),
         starts_at: rfc3339(starts_at),
         created_at: rfc3339(row.created_at),
     }

@@ -11,8 +11,8 @@ use super::{
 };
 use crate::infra::redis::Redis;
 use app::api::{
-    AttemptsReport, DrawingReport, LineReport, OrderStatus, OrdersReport, SaleReport, TimelineStep,
-    UnitsReport,
+    AttemptsReport, DrawingReport, LineReport, OrderStatus, OrdersReport, SaleId, SaleReport,
+    TimelineStep, UnitsReport,
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -37,7 +37,7 @@ pub async fn of_row(db: &PgPool, row: &ActivityRow) -> ApiResult<SaleReport> {
         return Err(ApiError::NotFound);
     }
     Ok(SaleReport {
-        activity_id: row.id,
+        activity_id: SaleId(row.id),
         title: row.title.clone(),
         starts_at: rfc3339(row.starts_at),
         ends_at: rfc3339(row.ends_at),

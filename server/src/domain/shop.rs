@@ -2,7 +2,7 @@
 //! creates them; the sales that predate shops are in the default shop.
 
 use super::{rfc3339, ApiError, ApiResult};
-use app::api::{AccountSummary, Role, Shop, ShopSettings};
+use app::api::{AccountSummary, Role, Shop, ShopSettings, UserId};
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
@@ -120,7 +120,7 @@ pub async fn list(db: &PgPool) -> ApiResult<Vec<Shop>> {
                 .iter()
                 .filter(|m| m.shop_id == Some(shop.id))
                 .map(|m| AccountSummary {
-                    id: m.id,
+                    id: UserId(m.id),
                     username: m.username.clone(),
                     role: Role::Merchant,
                     shop_id: m.shop_id,

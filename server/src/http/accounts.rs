@@ -83,9 +83,9 @@ async fn register(
         .hash_sign_up(password.into_inner(), username.as_str().to_string())
         .await?;
     let user = insert_user(&db, &username, &hash, Role::Shopper, None).await?;
-    tracing::info!(user.id = user.id, "registered");
+    tracing::info!(user.id = %user.id, "registered");
     let jar = jar.add(sessions.issue(Holder {
-        user_id: user.id,
+        user_id: user.id.0,
         role: user.role,
         shop_id: None,
         epoch: 0,

@@ -20,7 +20,7 @@ use crate::{
 };
 use app::api::{
     AccountList, AccountSummary, AuditLog, Credentials, NewShop, PasswordReset, Role, SaleId, Shop,
-    ShopList, ShopRef, User,
+    ShopList, ShopRef, User, UserId,
 };
 use axum::{
     extract::{Query, State},
@@ -112,7 +112,7 @@ async fn create_merchant(
     )
     .await?;
     tx.commit().await?;
-    tracing::info!(user.id = user.id, shop.id = shop_id, "merchant created");
+    tracing::info!(user.id = %user.id, shop.id = shop_id, "merchant created");
     user.shop = Some(ShopRef {
         id: shop_id,
         name: shop_name,
@@ -250,7 +250,7 @@ async fn set_blocked(
         "user switched"
     );
     Ok(Json(AccountSummary {
-        id: user.id,
+        id: UserId(user.id),
         role: user.role()?,
         username: user.username,
         shop_id: user.shop_id,

@@ -32,19 +32,17 @@ pub fn router() -> Router<AppState> {
         .route("/orders/{token}/pay", post(pay))
 }
 
-/// A reservation known only to Redis (still queued, or failed without a database record).
+/// A reservation known only to Redis (still queued, or failed without a database record);
+/// `None` for a record that names no sale (the gate always writes one).
 fn from_cache(
     token: uuid::Uuid,
     cached: &HashMap<String, String>,
     status: OrderStatus,
-) -> OrderView {
-    OrderView {
-        token: token.to_string(),
+) -> Option<OrderView> {
+    Some(OrderView {
+        token: Token(token),
         status,
-        activity_id: cached
-            .get("activity_id")
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_default(),
+        activity_id: cached.get("activity_id")?.parse().ok()?,
         quantity: cached
             .get("quantity")
             .and_then(|q| q.parse().ok())
@@ -52,7 +50,7 @@ fn from_cache(
         order_id: None,
         pay_by: None,
         reason: cached.get("reason").cloned(),
-    }
+    })
 }
 
 async fn order_status(
@@ -66,7 +64,7 @@ async fn order_status(
     let status = match cached.get("status").map(String::as_str) {
         // `pending`: its units are being borrowed from another stock shard.
         Some("queued" | "pending") if owner == Some(user.user_id) => {
-            Some(from_cache(token, &cached, OrderStatus::Queued))
+            from_cache(token, &cached, OrderStatus::Queued)
         }
         _ => {
             match order::by_token(&db, token).await? {
@@ -76,7 +74,7 @@ async fn order_status(
                 None if owner == Some(user.user_id)
                     && cached.get("status").map(String::as_str) == Some("failed") =>
                 {
-                    Some(from_cache(token, &cached, OrderStatus::Failed))
+                    from_cache(token, &cached, OrderStatus::Failed)
                 }
                 None => None,
             }

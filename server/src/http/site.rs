@@ -13,7 +13,7 @@ use crate::{
     infra::{config::Config, redis::Redis},
 };
 use app::{
-    api::SaleReport,
+    api::{SaleId, SaleReport},
     data::{BoxFuture, Loaded, SaleState, Storefront, StorefrontSource},
     Assets,
 };
@@ -165,7 +165,7 @@ impl StorefrontSource for CatalogStorefront {
         })
     }
 
-    fn activity(&self, id: i64) -> BoxFuture<'_, Loaded<Option<SaleState>>> {
+    fn activity(&self, SaleId(id): SaleId) -> BoxFuture<'_, Loaded<Option<SaleState>>> {
         Box::pin(async move {
             let row = activity::load(&self.db, id).await.map_err(|e| {
                 tracing::error!(error = ?e, activity.id = id, "rendering an activity");
@@ -189,7 +189,7 @@ impl StorefrontSource for CatalogStorefront {
         })
     }
 
-    fn report(&self, id: i64) -> BoxFuture<'_, Loaded<Option<SaleReport>>> {
+    fn report(&self, SaleId(id): SaleId) -> BoxFuture<'_, Loaded<Option<SaleReport>>> {
         Box::pin(async move {
             match report::of_sale(&self.db, id).await {
                 Ok(report) => Ok(Some(report)),

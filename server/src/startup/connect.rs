@@ -84,7 +84,7 @@ async fn create_configured_accounts(db: &sqlx::PgPool, config: &Config) -> anyho
     if let Some((user, password)) = &config.operator {
         match account::create_account(db, Role::Operator, None, user, password).await? {
             Some(o) => {
-                tracing::info!(operator.id = o.id, operator.username = %o.username, "operator created")
+                tracing::info!(operator.id = %o.id, operator.username = %o.username, "operator created")
             }
             None => tracing::info!(operator.username = %user, "operator already exists"),
         }
@@ -92,7 +92,7 @@ async fn create_configured_accounts(db: &sqlx::PgPool, config: &Config) -> anyho
     if let Some((user, password)) = &config.admin {
         match account::create_account(db, Role::Merchant, None, user, password).await? {
             Some(m) => {
-                tracing::info!(merchant.id = m.id, merchant.username = %m.username, "merchant created")
+                tracing::info!(merchant.id = %m.id, merchant.username = %m.username, "merchant created")
             }
             None => tracing::info!(merchant.username = %user, "merchant already exists"),
         }

@@ -123,7 +123,7 @@ async fn every_stock_addition_is_recorded_with_who_and_when() {
     .await
     .unwrap()
     .unwrap();
-    let merchant = client_of_shop(user.id, Role::Merchant, user.shop.map_or(1, |s| s.id));
+    let merchant = client_of_shop(user.id.0, Role::Merchant, user.shop.map_or(1, |s| s.id));
     let activity = live_activity(&app, &merchant, 5, json!({})).await;
     let id = activity["id"].as_i64().unwrap();
     let additions = || async {

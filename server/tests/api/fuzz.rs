@@ -166,7 +166,7 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
             app,
             merchant,
             shopper.client,
-            client_of_shop(operator.id, app::api::Role::Operator, 0),
+            client_of_shop(operator.id.0, app::api::Role::Operator, 0),
             target,
             activity,
         )

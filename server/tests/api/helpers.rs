@@ -412,11 +412,11 @@ pub async fn merchant_signed_with(app: &TestApp, shop: &str, secret: &[u8]) -> C
     .unwrap()
     .unwrap();
     let shop_id: i64 = sqlx::query_scalar("SELECT shop_id FROM users WHERE id = $1")
-        .bind(user.id)
+        .bind(user.id.0)
         .fetch_one(&app.db)
         .await
         .unwrap();
-    client_signed_with(secret, user.id, Role::Merchant, shop_id, "")
+    client_signed_with(secret, user.id.0, Role::Merchant, shop_id, "")
 }
 
 /// An activity that is on sale now (captcha off unless `fields` says otherwise).

@@ -55,7 +55,7 @@ async fn scalar(app: &TestApp, sql: &str, id: i64) -> i64 {
 async fn a_crowd_sales_report_is_the_databases_and_the_crowds_counts_and_names_nobody() {
     let app = spawn_app().await;
     let crowd = crowd_sale(&app, true).await;
-    let id = crowd.activity_id;
+    let id = crowd.activity_id.0;
 
     // In progress: no report, on the API or the page.
     assert_error(

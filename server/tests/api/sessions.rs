@@ -619,7 +619,7 @@ async fn an_operator_whose_sign_in_is_old_confirms_the_password_before_a_reset_o
     let now = chrono::Utc::now().timestamp();
     let stale = keys.sign(&signing::Claims {
         sid: signing::new_session_id(),
-        user_id: op.id,
+        user_id: op.id.0,
         role: Role::Operator,
         shop_id: 0,
         epoch: 0,

@@ -484,3 +484,32 @@ async fn the_language_switch_remembers_the_choice_and_refuses_bad_input() {
     assert_eq!(resp.status().as_u16(), 403);
     assert!(resp.headers().get("set-cookie").is_none());
 }
+
+/// `/orders/{token}` follows a reservation token; a path that is no token is no order, and the
+/// page says so instead of asking the API about it.
+#[tokio::test]
+async fn an_order_page_follows_a_token_and_says_a_non_token_is_no_page() {
+    let app = spawn_app().await;
+    let token = uuid::Uuid::new_v4();
+    let tracked = html(&app, &format!("/orders/{token}")).await;
+    assert!(
+        tracked.contains(r#"data-testid="order-status""#),
+        "{tracked}"
+    );
+    assert!(tracked.contains(&token.to_string()), "{tracked}");
+    assert!(
+        !tracked.contains(r#"data-testid="order-not-found""#),
+        "{tracked}"
+    );
+
+    let refused = html(&app, "/orders/not-a-token").await;
+    assert!(
+        refused.contains(r#"data-testid="order-not-found""#),
+        "{refused}"
+    );
+    assert!(refused.contains(">Page not found</p>"), "{refused}");
+    assert!(
+        !refused.contains(r#"data-testid="order-status""#),
+        "{refused}"
+    );
+}

@@ -531,10 +531,11 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         .expect("the crowd task")
         .unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
     let crowd_ended = Instant::now();
-    settle(app, &report.tokens).await;
+    let tokens: Vec<String> = report.tokens.iter().map(ToString::to_string).collect();
+    settle(app, &tokens).await;
     let settled = crowd_ended.elapsed();
     // A `202` is an order: one that ended `failed` is as lost as one that vanished.
-    let lost = without_order(app, &report.tokens).await;
+    let lost = without_order(app, &tokens).await;
     let mut row = check(
         app,
         (id, shards),

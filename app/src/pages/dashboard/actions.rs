@@ -4,14 +4,14 @@
 use super::{update_sale, with_sale, SaleSignal};
 use crate::pages::new_sale::parse_int;
 use crate::{
-    api::{StockAdditions, StockLevel},
+    api::{SaleId, StockAdditions, StockLevel},
     client,
     clock::console_time,
 };
 use leptos::{ev::SubmitEvent, prelude::*};
 
 #[component]
-pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl IntoView {
+pub fn AddStock(id: SaleId, activity: SaleSignal, changes: RwSignal<u32>) -> impl IntoView {
     let add = Addition {
         id,
         activity,
@@ -55,7 +55,7 @@ pub fn AddStock(id: i64, activity: SaleSignal, changes: RwSignal<u32>) -> impl I
 /// A stock addition: typed, confirmed, then sent.
 #[derive(Clone, Copy)]
 struct Addition {
-    id: i64,
+    id: SaleId,
     activity: SaleSignal,
     changes: RwSignal<u32>,
     amount: RwSignal<String>,
@@ -131,7 +131,7 @@ impl Addition {
 }
 
 #[component]
-pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
+pub fn PauseSwitch(id: SaleId, activity: SaleSignal) -> impl IntoView {
     let paused = Memo::new(move |_| with_sale(activity, |a| a.activity.paused).unwrap_or(false));
     // Its value: the last switch's refusal, if it was refused.
     let switch = crate::client::action(move |pause: &bool| {
@@ -173,7 +173,7 @@ pub fn PauseSwitch(id: i64, activity: SaleSignal) -> impl IntoView {
 }
 
 #[component]
-pub fn StockAudit(id: i64, changes: RwSignal<u32>) -> impl IntoView {
+pub fn StockAudit(id: SaleId, changes: RwSignal<u32>) -> impl IntoView {
     let additions = RwSignal::new(None::<Result<StockAdditions, String>>);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {

@@ -3,13 +3,13 @@
 //! reasons and the measured figures they rest on; after the sale, what happened beside it.
 
 use crate::{
-    api::Forecast,
+    api::{Forecast, SaleId},
     format::{duration_ms, thousands},
 };
 use leptos::prelude::*;
 
 #[component]
-pub fn ForecastPanel(id: i64) -> impl IntoView {
+pub fn ForecastPanel(id: SaleId) -> impl IntoView {
     let forecast = RwSignal::new(None::<Result<Forecast, String>>);
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {

@@ -7,7 +7,7 @@ mod forecast;
 mod orders;
 
 use crate::{
-    api::{ActivityStats, AdminActivity},
+    api::{ActivityStats, AdminActivity, SaleId},
     clock::console_time,
     components::{
         chart::{Chart, Sample},
@@ -30,8 +30,7 @@ pub fn DashboardPage() -> impl IntoView {
     let id = params
         .read_untracked()
         .get("id")
-        .and_then(|id| id.parse::<i64>().ok())
-        .filter(|id| *id > 0);
+        .and_then(|id| id.parse::<SaleId>().ok());
     view! {
         <Title text="Sale dashboard — Seckill"/>
         <MerchantOnly>
@@ -61,7 +60,7 @@ pub fn update_sale(sale: SaleSignal, f: impl FnOnce(&mut AdminActivity)) {
 }
 
 #[component]
-pub fn Dashboard(id: i64) -> impl IntoView {
+pub fn Dashboard(id: SaleId) -> impl IntoView {
     let activity: SaleSignal = RwSignal::new(None);
     let stats = RwSignal::new(None::<ActivityStats>);
     let stale = RwSignal::new(None::<String>);
@@ -124,7 +123,7 @@ struct Live {
 #[cfg(feature = "hydrate")]
 impl Live {
     /// The figures each second, the sale itself every fifth, until the page is left.
-    async fn follow(self, id: i64, alive: &std::sync::atomic::AtomicBool) {
+    async fn follow(self, id: SaleId, alive: &std::sync::atomic::AtomicBool) {
         use std::sync::atomic::Ordering::Relaxed;
         let mut tick = 0u64;
         while alive.load(Relaxed) {

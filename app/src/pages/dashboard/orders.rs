@@ -1,13 +1,16 @@
 //! The sale's orders on the dashboard: filtered by status, paged, exported as CSV.
 
-use crate::{api::AdminOrderPage, clock::console_time};
+use crate::{
+    api::{AdminOrderPage, SaleId},
+    clock::console_time,
+};
 use leptos::prelude::*;
 
 pub const ORDER_STATUSES: [&str; 5] = ["confirmed", "paid", "cancelled", "failed", "queued"];
 pub const PAGE_SIZE: i64 = 20;
 
 #[component]
-pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
+pub fn OrdersTable(id: SaleId, changes: RwSignal<u32>) -> impl IntoView {
     let status = RwSignal::new(String::new());
     let offset = RwSignal::new(0i64);
     let reload = RwSignal::new(0u32);
@@ -57,7 +60,7 @@ pub fn OrdersTable(id: i64, changes: RwSignal<u32>) -> impl IntoView {
 /// 5 s while the first page is shown (it follows the sale by itself).
 #[cfg(feature = "hydrate")]
 fn follow(
-    id: i64,
+    id: SaleId,
     changes: RwSignal<u32>,
     status: RwSignal<String>,
     offset: RwSignal<i64>,

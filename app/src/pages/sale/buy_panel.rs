@@ -3,7 +3,7 @@
 //! same key while the sale is busy), the refusals in words, then the order tracker.
 
 use crate::{
-    api::{Activity, BotCheck, BuyRequest, Captcha, ErrorCode, Reservation},
+    api::{Activity, BotCheck, BuyRequest, Captcha, ErrorCode, Reservation, SaleId},
     client::{self, Failure},
     clock::ServerClock,
     components::{
@@ -83,7 +83,7 @@ fn CheckSwitch(use_work: RwSignal<bool>) -> impl IntoView {
 /// The panel's state (signals, so copied into every closure) and its steps.
 #[derive(Clone, Copy)]
 struct Panel {
-    id: i64,
+    id: SaleId,
     check: BotCheck,
     work: Option<Work>,
     clock: ServerClock,

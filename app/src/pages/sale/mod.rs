@@ -9,7 +9,7 @@
 //! cacheable), and everything live comes after hydration.
 
 use crate::{
-    api::BotCheck,
+    api::{BotCheck, SaleId},
     clock::When,
     components::{
         countdown::{phase, server_now, Countdown, Phase},
@@ -39,7 +39,7 @@ pub fn ActivityPage() -> impl IntoView {
         params
             .read()
             .get("id")
-            .and_then(|id| id.parse::<i64>().ok())
+            .and_then(|id| id.parse::<SaleId>().ok())
     };
     let activity = data::activity(id);
     view! {

@@ -6,7 +6,7 @@
 
 use super::buy_panel::BuyPanel;
 use crate::{
-    api::{Activity, QueueState, QueueStatus},
+    api::{Activity, QueueState, QueueStatus, SaleId},
     components::countdown::Phase,
     i18n::{number as thousands, tr, tr_count, tr_split, tr_with},
     Session,
@@ -125,7 +125,7 @@ pub fn WaitingRoom(
 #[derive(Clone, Copy)]
 struct Line {
     /// The sale; its line's board (`GET …/line`) is the same for everyone.
-    id: i64,
+    id: SaleId,
     status: RwSignal<Option<QueueStatus>>,
     /// Set once at the shopper's turn; the buy panel keeps it (the line is not polled after).
     ticket: RwSignal<Option<String>>,
@@ -223,7 +223,7 @@ impl Line {
 /// is published (a little after the start), the shopper's receipt, and where to check.
 #[component]
 pub fn DrawingProof(
-    id: i64,
+    id: SaleId,
     commitment: String,
     seed: Option<String>,
     receipt: RwSignal<Option<String>>,

@@ -5,7 +5,7 @@
 pub(crate) mod throttle;
 
 use super::{password, shop, ApiError, ApiResult};
-use app::api::{AccountSummary, Role, ShopRef, User};
+use app::api::{AccountSummary, Role, ShopRef, User, UserId};
 use sqlx::PgPool;
 
 /// 3–32 characters of `[A-Za-z0-9_.-]`.
@@ -75,7 +75,7 @@ impl UserRow {
     pub fn into_user(self) -> ApiResult<User> {
         let role = self.role()?;
         Ok(User {
-            id: self.id,
+            id: UserId(self.id),
             username: self.username,
             role,
             shop: self
@@ -165,7 +165,7 @@ pub async fn search(db: &PgPool, prefix: &str) -> ApiResult<Vec<AccountSummary>>
         .into_iter()
         .filter_map(|r| {
             Some(AccountSummary {
-                id: r.id,
+                id: UserId(r.id),
                 username: r.username,
                 role: Role::parse(&r.role)?,
                 shop_id: r.shop_id,
@@ -234,7 +234,7 @@ pub async fn insert_user<'e>(
     .await?
     .ok_or(ApiError::UsernameTaken)?;
     Ok(User {
-        id: row.id,
+        id: UserId(row.id),
         username: row.username,
         role,
         shop: None,

@@ -8,7 +8,7 @@ pub mod stock;
 
 use super::drawing::{self, hex};
 use super::{rfc3339, ApiError, ApiResult};
-use app::api::{Activity, AdminActivity, BotCheck, LineMethod, SaleStatus, StockAddition};
+use app::api::{Activity, AdminActivity, BotCheck, LineMethod, SaleId, SaleStatus, StockAddition};
 use chrono::{DateTime, Utc};
 use rules::ActivitySpec;
 use sqlx::PgPool;
@@ -71,7 +71,7 @@ impl ActivityRow {
             .drawing_revealed(Utc::now())
             .then(|| hex(&self.drawing_seed));
         Activity {
-            id: self.id,
+            id: SaleId(self.id),
             title: self.title,
             description: self.description,
             image_url: self.image_url,
