@@ -298,11 +298,7 @@ async fn scenario(control: &TestApp, fault: Fault, run: usize, size: Size) -> Ro
 /// Until every acknowledged token is an order or ended `failed`, the journals are empty and
 /// nothing is unsettled (two minutes at most); then a reconciliation round.
 async fn settle(control: &TestApp, id: i64, report: &Report) {
-    let tokens: Vec<uuid::Uuid> = report
-        .tokens
-        .iter()
-        .map(|t| t.parse().expect("a token is a UUID"))
-        .collect();
+    let tokens: Vec<uuid::Uuid> = report.tokens.iter().map(|t| t.0).collect();
     let shards = control.redis.keys.shards(id, SHARDS);
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut poll = tokio::time::interval(Duration::from_millis(200));
@@ -367,25 +363,23 @@ async fn check(
             .fetch_all(db)
             .await
             .unwrap();
-    let by_token: BTreeMap<String, &str> = orders
-        .iter()
-        .map(|(t, s, _)| (t.to_string(), s.as_str()))
-        .collect();
+    let by_token: BTreeMap<uuid::Uuid, &str> =
+        orders.iter().map(|(t, s, _)| (*t, s.as_str())).collect();
     let active: i64 = orders
         .iter()
         .filter(|(_, s, _)| s == "confirmed" || s == "paid")
         .map(|(_, _, q)| i64::from(*q))
         .sum();
-    let acknowledged: HashSet<&str> = report.tokens.iter().map(String::as_str).collect();
+    let acknowledged: HashSet<uuid::Uuid> = report.tokens.iter().map(|t| t.0).collect();
     let lost: Vec<String> = report
         .tokens
         .iter()
-        .filter(|t| !matches!(by_token.get(t.as_str()), Some(&"confirmed" | &"paid")))
-        .map(|t| format!("{t} ({})", by_token.get(t.as_str()).unwrap_or(&"no order")))
+        .filter(|t| !matches!(by_token.get(&t.0), Some(&"confirmed" | &"paid")))
+        .map(|t| format!("{t} ({})", by_token.get(&t.0).unwrap_or(&"no order")))
         .collect();
     let unacknowledged = orders
         .iter()
-        .filter(|(t, s, _)| s != "failed" && !acknowledged.contains(t.to_string().as_str()))
+        .filter(|(t, s, _)| s != "failed" && !acknowledged.contains(t))
         .count() as i64;
     let over_limit: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT user_id FROM orders WHERE activity_id = $1 AND status IN ('confirmed', 'paid')
