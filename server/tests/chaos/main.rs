@@ -27,6 +27,7 @@ mod helpers;
 #[path = "record.rs"]
 mod record;
 
+use app::api::Token;
 use helpers::*;
 use loadtest::crowd::{self, CrowdOptions, Report};
 use record::record_in_reliability;
@@ -531,11 +532,10 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         .expect("the crowd task")
         .unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
     let crowd_ended = Instant::now();
-    let tokens: Vec<String> = report.tokens.iter().map(ToString::to_string).collect();
-    settle(app, &tokens).await;
+    settle(app, &report.tokens).await;
     let settled = crowd_ended.elapsed();
     // A `202` is an order: one that ended `failed` is as lost as one that vanished.
-    let lost = without_order(app, &tokens).await;
+    let lost = without_order(app, &report.tokens).await;
     let mut row = check(
         app,
         (id, shards),
@@ -623,7 +623,7 @@ async fn orders_of(app: &TestApp, id: i64) -> Option<i64> {
 
 /// Waits (two minutes at most) until every accepted token has its order or ended `failed`, and
 /// the journal is empty.
-async fn settle(app: &TestApp, tokens: &[String]) {
+async fn settle(app: &TestApp, tokens: &[Token]) {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut poll = tokio::time::interval(Duration::from_millis(100));
     loop {
@@ -644,10 +644,10 @@ async fn settle(app: &TestApp, tokens: &[String]) {
 }
 
 /// Every stock shard of the sales the tokens are of (a token names its sale and shard count).
-fn journal_shards(app: &TestApp, tokens: &[String]) -> Vec<server::infra::keys::ShardKeys> {
+fn journal_shards(app: &TestApp, tokens: &[Token]) -> Vec<server::infra::keys::ShardKeys> {
     let sales: std::collections::BTreeSet<(i64, i16)> = tokens
         .iter()
-        .filter_map(|t| server::infra::keys::token_home(&t.parse().ok()?))
+        .filter_map(|t| server::infra::keys::token_home(&t.0))
         .map(|(activity, _, shards)| (activity, shards))
         .collect();
     sales
@@ -657,32 +657,33 @@ fn journal_shards(app: &TestApp, tokens: &[String]) -> Vec<server::infra::keys::
 }
 
 /// Accepted tokens with no order in the database (all of them while it cannot be asked).
-async fn without_order(app: &TestApp, tokens: &[String]) -> Vec<String> {
-    let ids: Vec<uuid::Uuid> = tokens
-        .iter()
-        .map(|t| t.parse().expect("a token is a UUID"))
-        .collect();
+async fn without_order(app: &TestApp, tokens: &[Token]) -> Vec<Token> {
+    let ids: Vec<uuid::Uuid> = tokens.iter().map(|t| t.0).collect();
     sqlx::query_scalar::<_, uuid::Uuid>(
         "SELECT t FROM unnest($1::uuid[]) AS t WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.token = t)",
     )
     .bind(&ids)
     .fetch_all(&app.db)
     .await
-    .map_or_else(|_| tokens.to_vec(), |missing| missing.iter().map(ToString::to_string).collect())
+    .map_or_else(|_| tokens.to_vec(), |missing| missing.into_iter().map(Token).collect())
 }
 
 /// Accepted tokens with no order in the database whose status in Redis is not `failed`.
-async fn unsettled(app: &TestApp, tokens: &[String]) -> Vec<String> {
+async fn unsettled(app: &TestApp, tokens: &[Token]) -> Vec<Token> {
     let mut left = Vec::new();
     for token in without_order(app, tokens).await {
-        let token: uuid::Uuid = token.parse().expect("a token is a UUID");
         let status: redis::RedisResult<Option<String>> = redis::cmd("HGET")
-            .arg(app.redis.keys.token(&token).expect("a token the gate made"))
+            .arg(
+                app.redis
+                    .keys
+                    .token(&token.0)
+                    .expect("a token the gate made"),
+            )
             .arg("status")
             .query_async(&mut app.redis.conn())
             .await;
         if !matches!(status, Ok(Some(s)) if s == "failed") {
-            left.push(token.to_string());
+            left.push(token);
         }
     }
     left
@@ -706,7 +707,7 @@ async fn check(
     fault: Fault,
     size: &Size,
     report: Report,
-    lost: Vec<String>,
+    lost: Vec<Token>,
     recovered: Duration,
     settled: Duration,
 ) -> Row {
@@ -763,7 +764,7 @@ async fn check(
         format!(
             "{} accepted tokens have no order (ended failed, or neither persisted nor failed), e.g. {:?}",
             lost.len(),
-            lost.first()
+            lost.first().map(ToString::to_string)
         ),
     );
     expect(
