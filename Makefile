@@ -26,7 +26,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: screenshots house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -400,6 +400,13 @@ cargo-mutants: setup build-release
 # of work's solve time under 4x CPU throttling; `make bench` runs it too (docs/benchmarks.md).
 bench-storefront: setup test-tools build-release
 	scripts/bench-storefront.sh
+
+# The console, a sale's dashboard and a sale's report in English and in Simplified Chinese, as
+# docs/{console,dashboard,report}-{en,zh-CN}.png (docs/console.md "Languages").
+screenshots: setup test-tools build-release
+	# Chinese needs a font with its characters (Debian's Chromium brings none).
+	fc-list :lang=zh | grep -q . || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null
+	scripts/console-screenshots.sh
 
 # The same run under `perf record -a`; writes docs/profile.md (CPU per process, hottest functions).
 profile: setup

@@ -1,7 +1,7 @@
 //! Calls to the JSON API from the browser. Only the hydrated app makes them: the server renders
 //! pages without per-user data, so that they stay cacheable.
 
-use crate::api::ErrorBody;
+use crate::api::{ErrorBody, ErrorCode};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A request that did not end in a 2xx: the API's error body, or a network failure.
@@ -14,19 +14,33 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// The refusal in the page's language (`error.<code>` of its catalog, with `{secs}` from
-    /// `Retry-After`); the API's own message when the catalog has none for the code (those
-    /// that name a field or a date).
+    /// The refusal in the page's language (see [`refusal_text`]); the API's own message when
+    /// the catalog has none for the code (those that name a field or a date).
     pub fn message(&self) -> String {
-        let key = format!("error.{}", self.body.error);
-        let secs = self.retry_after.unwrap_or(1).to_string();
-        let text = crate::i18n::tr_with(&key, &[("secs", &secs)]);
-        if text == key {
-            self.body.message.clone()
+        refusal_text(Some(&self.body.error), None, self.retry_after)
+            .unwrap_or_else(|| self.body.message.clone())
+    }
+}
+
+/// A refusal's words in the page's language: `error.<code>` of its catalog, with `{secs}` from
+/// `retry` (`Retry-After`); bad input naming `field` (a form's post sent back with `?error=…`)
+/// says what the field needs (`form.invalid.<field>`, else `form.invalid`). `None` for no code, or
+/// one the catalog does not have.
+pub fn refusal_text(code: Option<&str>, field: Option<&str>, retry: Option<u64>) -> Option<String> {
+    let code = code?;
+    if let (ErrorCode::InvalidInput, Some(field)) = (code.parse::<ErrorCode>().ok()?, field) {
+        let key = format!("form.invalid.{field}");
+        let text = crate::i18n::tr(&key);
+        return Some(if text == key {
+            crate::i18n::tr("form.invalid")
         } else {
             text
-        }
+        });
     }
+    let key = format!("error.{code}");
+    let secs = retry.unwrap_or(1).to_string();
+    let text = crate::i18n::tr_with(&key, &[("secs", &secs)]);
+    (text != key).then_some(text)
 }
 
 #[cfg(feature = "hydrate")]

@@ -18,6 +18,23 @@ type Answer<T> = Result<T, Failure>;
 pub mod paths {
     use crate::api::SaleId;
 
+    /// A sale's page.
+    pub fn sale_page(id: SaleId) -> String {
+        format!("/activities/{id}")
+    }
+
+    /// The forms the server takes from a browser without the app (docs/api.md "Forms without
+    /// scripts"): sign-in, sign-up (with its captcha's picture), sign-out, a sale's reminder.
+    pub const SIGN_IN_FORM: &str = "/login";
+    pub const SIGN_UP_FORM: &str = "/register";
+    pub const SIGN_UP_CAPTCHA: &str = "/register/captcha";
+    pub const SIGN_OUT_FORM: &str = "/logout";
+
+    /// A sale's reminder form.
+    pub fn reminder_form(id: SaleId) -> String {
+        format!("/activities/{id}/reminder")
+    }
+
     /// A sale's public report as JSON.
     pub fn report(id: SaleId) -> String {
         format!("/api/activities/{id}/report")

@@ -1,4 +1,5 @@
-//! Text the pages share: money, counts of units, durations, a chart's axis and document titles.
+//! Text the pages share: thousands, the steps of a duration, a chart's axis and document titles
+//! (the words and numbers of a page's language are `i18n`'s).
 
 /// Text for the document `<title>`. leptos_meta writes it into the HTML unescaped, so a title
 /// holding `</title><script>` would break out of it: angle brackets become look-alikes there
@@ -7,16 +8,7 @@ pub fn page_title(text: &str) -> String {
     format!("{} — Seckill", text.replace('<', "‹").replace('>', "›"))
 }
 
-pub fn money(cents: i64) -> String {
-    format!("${}.{:02}", cents / 100, cents % 100)
-}
-
-/// "1 unit", "2 units", "1,500 units".
-pub fn units(n: i64) -> String {
-    format!("{} {}", thousands(n), if n == 1 { "unit" } else { "units" })
-}
-
-/// "1 sale", "2 sales", "1,500 sales".
+/// "1 sale", "2 sales", "1,500 sales" (the operator's pages, which stay English).
 pub fn counted(n: i64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
@@ -77,27 +69,12 @@ pub fn span(ms: i64) -> Span {
     }
 }
 
-/// "850 ms", "12 s", "3 min 20 s", "2 h 05 min" (the console's; the storefront's is
-/// `i18n::duration_ms`, in the page's language).
-pub fn duration_ms(ms: i64) -> String {
-    match span(ms) {
-        Span::Ms(ms) => format!("{ms} ms"),
-        Span::Secs(s) => format!("{s} s"),
-        Span::MinSecs(m, s) => format!("{m} min {s:02} s"),
-        Span::HoursMins(h, m) => format!("{h} h {m:02} min"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn counts_read_as_english() {
-        assert_eq!(units(1), "1 unit");
-        assert_eq!(units(0), "0 units");
-        assert_eq!(units(2), "2 units");
-        assert_eq!(units(1500), "1,500 units");
+    fn thousands_are_separated() {
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(-1234), "-1,234");
@@ -122,6 +99,7 @@ mod tests {
 
     #[test]
     fn durations_read_as_english() {
+        use crate::i18n::duration_ms;
         assert_eq!(duration_ms(0), "0 s");
         assert_eq!(duration_ms(850), "850 ms");
         assert_eq!(duration_ms(12_400), "12 s");

@@ -1,6 +1,7 @@
 //! The shopper's language: the storefront, the waiting room and the shopper's pages in every
 //! language of `app/locales/` (one JSON file each: a key's text, or its plural forms by CLDR
-//! category, with `{name}` placeholders). The console stays English.
+//! category, with `{name}` placeholders). The merchant's console and a sale's report too; the
+//! operator's pages stay English.
 //!
 //! The server picks the language (the `lang` cookie the switch sets, else `Accept-Language`,
 //! else English), renders the page in it and puts that one catalog into the page; the browser's
@@ -239,7 +240,7 @@ pub fn tr_split(key: &str) -> (String, String) {
 }
 
 /// A duration as the page's language writes it: "850 ms", "12 s", "3 min 20 s", "2 h 05 min"
-/// (the same steps as the console's `format::duration_ms`).
+/// (the steps of `format::span`).
 pub fn duration_ms(ms: i64) -> String {
     use crate::format::Span;
     let two = |n: i64| format!("{n:02}");
@@ -513,6 +514,59 @@ mod tests {
                 "the code asks for {key:?}, which en.json lacks"
             );
         }
+    }
+
+    /// The merchant's console and the report write no words of their own: every text of their
+    /// markup (an element's text, a label, a title) comes from the catalog, so the test above
+    /// covers the console's keys, and both languages have them.
+    #[test]
+    fn the_console_and_the_report_write_no_words_outside_the_catalog() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let files = [
+            "pages/console.rs",
+            "pages/dashboard/mod.rs",
+            "pages/dashboard/actions.rs",
+            "pages/dashboard/forecast.rs",
+            "pages/dashboard/orders.rs",
+            "pages/new_sale/mod.rs",
+            "pages/audit.rs",
+            "pages/report.rs",
+            "components/merchant_only.rs",
+            "components/chart.rs",
+        ];
+        let mut found = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(src.join(file)).unwrap();
+            // The code, not its tests (which compare with English on purpose).
+            let code = text.split("mod tests").next().unwrap_or_default();
+            for (n, line) in code.lines().enumerate() {
+                let words = |mark: &str| {
+                    line.match_indices(mark).any(|(i, _)| {
+                        line[i + mark.len()..]
+                            .chars()
+                            .next()
+                            .is_some_and(char::is_alphabetic)
+                    })
+                };
+                let attribute = [
+                    "label=\"",
+                    "text=\"",
+                    "title=\"",
+                    "alt=\"",
+                    "placeholder=\"",
+                ]
+                .iter()
+                .any(|a| words(a));
+                if (words(">\"") && !line.contains("<code>")) || attribute {
+                    found.push(format!("{file}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "words outside the catalog:\n{}",
+            found.join("\n")
+        );
     }
 
     fn needed_categories(tag: &str) -> Vec<&'static str> {

@@ -19,6 +19,8 @@ pub mod i18n;
 mod notify;
 mod pages;
 mod session;
+#[cfg(feature = "hydrate")]
+pub mod typed;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
@@ -27,6 +29,7 @@ use leptos_router::{
     ParamSegment, SsrMode, StaticSegment,
 };
 
+pub use components::auth_form::is_local_path;
 pub use session::Session;
 
 /// Who asked for an admin page, as the server established from the session cookie before
@@ -52,7 +55,7 @@ pub struct Assets {
 fn Hydration(assets: Assets) -> impl IntoView {
     let nonce = leptos::nonce::use_nonce();
     let start = format!(
-        "const start = () => import({js:?}).then((app) => app.default({{ module_or_path: {wasm:?} }}).then(() => app.hydrate()));\n\
+        "const start = () => import({js:?}).then((app) => app.default({{ module_or_path: {wasm:?} }}).then(() => new Promise((r) => setTimeout(r, 0))).then(() => app.hydrate()));\n\
          if ('requestIdleCallback' in window) requestIdleCallback(start, {{ timeout: 2000 }}); else setTimeout(start, 0);",
         js = format!("{}{}", assets.root, assets.js),
         wasm = format!("{}{}", assets.root, assets.wasm),
@@ -90,10 +93,10 @@ fn asset_origin(root: &str) -> Option<&str> {
     (clean && host_len > 0).then_some(origin)
 }
 
-/// `en` on the console's pages (`/admin`, `/operator`), which stay English; none elsewhere.
-fn console_lang() -> Option<&'static str> {
+/// `en` on the operator's pages (`/operator`), which stay English; none elsewhere.
+fn operator_lang() -> Option<&'static str> {
     let path = leptos_router::hooks::use_location().pathname.get();
-    (path.starts_with("/admin") || path.starts_with("/operator")).then_some("en")
+    path.starts_with("/operator").then_some("en")
 }
 
 /// The request's language, put in context for the page (the server), or the one the page was
@@ -126,6 +129,9 @@ pub fn shell(options: LeptosOptions, assets: Assets) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="/favicon.ico"/>
+                // Marks a browser that runs scripts, before anything is drawn: the parts for
+                // browsers without them (`without-scripts`) stay hidden there, and are never fetched.
+                <script nonce=leptos::nonce::use_nonce()>"document.documentElement.classList.add('js')"</script>
                 <link rel="stylesheet" href=format!("{}{}", assets.root, assets.css)/>
                 // Data, not code; it carries the nonce all the same, as every script of the page does.
                 <script type="application/json" id=i18n::SCRIPT_ID nonce=leptos::nonce::use_nonce() inner_html=lang.to_script()></script>
@@ -183,8 +189,8 @@ pub fn App() -> impl IntoView {
         <Title text=format::page_title(&i18n::tr("home.title"))/>
         <Router>
             <components::header::Header session/>
-            // The console stays English, whatever the storefront's language.
-            <main class="page" lang=console_lang>
+            // The operator's pages stay English, whatever the page's language.
+            <main class="page" lang=operator_lang>
                 <Routes fallback=pages::not_found::NotFound>
                     // The storefront waits for its sales before it sends a byte: the HTML itself
                     // (not a template a script moves in) says what is on sale, what has sold out

@@ -57,11 +57,14 @@ test("the page hydrates: controls that need the wasm app come alive", async ({ p
   await expect(page.getByTestId("login-submit")).toBeEnabled();
 });
 
-test("the server-rendered HTML disables what needs the app until it hydrates", async ({ request }) => {
+test("the server-rendered sign-in is a form the browser can post; only the app's own controls wait for it", async ({ request }) => {
   const resp = await request.get("/login");
   expect(resp.status()).toBe(200);
   const html = await resp.text();
-  expect(html).toMatch(/data-testid="login-submit"[^>]*disabled|disabled[^>]*data-testid="login-submit"/);
+  expect(html).toMatch(/<form[^>]*method="post"[^>]*action="\/login"/);
+  expect(html).not.toMatch(/data-testid="login-submit"[^>]*disabled|disabled[^>]*data-testid="login-submit"/);
+  // The show-password toggle is the app's: disabled until it runs.
+  expect(html).toMatch(/data-testid="toggle-password"[^>]*disabled|disabled[^>]*data-testid="toggle-password"/);
   expect(html).toContain('data-testid="login-username"');
 });
 

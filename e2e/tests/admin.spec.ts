@@ -249,16 +249,16 @@ test("the dashboard stays correct while a crowd buys about 1,000 times a second"
   expect(orders.total).toBe(stock);
 
   // The orders table pages through them, twenty at a time.
-  await expect(page.getByTestId("admin-orders-total")).toHaveText(`${stock} orders`, { timeout: 15_000 });
+  await expect(page.getByTestId("admin-orders-total")).toHaveText(`${stock.toLocaleString("en-US")} orders`, { timeout: 15_000 });
   await expect(page.getByTestId("admin-order-row")).toHaveCount(20);
-  await expect(page.getByTestId("admin-orders-range")).toHaveText(`1–20 of ${stock}`);
+  await expect(page.getByTestId("admin-orders-range")).toHaveText(`1–20 of ${stock.toLocaleString("en-US")}`);
   const newest = await page.getByTestId("admin-order-row").first().textContent();
   await expect(page.getByTestId("admin-orders-next")).toHaveText("Older →");
   await page.getByTestId("admin-orders-next").click();
-  await expect(page.getByTestId("admin-orders-range")).toHaveText(`21–40 of ${stock}`);
+  await expect(page.getByTestId("admin-orders-range")).toHaveText(`21–40 of ${stock.toLocaleString("en-US")}`);
   await expect(page.getByTestId("admin-order-row").first()).not.toHaveText(newest!);
   await page.getByTestId("admin-orders-prev").click();
-  await expect(page.getByTestId("admin-orders-range")).toHaveText(`1–20 of ${stock}`);
+  await expect(page.getByTestId("admin-orders-range")).toHaveText(`1–20 of ${stock.toLocaleString("en-US")}`);
   await api.dispose();
 });
 

@@ -76,6 +76,7 @@ async function lighthouseRuns(url, headers) {
   for (let i = 0; i < RUNS; i++) {
     const result = await lighthouseRun(url, headers);
     const lhr = result.lhr;
+    if (process.env.LH_DEBUG) console.error(JSON.stringify({ url, long: lhr.audits["long-tasks"]?.details?.items?.map((t) => [t.url, Math.round(t.startTime), Math.round(t.duration)]), boot: lhr.audits["bootup-time"]?.details?.items?.map((t) => [t.url, Math.round(t.scripting), Math.round(t.scriptParseCompile)]), work: lhr.audits["mainthread-work-breakdown"]?.details?.items?.map((t) => [t.group, Math.round(t.duration)]) }));
     const requests = lhr.audits["network-requests"].details.items;
     const wasm = requests.filter((r) => r.url.endsWith(".wasm")).reduce((n, r) => n + (r.transferSize ?? 0), 0);
     const total = requests.reduce((n, r) => n + (r.transferSize ?? 0), 0);

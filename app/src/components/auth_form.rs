@@ -25,19 +25,35 @@ impl AuthMode {
     }
 }
 
-/// Only a path on this site may follow a sign-in (`?next=`): never another origin.
+/// Only a path on this site may follow a sign-in (`?next=`) or a language switch: never another
+/// origin ("//evil.example", "/\\evil", "https://…").
 pub fn is_local_path(p: &str) -> bool {
     p.starts_with('/')
+        && p.len() <= 2048
         && !p.starts_with("//")
         && !p.contains('\\')
         && !p.chars().any(char::is_control)
 }
 
+/// A real form (`POST /login` or `/register`): the browser posts it itself before the app has
+/// started or without scripts, and the server answers with a redirect (back here with
+/// `?error=…` when refused, rendered below). Once the app runs it posts the JSON API instead.
 #[component]
 pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     let session = Session::get();
-    let username = RwSignal::new(String::new());
+    let query = leptos_router::hooks::use_query_map();
+    // What the server's redirect kept: the username, where to go, the refusal.
+    let kept = move |name: &str| query.with_untracked(|q| q.get(name));
+    // Written into the markup too (`bind:` sets only the property, which has no markup).
+    let typed_name = kept("username").unwrap_or_default();
+    let username = RwSignal::new(typed_name.clone());
     let password = RwSignal::new(String::new());
+    let next = kept("next").filter(|n| is_local_path(n));
+    let refused = crate::client::refusal_text(
+        kept("error").as_deref(),
+        kept("field").as_deref(),
+        kept("retry").and_then(|r| r.parse().ok()),
+    );
     let p = mode.prefix();
     // A sign-up carries the same proof of work as a buy, solved while the form is filled in.
     let work = (mode == AuthMode::Register).then(|| {
@@ -48,11 +64,12 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
     });
     let post = post(mode, work);
     let busy = post.pending();
-    // The last refusal, until the next try is sent.
+    // The last refusal (the app's, else the redirect's), until the next try is sent.
     let error = move || {
-        (!busy.get())
-            .then(|| post.value().get().flatten())
-            .flatten()
+        if busy.get() {
+            return None;
+        }
+        post.value().get().flatten().or_else(|| refused.clone())
     };
     let submit = move |ev: SubmitEvent| {
         ev.prevent_default();
@@ -64,7 +81,51 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
             });
         }
     };
-    let (heading, action, other) = match mode {
+    let (heading, action, other) = texts(mode);
+    let target = match mode {
+        AuthMode::Login => crate::endpoints::paths::SIGN_IN_FORM,
+        AuthMode::Register => crate::endpoints::paths::SIGN_UP_FORM,
+    };
+    view! {
+        <section class="card narrow">
+            <h1>{heading}</h1>
+            <form class="stack" method="post" action=target on:submit=submit data-testid=format!("{p}-form")>
+                {next.map(|next| view! { <input type="hidden" name="next" value=next/> })}
+                <label for=format!("{p}-username")>{tr("auth.username")}</label>
+                <input
+                    id=format!("{p}-username")
+                    data-testid=format!("{p}-username")
+                    name="username"
+                    autocomplete="username"
+                    required
+                    minlength="3"
+                    maxlength="32"
+                    pattern="[A-Za-z0-9_.\\-]+"
+                    value=typed_name
+                    bind:value=username
+                />
+                <PasswordInput mode password/>
+                {work.map(|work| view! { <WorkStatus work/> <PictureCheck/> })}
+                <p class="error" role="alert" data-testid="form-error">{error}</p>
+                // Enabled as rendered: before the app runs the browser posts the form itself.
+                <button
+                    type="submit"
+                    data-testid=format!("{p}-submit")
+                    disabled=move || {
+                        busy.get() || (session.hydrated.get() && work.is_some_and(|w| w.solving.get()))
+                    }
+                >
+                    {action}
+                </button>
+            </form>
+            {other}
+        </section>
+    }
+}
+
+/// The page's heading, its button's words and the link to the other form.
+fn texts(mode: AuthMode) -> (String, String, AnyView) {
+    match mode {
         AuthMode::Login => {
             let (ahead, behind) = tr_split("auth.new_here");
             (
@@ -83,39 +144,23 @@ pub fn AuthForm(mode: AuthMode) -> impl IntoView {
                     .into_any(),
             )
         }
-    };
+    }
+}
+
+/// Without scripts a sign-up cannot make its proof of work: the browser shows the image captcha
+/// instead (its picture from `GET /register/captcha`, which names it in a cookie for the post).
+/// Hidden where scripts run (`without-scripts`), and lazy, so such a browser never fetches it.
+/// Not `required`: a hidden field must not stop the app's own post.
+#[component]
+fn PictureCheck() -> impl IntoView {
     view! {
-        <section class="card narrow">
-            <h1>{heading}</h1>
-            <form class="stack" on:submit=submit data-testid=format!("{p}-form")>
-                <label for=format!("{p}-username")>{tr("auth.username")}</label>
-                <input
-                    id=format!("{p}-username")
-                    data-testid=format!("{p}-username")
-                    name="username"
-                    autocomplete="username"
-                    required
-                    minlength="3"
-                    maxlength="32"
-                    pattern="[A-Za-z0-9_.\\-]+"
-                    bind:value=username
-                />
-                <PasswordInput mode password/>
-                {work.map(|work| view! { <WorkStatus work/> })}
-                <p class="error" role="alert" data-testid="form-error">{error}</p>
-                <button
-                    type="submit"
-                    data-testid=format!("{p}-submit")
-                    disabled=move || {
-                        busy.get() || !session.hydrated.get()
-                            || work.is_some_and(|w| w.solving.get())
-                    }
-                >
-                    {action}
-                </button>
-            </form>
-            {other}
-        </section>
+        <div class="captcha without-scripts">
+            <img data-testid="signup-captcha-image" src=crate::endpoints::paths::SIGN_UP_CAPTCHA
+                loading="lazy" alt=tr("captcha.alt") width="200" height="70"/>
+            <label for="signup-captcha">{tr("captcha.label")}</label>
+            <input id="signup-captcha" data-testid="signup-captcha-input" name="captcha_answer"
+                autocomplete="off" maxlength="16"/>
+        </div>
     }
 }
 

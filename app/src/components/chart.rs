@@ -2,6 +2,7 @@
 //! plotters on a canvas in the browser (the server renders the empty canvas), and its text
 //! alternative: the latest figures as a table.
 
+use crate::i18n::{number, tr};
 use leptos::prelude::*;
 
 /// One sample of the sale, for the chart.
@@ -37,22 +38,22 @@ pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
     view! {
         <figure class="chart">
             <canvas node_ref=canvas width="720" height="260" data-testid="admin-chart" data-samples=move || samples.with(Vec::len)
-                role="img" aria-label="Remaining stock and units sold over time; the figures are in the table below"></canvas>
+                role="img" aria-label=tr("chart.label")></canvas>
             <figcaption class="muted small">
-                <span class="key remaining">"■ remaining"</span> " " <span class="key sold">"■ sold"</span>
-                " — one sample a second while this page is open"
+                <span class="key remaining">{tr("chart.key_remaining")}</span> " " <span class="key sold">{tr("chart.key_sold")}</span>
+                {tr("chart.sampling")}
             </figcaption>
             <table class="data chart-table" data-testid="chart-table">
-                <caption>"The chart's figures: the latest samples, newest first"</caption>
-                <thead><tr><th scope="col">"Seconds ago"</th><th scope="col">"Remaining"</th><th scope="col">"Sold"</th></tr></thead>
+                <caption>{tr("chart.caption")}</caption>
+                <thead><tr><th scope="col">{tr("chart.seconds_ago")}</th><th scope="col">{tr("dashboard.remaining")}</th><th scope="col">{tr("console.sold")}</th></tr></thead>
                 <tbody>
                     {move || samples.with(|data| {
                         let last = data.last().map_or(0.0, |s| s.at_ms);
                         data.iter().rev().take(TABLE_ROWS).map(|s| view! {
                             <tr>
-                                <td>{format!("{:.0}", (last - s.at_ms) / 1000.0)}</td>
-                                <td>{crate::format::thousands(s.remaining)}</td>
-                                <td>{crate::format::thousands(s.sold)}</td>
+                                <td>{number(((last - s.at_ms) / 1000.0).round() as i64)}</td>
+                                <td>{number(s.remaining)}</td>
+                                <td>{number(s.sold)}</td>
                             </tr>
                         }).collect_view()
                     })}
@@ -68,7 +69,7 @@ pub fn Chart(samples: RwSignal<Vec<Sample>>) -> impl IntoView {
 pub fn y_label(y: f64) -> String {
     let whole = y.round();
     match (y - whole).abs() < 1e-6 {
-        true => crate::format::thousands(whole as i64),
+        true => number(whole as i64),
         false => String::new(),
     }
 }
@@ -99,8 +100,8 @@ pub fn draw_chart(canvas: web_sys::HtmlCanvasElement, data: &[Sample]) -> Result
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
-        .x_desc("seconds ago")
-        .y_desc("units")
+        .x_desc(crate::i18n::tr("chart.axis_seconds"))
+        .y_desc(crate::i18n::tr("chart.axis_units"))
         .x_label_formatter(&|x| format!("{:.0}", x.abs()))
         .y_labels(axis.len())
         .y_label_formatter(&|y| y_label(*y))

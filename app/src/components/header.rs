@@ -29,26 +29,41 @@ pub fn Header(session: Session) -> impl IntoView {
                 {move || match session.user.get() {
                     Some(Some(user)) => view! {
                         {match user.role {
-                            crate::api::Role::Merchant => Some(view! { <a href="/admin" data-testid="admin-link">"Admin"</a> }.into_any()),
-                            crate::api::Role::Operator => Some(view! { <a href="/operator" data-testid="operator-link">"Operator"</a> }.into_any()),
+                            crate::api::Role::Merchant => Some(view! { <a href="/admin" data-testid="admin-link">{tr("header.admin")}</a> }.into_any()),
+                            crate::api::Role::Operator => Some(view! { <a href="/operator" data-testid="operator-link">{tr("header.operator")}</a> }.into_any()),
                             crate::api::Role::Shopper => None,
                         }}
                         <a href="/account" class="who" data-testid="current-user"
                             title=user.shop.as_ref().map(|s| tr_with("header.merchant_of", &[("shop", &s.name)]))>{user.username}</a>
-                        <button type="button" class="link" data-testid="logout-button"
-                            disabled=move || signing_out.get()
-                            on:click=move |_| { sign_out.dispatch(()); }>
-                            {tr("header.sign_out")}
-                        </button>
+                        <form class="inline" method="post" action=crate::endpoints::paths::SIGN_OUT_FORM
+                            on:submit=move |ev| { ev.prevent_default(); sign_out.dispatch(()); }>
+                            <button type="submit" class="link" data-testid="logout-button"
+                                disabled=move || signing_out.get()>
+                                {tr("header.sign_out")}
+                            </button>
+                        </form>
                     }.into_any(),
                     _ => view! {
                         <a href="/login">{tr("header.sign_in")}</a>
                         <a href="/register">{tr("header.register")}</a>
+                        <SignOutWithoutScripts/>
                     }.into_any(),
                 }}
             </nav>
             <LanguageSwitch/>
         </header>
+    }
+}
+
+/// Pages are rendered without knowing who asks (they stay cacheable), so a browser without
+/// scripts never learns whether it is signed in: it is offered the sign-out form as well, a plain
+/// `POST /logout`. Hidden where scripts run: the app shows its own once it knows.
+#[component]
+fn SignOutWithoutScripts() -> impl IntoView {
+    view! {
+        <form class="inline without-scripts" method="post" action=crate::endpoints::paths::SIGN_OUT_FORM>
+            <button type="submit" class="link" data-testid="logout-form-button">{tr("header.sign_out")}</button>
+        </form>
     }
 }
 
@@ -59,7 +74,14 @@ pub fn Header(session: Session) -> impl IntoView {
 fn LanguageSwitch() -> impl IntoView {
     let lang = i18n::current();
     let location = use_location();
-    let back = move || format!("{}{}", location.pathname.get(), location.search.get());
+    // The router's search has no `?`.
+    let back = move || {
+        let (path, search) = (location.pathname.get(), location.search.get());
+        match search.trim_start_matches('?') {
+            "" => path,
+            query => format!("{path}?{query}"),
+        }
+    };
     let buttons = lang
         .languages
         .iter()

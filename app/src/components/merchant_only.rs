@@ -2,7 +2,11 @@
 //! else a "forbidden" page; visitors are sent to sign in. Who asks is what the server's admin guard established (server rendering) or
 //! `GET /api/me` (in the browser).
 
-use crate::api::Role;
+use crate::{
+    api::Role,
+    format::page_title,
+    i18n::{tr, tr_with},
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -42,7 +46,7 @@ fn RoleOnly(role: Role, children: ChildrenFn) -> impl IntoView {
     let viewer = viewer();
     let children = StoredValue::new(children);
     view! {
-        <Suspense fallback=|| view! { <p>"Loading…"</p> }>
+        <Suspense fallback=|| view! { <p>{tr("loading")}</p> }>
             {move || viewer.get().map(|viewer| match viewer {
                 Some(r) if r == role => children.with_value(|c| c()).into_any(),
                 Some(r) => view! { <Forbidden needed=role signed_in_as=r/> }.into_any(),
@@ -52,6 +56,18 @@ fn RoleOnly(role: Role, children: ChildrenFn) -> impl IntoView {
     }
 }
 
+/// A role as the page's language names it ("merchant"), or one who has it ("a merchant").
+fn role_name(role: Role, one_who_has_it: bool) -> String {
+    tr(match (role, one_who_has_it) {
+        (Role::Shopper, false) => "console.role.shopper",
+        (Role::Merchant, false) => "console.role.merchant",
+        (Role::Operator, false) => "console.role.operator",
+        (Role::Shopper, true) => "console.as_role.shopper",
+        (Role::Merchant, true) => "console.as_role.merchant",
+        (Role::Operator, true) => "console.as_role.operator",
+    })
+}
+
 #[component]
 fn Forbidden(needed: Role, signed_in_as: Role) -> impl IntoView {
     #[cfg(feature = "ssr")]
@@ -59,12 +75,11 @@ fn Forbidden(needed: Role, signed_in_as: Role) -> impl IntoView {
         resp.set_status(http::StatusCode::FORBIDDEN);
     }
     view! {
-        <Title text="Forbidden — Seckill"/>
+        <Title text=page_title(&tr("console.forbidden"))/>
         <section class="card narrow" data-testid="forbidden">
-            <h1>"Forbidden"</h1>
-            <p>{format!("This page is for {} accounts. You are signed in as {} {}.", needed.as_str(),
-                if signed_in_as == Role::Operator { "an" } else { "a" }, signed_in_as.as_str())}</p>
-            <p><a href="/">"Back to the sales"</a></p>
+            <h1>{tr("console.forbidden")}</h1>
+            <p>{tr_with("console.forbidden_for", &[("needed", &role_name(needed, false)), ("role", &role_name(signed_in_as, true))])}</p>
+            <p><a href="/">{tr("back_to_sales")}</a></p>
         </section>
     }
 }
@@ -85,8 +100,8 @@ fn SignInFirst() -> impl IntoView {
     }
     view! {
         <section class="card narrow">
-            <h1>"Sign in"</h1>
-            <p>"This page needs a merchant or operator account. " <a href="/login?next=%2Fadmin">"Sign in"</a></p>
+            <h1>{tr("header.sign_in")}</h1>
+            <p>{tr("console.needs_account")} " " <a href="/login?next=%2Fadmin">{tr("header.sign_in")}</a></p>
         </section>
     }
 }

@@ -5,6 +5,8 @@ use crate::{
     api::AuditEntry,
     clock::local_time,
     components::merchant_only::{MerchantOnly, OperatorOnly},
+    format::page_title,
+    i18n::tr,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -12,7 +14,7 @@ use leptos_meta::Title;
 #[component]
 pub fn ShopAuditPage() -> impl IntoView {
     view! {
-        <Title text="Audit log — Seckill"/>
+        <Title text=page_title(&tr("audit.title"))/>
         <MerchantOnly>
             <AuditTable url=crate::endpoints::paths::SHOP_AUDIT back="/admin"/>
         </MerchantOnly>
@@ -22,7 +24,7 @@ pub fn ShopAuditPage() -> impl IntoView {
 #[component]
 pub fn PlatformAuditPage() -> impl IntoView {
     view! {
-        <Title text="Audit log — Seckill"/>
+        <Title text=page_title(&tr("audit.title"))/>
         <OperatorOnly>
             <AuditTable url=crate::endpoints::paths::OPERATOR_AUDIT back="/operator"/>
         </OperatorOnly>
@@ -44,20 +46,20 @@ fn AuditTable(url: &'static str, back: &'static str) -> impl IntoView {
     view! {
         <section class="admin">
             <div class="admin-head">
-                <h1>"Audit log"</h1>
-                <a class="button secondary" href=back>"Back to the console"</a>
+                <h1>{tr("audit.title")}</h1>
+                <a class="button secondary" href=back>{tr("audit.back")}</a>
             </div>
             {move || match entries.get() {
-                None => view! { <p>"Loading…"</p> }.into_any(),
+                None => view! { <p>{tr("loading")}</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
-                Some(Ok(list)) if list.is_empty() => view! { <p data-testid="audit-empty">"Nothing recorded yet."</p> }.into_any(),
+                Some(Ok(list)) if list.is_empty() => view! { <p data-testid="audit-empty">{tr("audit.empty")}</p> }.into_any(),
                 Some(Ok(list)) => view! {
                     <div class="table-wrap">
                         <table class="data" data-testid="audit-table">
-                            <caption class="muted small">"Every action of the console, newest first (the last 500)."</caption>
+                            <caption class="muted small">{tr("audit.caption")}</caption>
                             <thead><tr>
-                                <th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Action"</th>
-                                <th scope="col">"On"</th><th scope="col">"Detail"</th>
+                                <th scope="col">{tr("audit.when")}</th><th scope="col">{tr("audit.who")}</th><th scope="col">{tr("audit.action")}</th>
+                                <th scope="col">{tr("audit.on")}</th><th scope="col">{tr("audit.detail")}</th>
                             </tr></thead>
                             <tbody>
                                 {list.into_iter().map(|e| view! {

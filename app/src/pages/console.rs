@@ -4,22 +4,31 @@ use crate::{
     api::{AdminActivity, SaleStatus},
     clock::console_time,
     components::merchant_only::MerchantOnly,
+    format::page_title,
+    i18n::{number, tr, tr_split, tr_with},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+/// The sale's state as the console shows it, in the page's language ("live · paused").
 pub fn status_badge(a: &AdminActivity) -> String {
+    let status = tr(match a.status {
+        SaleStatus::Upcoming => "console.status.upcoming",
+        SaleStatus::Live => "console.status.live",
+        SaleStatus::SoldOut => "console.status.sold_out",
+        SaleStatus::Ended => "console.status.ended",
+    });
     if a.activity.paused && a.status == SaleStatus::Live {
-        "live · paused".to_string()
+        tr_with("console.status.paused", &[("status", &status)])
     } else {
-        a.status.label().to_string()
+        status
     }
 }
 
 #[component]
 pub fn AdminHome() -> impl IntoView {
     view! {
-        <Title text="Admin — Seckill"/>
+        <Title text=page_title(&tr("console.title"))/>
         <MerchantOnly>
             <ActivityTable/>
             <ShopTimeZone/>
@@ -41,7 +50,7 @@ fn ShopTimeZone() -> impl IntoView {
                     if let Some(zone) = zone {
                         zone.set(Some(shop.time_zone.clone()));
                     }
-                    format!("Times are shown in {}.", shop.time_zone)
+                    tr_with("console.zone.saved", &[("zone", &shop.time_zone)])
                 }
                 Err(f) => f.message(),
             }
@@ -56,17 +65,16 @@ fn ShopTimeZone() -> impl IntoView {
             });
         }
     };
+    let (zone_ahead, zone_behind) = tr_split("console.zone.shown_in");
     view! {
         <section class="card narrow">
-            <h2>"Shop time zone"</h2>
-            <p class="muted">"The console shows every time in it: "
-                <strong data-testid="shop-time-zone">{move || zone.and_then(|z| z.get()).unwrap_or_else(|| "your browser's".to_string())}</strong> "."
-            </p>
+            <h2>{tr("console.zone.title")}</h2>
+            <p class="muted">{zone_ahead} <strong data-testid="shop-time-zone">{move || zone.and_then(|z| z.get()).unwrap_or_else(|| tr("console.zone.browsers"))}</strong>{zone_behind}</p>
             <form on:submit=save>
-                <label for="time-zone">"Time zone (an IANA name such as Asia/Shanghai or Europe/Paris)"</label>
+                <label for="time-zone">{tr("console.zone.label")}</label>
                 <input id="time-zone" data-testid="shop-time-zone-input" autocomplete="off"
                     prop:value=move || typed.get() on:input=move |ev| typed.set(event_target_value(&ev))/>
-                <button type="submit" data-testid="shop-time-zone-save" disabled=move || saving.get()>"Save"</button>
+                <button type="submit" data-testid="shop-time-zone-save" disabled=move || saving.get()>{tr("console.save")}</button>
                 <p role="status" data-testid="shop-time-zone-message">{move || post.value().get()}</p>
             </form>
         </section>
@@ -96,24 +104,24 @@ pub fn ActivityTable() -> impl IntoView {
     view! {
         <section class="admin">
             <div class="admin-head">
-                <h1>"Sales"</h1>
+                <h1>{tr("console.sales")}</h1>
                 <span>
-                    <a class="button secondary" href="/admin/audit" data-testid="admin-audit-link">"Audit log"</a>
+                    <a class="button secondary" href="/admin/audit" data-testid="admin-audit-link">{tr("audit.title")}</a>
                     " "
-                    <a class="button" href="/admin/activities/new" data-testid="admin-new-activity">"New sale"</a>
+                    <a class="button" href="/admin/activities/new" data-testid="admin-new-activity">{tr("console.new_sale")}</a>
                 </span>
             </div>
             {move || match list.get() {
-                None => view! { <p>"Loading sales…"</p> }.into_any(),
-                Some(Err(e)) => view! { <p class="error" role="alert">"Could not load the sales: " {e}</p> }.into_any(),
-                Some(Ok(items)) if items.is_empty() => view! { <p>"No sales yet. Create the first one."</p> }.into_any(),
+                None => view! { <p>{tr("console.loading_sales")}</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error" role="alert">{tr_with("console.load_failed", &[("error", &e)])}</p> }.into_any(),
+                Some(Ok(items)) if items.is_empty() => view! { <p>{tr("console.no_sales")}</p> }.into_any(),
                 Some(Ok(items)) => view! {
                     <div class="table-wrap">
                         <table class="data" data-testid="admin-activity-table">
                             <thead><tr>
-                                <th scope="col">"Sale"</th><th scope="col">"Status"</th><th scope="col">"Starts"</th>
-                                <th scope="col" class="num">"Remaining"</th><th scope="col" class="num">"Sold"</th>
-                                <th scope="col" class="num">"Stock"</th>
+                                <th scope="col">{tr("console.sale")}</th><th scope="col">{tr("orders.status")}</th><th scope="col">{tr("console.starts")}</th>
+                                <th scope="col" class="num">{tr("dashboard.remaining")}</th><th scope="col" class="num">{tr("console.sold")}</th>
+                                <th scope="col" class="num">{tr("dashboard.stock")}</th>
                             </tr></thead>
                             <tbody>
                                 {items.into_iter().map(|a| {
@@ -125,9 +133,9 @@ pub fn ActivityTable() -> impl IntoView {
                                             <td><a href=href>{a.activity.title.clone()}</a></td>
                                             <td><span class=class data-testid="admin-activity-status">{badge}</span></td>
                                             <td data-testid="admin-starts-at">{let at = a.activity.starts_at.clone(); move || console_time(&at)}</td>
-                                            <td class="num">{crate::format::thousands(a.remaining)}</td>
-                                            <td class="num">{crate::format::thousands(a.sold)}</td>
-                                            <td class="num">{crate::format::thousands(a.activity.total_stock)}</td>
+                                            <td class="num">{number(a.remaining)}</td>
+                                            <td class="num">{number(a.sold)}</td>
+                                            <td class="num">{number(a.activity.total_stock)}</td>
                                         </tr>
                                     }
                                 }).collect_view()}

@@ -101,10 +101,15 @@ impl Doors {
         }
     }
 
+    /// Whether sign-ups ask a bot check at all (`SECKILL_SIGNUP_POW_DIFFICULTY` above 0).
+    pub fn asks_sign_up_check(&self) -> bool {
+        self.limits.signup_pow_difficulty > 0
+    }
+
     /// A proof-of-work challenge for a sign-up from `ip` (bounded per address like the sale's),
     /// or `None` when sign-ups ask none.
     pub fn sign_up_challenge(&self, ip: IpAddr) -> Result<Option<altcha::Challenge>, ApiError> {
-        if self.limits.signup_pow_difficulty == 0 {
+        if !self.asks_sign_up_check() {
             return Ok(None);
         }
         self.pass(Door::Challenge, &format!("signup:{}", address_bucket(ip)))?;
@@ -124,7 +129,7 @@ impl Doors {
         redis: &mut Conn,
         pow: Option<&str>,
     ) -> Result<(), ApiError> {
-        if self.limits.signup_pow_difficulty == 0 {
+        if !self.asks_sign_up_check() {
             return Ok(());
         }
         let spent = pow

@@ -60,26 +60,48 @@ async fn sign_up_challenge(
 /// A new shopper account, once the input is valid: its proof of work checked and spent (`400
 /// captcha_invalid`), the address's and the platform's sign-up budgets counted (`429` past them),
 /// and the password hashed in the sign-up slots.
-// Each part it needs is one extractor.
-#[allow(clippy::too_many_arguments)]
 async fn register(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    State(passwords): State<Passwords>,
-    State(doors): State<Doors>,
-    State(sessions): State<Arc<SessionKeys>>,
+    State(state): State<AppState>,
     ClientIp(ip): ClientIp,
     jar: CookieJar,
     AppJson(creds): AppJson<Credentials>,
 ) -> ApiResult<(StatusCode, CookieJar, Json<User>)> {
+    let check = SignUpCheck::ProofOfWork(creds.pow.as_deref());
+    let (jar, user) = sign_up(&state, ip, jar, &creds, check).await?;
+    Ok((StatusCode::CREATED, jar, Json(user)))
+}
+
+/// The bot check a sign-up passes: the app's proof of work, or, for a form posted without
+/// scripts, the image captcha whose id the page's captcha image left in a cookie.
+pub(super) enum SignUpCheck<'a> {
+    ProofOfWork(Option<&'a str>),
+    Captcha { id: &'a str, answer: &'a str },
+}
+
+/// Creates a shopper account and its session, as `POST /api/auth/register` and the sign-up form
+/// without scripts both do: the same checks, budgets and refusals.
+pub(super) async fn sign_up(
+    state: &AppState,
+    ip: std::net::IpAddr,
+    jar: CookieJar,
+    creds: &Credentials,
+    check: SignUpCheck<'_>,
+) -> ApiResult<(CookieJar, User)> {
+    let (db, redis) = (PgPool::from_ref(state), Redis::from_ref(state));
+    let (doors, sessions) = (Doors::from_ref(state), Arc::<SessionKeys>::from_ref(state));
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
     let mut conn = redis.conn();
-    doors
-        .check_sign_up_proof(&mut conn, creds.pow.as_deref())
-        .await?;
+    match check {
+        SignUpCheck::ProofOfWork(pow) => doors.check_sign_up_proof(&mut conn, pow).await?,
+        SignUpCheck::Captcha { id, answer } => {
+            if doors.asks_sign_up_check() {
+                crate::buy::captcha::spend(&redis, id, answer).await?;
+            }
+        }
+    }
     doors.sign_up(&mut conn, ip).await?;
-    let hash = passwords
+    let hash = Passwords::from_ref(state)
         .hash_sign_up(password.into_inner(), username.as_str().to_string())
         .await?;
     let user = insert_user(&db, &username, &hash, Role::Shopper, None).await?;
@@ -91,7 +113,7 @@ async fn register(
         epoch: 0,
         joined: chrono::Utc::now().timestamp(),
     }));
-    Ok((StatusCode::CREATED, jar, Json(user)))
+    Ok((jar, user))
 }
 
 /// What checking a password takes (the accounts, the hashing slots, the sign-in throttle) and
@@ -175,6 +197,18 @@ async fn login(
     jar: CookieJar,
     AppJson(creds): AppJson<Credentials>,
 ) -> ApiResult<(CookieJar, Json<User>)> {
+    let (jar, user) = sign_in(&check, &sessions, jar, &creds).await?;
+    Ok((jar, Json(user)))
+}
+
+/// Checks a sign-in and starts its session, as `POST /api/auth/login` and the sign-in form
+/// without scripts both do.
+pub(super) async fn sign_in(
+    check: &PasswordCheck,
+    sessions: &SessionKeys,
+    jar: CookieJar,
+    creds: &Credentials,
+) -> ApiResult<(CookieJar, User)> {
     let username = Username::parse(&creds.username)?;
     let password = Password::parse(&creds.password)?;
     let row = check.authenticate(&username, password).await?;
@@ -183,7 +217,7 @@ async fn login(
         return Err(ApiError::AccountBlocked);
     }
     let jar = jar.add(sessions.issue(holder(&row, row.session_epoch)?));
-    Ok((jar, Json(row.into_user()?)))
+    Ok((jar, row.into_user()?))
 }
 
 /// Whom a new session is for: `row`, under session epoch `epoch`.
@@ -234,6 +268,18 @@ async fn logout(
     State(sessions): State<Arc<SessionKeys>>,
     jar: CookieJar,
 ) -> ApiResult<(StatusCode, CookieJar)> {
+    let jar = sign_out(&db, &redis, &sessions, jar).await?;
+    Ok((StatusCode::NO_CONTENT, jar))
+}
+
+/// Ends the session `jar` carries, if any, and clears its cookie (the API's sign-out and the
+/// form's).
+pub(super) async fn sign_out(
+    db: &PgPool,
+    redis: &Redis,
+    sessions: &SessionKeys,
+    jar: CookieJar,
+) -> ApiResult<CookieJar> {
     let now = chrono::Utc::now().timestamp();
     if let Some(claims) = jar
         .get(sessions.cookie_name())
@@ -241,10 +287,10 @@ async fn logout(
     {
         sessions
             .revocations
-            .end_session(&db, &redis, claims.user_id, claims.sid, claims.expires_at)
+            .end_session(db, redis, claims.user_id, claims.sid, claims.expires_at)
             .await?;
     }
-    Ok((StatusCode::NO_CONTENT, jar.add(sessions.clear())))
+    Ok(jar.add(sessions.clear()))
 }
 
 /// Ends every session of the signed-in user, on every device and instance.

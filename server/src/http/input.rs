@@ -6,7 +6,7 @@ use crate::domain::ApiError;
 use app::api::BadId;
 use axum::{
     extract::{FromRequest, Request},
-    http::{header, Method, StatusCode},
+    http::{header, HeaderMap, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -27,8 +27,7 @@ fn is_json(req: &Request) -> bool {
 /// clients, older browsers) pass: SameSite=Lax cookies and the JSON content type, which a
 /// cross-site form cannot send and a cross-site `fetch` may send only after a preflight this
 /// server never grants, cover them.
-pub(crate) fn cross_origin(req: &Request) -> bool {
-    let headers = req.headers();
+pub(crate) fn cross_origin(headers: &HeaderMap) -> bool {
     let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     if fetch_site.is_some_and(|site| {
         site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site")
@@ -54,7 +53,7 @@ pub async fn require_json(req: Request, next: Next) -> Response {
         *req.method(),
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     );
-    if mutating && cross_origin(&req) {
+    if mutating && cross_origin(req.headers()) {
         return HttpRefusal::CrossOrigin.into_response();
     }
     if mutating && !is_json(&req) {

@@ -13,6 +13,7 @@ pub(crate) mod client_ip;
 pub(crate) mod connection;
 pub(crate) mod error;
 pub(crate) mod exports;
+pub(crate) mod forms;
 pub(crate) mod input;
 pub(crate) mod operator;
 pub(crate) mod ops;

@@ -278,7 +278,7 @@ struct LanguageChoice {
 /// language the storefront does not have is `400 invalid_input`.
 pub async fn choose_language(req: Request) -> Response {
     use axum::{extract::FromRequest, http::StatusCode, response::IntoResponse, Form};
-    if super::input::cross_origin(&req) {
+    if super::input::cross_origin(req.headers()) {
         return super::error::HttpRefusal::CrossOrigin.into_response();
     }
     let Ok(Form(choice)) = Form::<LanguageChoice>::from_request(req, &()).await else {
@@ -289,7 +289,7 @@ pub async fn choose_language(req: Request) -> Response {
     }
     let back = choice
         .back
-        .filter(|b| local_path(b))
+        .filter(|b| app::is_local_path(b))
         .unwrap_or_else(|| "/".to_string());
     let cookie = cookie::Cookie::build((app::i18n::COOKIE, choice.to))
         .path("/")
@@ -312,14 +312,4 @@ pub async fn choose_language(req: Request) -> Response {
         ],
     )
         .into_response()
-}
-
-/// A path of this site ("/activities/3?x=1"), never another's ("//evil.example", "/\evil",
-/// "https://…").
-fn local_path(path: &str) -> bool {
-    path.starts_with('/')
-        && !path.starts_with("//")
-        && !path.contains('\\')
-        && path.len() <= 2048
-        && !path.chars().any(char::is_control)
 }

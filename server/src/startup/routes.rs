@@ -48,6 +48,7 @@ pub(super) fn router(state: AppState) -> Router {
         .nest("/api", api_router(layers))
         .merge(http::ops::router())
         .route("/language", axum::routing::post(site::choose_language))
+        .merge(http::forms::router())
         .leptos_routes_with_context(
             &state,
             routes,

@@ -10,6 +10,7 @@ mod batch;
 mod bot_check;
 mod crowd;
 mod doors;
+mod forms;
 mod fuzz;
 mod health;
 mod helpers;

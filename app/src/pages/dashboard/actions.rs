@@ -7,6 +7,7 @@ use crate::{
     api::{SaleId, StockAdditions, StockLevel},
     client,
     clock::console_time,
+    i18n::{number, tr, tr_count, tr_with},
 };
 use leptos::{ev::SubmitEvent, prelude::*};
 
@@ -29,20 +30,20 @@ pub fn AddStock(id: SaleId, activity: SaleSignal, changes: RwSignal<u32>) -> imp
     let total = move || with_sale(activity, |a| a.activity.total_stock).unwrap_or(0);
     view! {
         <form class="card add-stock" on:submit=move |ev| add.request(ev) data-testid="admin-add-stock-form">
-            <h2>"Add stock"</h2>
-            <p class="muted small">"Stock is only ever added: every addition is recorded with who and when."</p>
-            <label for="add-stock">"Units to add"</label>
+            <h2>{tr("stock.add")}</h2>
+            <p class="muted small">{tr("stock.only_added")}</p>
+            <label for="add-stock">{tr("stock.units_to_add")}</label>
             <div class="inline">
                 <input id="add-stock" type="number" min="1" max="10000000" required data-testid="admin-add-stock-input"
                     prop:value=move || amount.get() on:input=move |ev| { asking.set(None); amount.set(event_target_value(&ev)) }/>
-                <button type="submit" data-testid="admin-add-stock-submit" disabled=move || busy.get() || asking.get().is_some()>"Add…"</button>
+                <button type="submit" data-testid="admin-add-stock-submit" disabled=move || busy.get() || asking.get().is_some()>{tr("stock.add_button")}</button>
             </div>
             {move || asking.get().map(|n| view! {
-                <div class="confirm" role="alertdialog" aria-label="Confirm adding stock" data-testid="admin-add-stock-confirmation">
-                    <p>"Add " <strong>{n}</strong> {if n == 1 { " unit?" } else { " units?" }} " The stock goes from " {total()} " to " {total() + n} ". This cannot be undone."</p>
-                    <button type="button" data-testid="admin-add-stock-confirm" disabled=move || busy.get() on:click=move |_| add.confirm()>"Yes, add " {n}</button>
+                <div class="confirm" role="alertdialog" aria-label=tr("stock.confirm_label") data-testid="admin-add-stock-confirmation">
+                    <p>{tr_count("stock.confirm", n, &[("from", &number(total())), ("to", &number(total() + n))])}</p>
+                    <button type="button" data-testid="admin-add-stock-confirm" disabled=move || busy.get() on:click=move |_| add.confirm()>{tr_with("stock.yes_add", &[("n", &number(n))])}</button>
                     " "
-                    <button type="button" class="secondary" data-testid="admin-add-stock-cancel" on:click=move |_| asking.set(None)>"Cancel"</button>
+                    <button type="button" class="secondary" data-testid="admin-add-stock-cancel" on:click=move |_| asking.set(None)>{tr("stock.cancel")}</button>
                 </div>
             })}
             {move || add.message.get().map(|(ok, m)| view! {
@@ -79,11 +80,7 @@ impl Addition {
                 self.message.set(None);
                 self.asking.set(Some(n));
             }
-            None => self.message.set(Some((
-                false,
-                "Enter a whole number of units from 1 to 10,000,000 (stock is only ever added)."
-                    .into(),
-            ))),
+            None => self.message.set(Some((false, tr("stock.enter_whole")))),
         }
     }
 
@@ -121,9 +118,13 @@ impl Addition {
         self.amount.set(String::new());
         self.message.set(Some((
             true,
-            format!(
-                "Added {n} units: stock is now {}, {} remaining.",
-                level.total_stock, level.remaining
+            tr_count(
+                "stock.added",
+                n,
+                &[
+                    ("total", &number(level.total_stock)),
+                    ("remaining", &number(level.remaining)),
+                ],
             ),
         )));
         self.changes.update(|c| *c += 1);
@@ -159,13 +160,13 @@ pub fn PauseSwitch(id: SaleId, activity: SaleSignal) -> impl IntoView {
     };
     view! {
         <div class="card pause">
-            <h2>"Sale switch"</h2>
+            <h2>{tr("pause.title")}</h2>
             <p data-testid="admin-pause-state" role="status">
-                {move || if paused.get() { "Paused: every buy is refused with “paused”." } else { "Running: buys are accepted." }}
+                {move || if paused.get() { tr("pause.paused") } else { tr("pause.running") }}
             </p>
             <button type="button" data-testid="admin-pause-toggle" aria-pressed=move || paused.get().to_string()
                 class:secondary=move || paused.get() disabled=move || busy.get() on:click=toggle>
-                {move || if paused.get() { "Resume sale" } else { "Pause sale" }}
+                {move || if paused.get() { tr("pause.resume") } else { tr("pause.pause") }}
             </button>
             <p class="error" role="alert">{error}</p>
         </div>
@@ -187,15 +188,15 @@ pub fn StockAudit(id: SaleId, changes: RwSignal<u32>) -> impl IntoView {
     let _ = (id, changes);
     view! {
         <section class="card">
-            <h2>"Stock additions"</h2>
+            <h2>{tr("stock.additions")}</h2>
             {move || match additions.get() {
-                None => view! { <p>"Loading…"</p> }.into_any(),
+                None => view! { <p>{tr("loading")}</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
-                Some(Ok(list)) if list.additions.is_empty() => view! { <p class="muted" data-testid="admin-stock-additions">"None since the sale was created."</p> }.into_any(),
+                Some(Ok(list)) if list.additions.is_empty() => view! { <p class="muted" data-testid="admin-stock-additions">{tr("stock.none_added")}</p> }.into_any(),
                 Some(Ok(list)) => view! {
                     <ul class="audit" data-testid="admin-stock-additions">
                         {list.additions.into_iter().map(|a| view! {
-                            <li data-testid="admin-stock-addition">"+" {crate::format::units(a.added)} " by " <strong>{a.merchant}</strong> " at " {console_time(&a.at)}</li>
+                            <li data-testid="admin-stock-addition">{tr_count("stock.addition", a.added, &[("who", &a.merchant), ("at", &console_time(&a.at))])}</li>
                         }).collect_view()}
                     </ul>
                 }.into_any(),

@@ -13,7 +13,8 @@ use crate::{
         chart::{Chart, Sample},
         merchant_only::MerchantOnly,
     },
-    format::{money, page_title},
+    format::page_title,
+    i18n::{money, number, tr, tr_count, tr_with},
     pages::{console::status_badge, not_found::NotFound},
 };
 #[cfg(feature = "hydrate")]
@@ -32,7 +33,7 @@ pub fn DashboardPage() -> impl IntoView {
         .get("id")
         .and_then(|id| id.parse::<SaleId>().ok());
     view! {
-        <Title text="Sale dashboard — Seckill"/>
+        <Title text=page_title(&tr("dashboard.title"))/>
         <MerchantOnly>
             {match id {
                 Some(id) => view! { <Dashboard id/> }.into_any(),
@@ -88,7 +89,7 @@ pub fn Dashboard(id: SaleId) -> impl IntoView {
     view! {
         <section class="admin dashboard">
             {move || match activity.get() {
-                None => view! { <p>"Loading the sale…"</p> }.into_any(),
+                None => view! { <p>{tr("dashboard.loading")}</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error" role="alert">{e}</p> }.into_any(),
                 Some(Ok(a)) => view! { <DashboardHead a activity/> }.into_any(),
             }}
@@ -102,7 +103,7 @@ pub fn Dashboard(id: SaleId) -> impl IntoView {
                     <PauseSwitch id activity/>
                 </div>
             })}
-            <forecast::ForecastPanel id/>
+            <forecast::ForecastPanel id activity/>
             <StockAudit id changes/>
             <OrdersTable id changes/>
         </section>
@@ -153,7 +154,7 @@ impl Live {
             Ok(a) => self.activity.set(Some(Ok(a))),
             Err(f) if self.activity.get_untracked().is_none() || f.status == 404 => {
                 self.activity.set(Some(Err(if f.status == 404 {
-                    "There is no such sale.".into()
+                    tr("dashboard.no_such_sale")
                 } else {
                     f.message()
                 })))
@@ -195,17 +196,17 @@ pub fn DashboardHead(a: AdminActivity, activity: SaleSignal) -> impl IntoView {
     let shop = format!("/activities/{}", a.activity.id);
     let badge = move || with_sale(activity, status_badge).unwrap_or_default();
     view! {
-        <Title text=page_title(&format!("{} (admin)", a.activity.title))/>
-        <p><a href="/admin">"← All sales"</a></p>
+        <Title text=page_title(&tr_with("dashboard.sale_title", &[("title", &a.activity.title)]))/>
+        <p><a href="/admin">{tr("dashboard.all_sales")}</a></p>
         <div class="admin-head">
             <h1 data-testid="admin-activity-title">{a.activity.title.clone()}</h1>
             <span class="badge" data-testid="admin-activity-status">{badge}</span>
         </div>
         <p class="muted">
             {let at = a.activity.starts_at.clone(); move || console_time(&at)} " → " {let at = a.activity.ends_at.clone(); move || console_time(&at)}
-            " · " {money(a.activity.seckill_price_cents)} " (was " {money(a.activity.price_cents)} ")"
-            " · " {a.activity.per_user_limit} " per shopper · "
-            <a href=shop>"Storefront page"</a>
+            " · " {tr_with("dashboard.price", &[("now", &money(a.activity.seckill_price_cents)), ("was", &money(a.activity.price_cents))])}
+            " · " {tr_count("dashboard.per_shopper", i64::from(a.activity.per_user_limit), &[])} " · "
+            <a href=shop>{tr("dashboard.storefront_page")}</a>
         </p>
     }
 }
@@ -217,38 +218,33 @@ pub fn StatsPanel(
     updated: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let figure = move |pick: fn(&ActivityStats) -> i64| {
-        move || {
-            stats.with(|s| {
-                s.as_ref()
-                    .map_or("…".to_string(), |s| crate::format::thousands(pick(s)))
-            })
-        }
+        move || stats.with(|s| s.as_ref().map_or("…".to_string(), |s| number(pick(s))))
     };
     view! {
         <dl class="stats" data-testid="admin-stats" aria-live="off">
-            <div><dt>"Stock"</dt><dd data-testid="stat-total_stock">{figure(|s| s.total_stock)}</dd></div>
-            <div><dt>"Remaining"</dt><dd data-testid="stat-remaining">{figure(|s| s.remaining)}</dd></div>
-            <div><dt>"Queued"</dt><dd data-testid="stat-queued">{figure(|s| s.queued)}</dd></div>
-            <div><dt>"Confirmed"</dt><dd data-testid="stat-confirmed">{figure(|s| s.confirmed)}</dd></div>
-            <div><dt>"Paid"</dt><dd data-testid="stat-paid">{figure(|s| s.paid)}</dd></div>
-            <div><dt>"Cancelled"</dt><dd data-testid="stat-cancelled">{figure(|s| s.cancelled)}</dd></div>
-            <div><dt>"Failed"</dt><dd data-testid="stat-failed">{figure(|s| s.failed)}</dd></div>
-            <div><dt>"Buy attempts / s"</dt><dd data-testid="stat-attempts_per_sec">{figure(|s| s.attempts_per_sec)}</dd></div>
-            <div><dt>"Reminders asked"</dt><dd data-testid="stat-reminders">{figure(|s| s.reminders)}</dd></div>
+            <div><dt>{tr("dashboard.stock")}</dt><dd data-testid="stat-total_stock">{figure(|s| s.total_stock)}</dd></div>
+            <div><dt>{tr("dashboard.remaining")}</dt><dd data-testid="stat-remaining">{figure(|s| s.remaining)}</dd></div>
+            <div><dt>{tr("status.queued")}</dt><dd data-testid="stat-queued">{figure(|s| s.queued)}</dd></div>
+            <div><dt>{tr("status.confirmed")}</dt><dd data-testid="stat-confirmed">{figure(|s| s.confirmed)}</dd></div>
+            <div><dt>{tr("status.paid")}</dt><dd data-testid="stat-paid">{figure(|s| s.paid)}</dd></div>
+            <div><dt>{tr("status.cancelled")}</dt><dd data-testid="stat-cancelled">{figure(|s| s.cancelled)}</dd></div>
+            <div><dt>{tr("status.failed")}</dt><dd data-testid="stat-failed">{figure(|s| s.failed)}</dd></div>
+            <div><dt>{tr("dashboard.attempts_per_sec")}</dt><dd data-testid="stat-attempts_per_sec">{figure(|s| s.attempts_per_sec)}</dd></div>
+            <div><dt>{tr("dashboard.reminders")}</dt><dd data-testid="stat-reminders">{figure(|s| s.reminders)}</dd></div>
         </dl>
         {move || stats.with(|s| s.as_ref().and_then(|s| s.queue.clone())).map(|q| view! {
-            <dl class="stats" data-testid="admin-queue" aria-label="Waiting room">
-                <div><dt>"Waiting"</dt><dd data-testid="stat-queue-waiting">{q.waiting}</dd></div>
-                <div><dt>"Admitted"</dt><dd data-testid="stat-queue-admitted">{q.admitted}</dd></div>
-                <div><dt>"Admitted, buying"</dt><dd data-testid="stat-queue-in_flight">{q.in_flight}</dd></div>
-                <div><dt>"Admitted / s"</dt><dd data-testid="stat-queue-rate">{q.admitted_last_sec} " of " {q.admit_per_sec}</dd></div>
-                <div><dt>"Lapsed unclaimed"</dt><dd data-testid="stat-queue-lapsed">{q.lapsed}</dd></div>
-                <div><dt>"Admission"</dt><dd data-testid="stat-queue-held">{q.held_back.map_or("flowing".to_string(), |why| format!("held back: {why}"))}</dd></div>
+            <dl class="stats" data-testid="admin-queue" aria-label=tr("queue.label")>
+                <div><dt>{tr("dashboard.waiting")}</dt><dd data-testid="stat-queue-waiting">{number(q.waiting)}</dd></div>
+                <div><dt>{tr("dashboard.admitted")}</dt><dd data-testid="stat-queue-admitted">{number(q.admitted)}</dd></div>
+                <div><dt>{tr("dashboard.in_flight")}</dt><dd data-testid="stat-queue-in_flight">{number(q.in_flight)}</dd></div>
+                <div><dt>{tr("dashboard.admitted_per_sec")}</dt><dd data-testid="stat-queue-rate">{tr_with("dashboard.of", &[("part", &number(q.admitted_last_sec)), ("whole", &number(i64::from(q.admit_per_sec)))])}</dd></div>
+                <div><dt>{tr("dashboard.lapsed")}</dt><dd data-testid="stat-queue-lapsed">{number(q.lapsed)}</dd></div>
+                <div><dt>{tr("dashboard.admission")}</dt><dd data-testid="stat-queue-held">{q.held_back.map_or(tr("dashboard.flowing"), |why| tr_with("dashboard.held_back", &[("why", &why)]))}</dd></div>
             </dl>
         })}
         <p class="muted small">
-            <span data-testid="admin-updated">{move || updated.get().map(|t| format!("Updated {t}"))}</span>
-            {move || stale.get().map(|e| view! { <span class="error" role="status">" · figures are stale: " {e}</span> })}
+            <span data-testid="admin-updated">{move || updated.get().map(|t| tr_with("dashboard.updated", &[("time", &t)]))}</span>
+            {move || stale.get().map(|e| view! { <span class="error" role="status">" · " {tr_with("dashboard.stale", &[("error", &e)])}</span> })}
         </p>
     }
 }

@@ -3,6 +3,7 @@
 use crate::{
     api::{AdminOrderPage, SaleId},
     clock::console_time,
+    i18n::{number, tr, tr_count, tr_with},
 };
 use leptos::prelude::*;
 
@@ -31,26 +32,26 @@ pub fn OrdersTable(id: SaleId, changes: RwSignal<u32>) -> impl IntoView {
     view! {
         <section class="card admin-orders">
             <div class="admin-head">
-                <h2>"Orders"</h2>
-                <a class="button secondary" href=csv download=format!("orders-{id}.csv") data-testid="admin-csv-download">"Download CSV"</a>
+                <h2>{tr("orders.title")}</h2>
+                <a class="button secondary" href=csv download=format!("orders-{id}.csv") data-testid="admin-csv-download">{tr("orders.csv")}</a>
             </div>
-            <label for="orders-status">"Status"</label>
+            <label for="orders-status">{tr("orders.status")}</label>
             <select id="orders-status" data-testid="admin-orders-status"
                 on:change=move |ev| { offset.set(0); status.set(event_target_value(&ev)) }>
-                <option value="">"All"</option>
-                {ORDER_STATUSES.into_iter().map(|s| view! { <option value=s>{s}</option> }).collect_view()}
+                <option value="">{tr("orders.all")}</option>
+                {ORDER_STATUSES.into_iter().map(|s| view! { <option value=s>{tr(&format!("order.badge.{s}"))}</option> }).collect_view()}
             </select>
             {move || match page.get() {
-                None => view! { <p>"Loading orders…"</p> }.into_any(),
+                None => view! { <p>{tr("orders.loading")}</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
                 Some(Ok(p)) => view! { <OrdersPage page=p/> }.into_any(),
             }}
-            <nav class="pager" aria-label="Orders pages">
+            <nav class="pager" aria-label=tr("orders.pages")>
                 <button type="button" class="secondary" data-testid="admin-orders-prev" disabled=move || offset.get() == 0
-                    on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>"← Newer"</button>
-                <span data-testid="admin-orders-range">{move || format!("{}–{} of {}", (offset.get() + 1).min(total()), (offset.get() + PAGE_SIZE).min(total()), total())}</span>
+                    on:click=move |_| offset.update(|o| *o = (*o - PAGE_SIZE).max(0))>{tr("orders.newer")}</button>
+                <span data-testid="admin-orders-range">{move || tr_with("orders.range", &[("first", &number((offset.get() + 1).min(total()))), ("last", &number((offset.get() + PAGE_SIZE).min(total()))), ("total", &number(total()))])}</span>
                 <button type="button" class="secondary" data-testid="admin-orders-next" disabled=move || { offset.get() + PAGE_SIZE >= total() }
-                    on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>"Older →"</button>
+                    on:click=move |_| offset.update(|o| *o += PAGE_SIZE)>{tr("orders.older")}</button>
             </nav>
         </section>
     }
@@ -98,12 +99,12 @@ fn follow(
 fn OrdersPage(page: AdminOrderPage) -> impl IntoView {
     let total = page.total;
     view! {
-        <p class="muted small" data-testid="admin-orders-total">{total} {if total == 1 { " order" } else { " orders" }}</p>
+        <p class="muted small" data-testid="admin-orders-total">{tr_count("orders.count", total, &[])}</p>
         <div class="table-wrap">
             <table class="data" data-testid="admin-orders-table">
                 <thead><tr>
-                    <th scope="col" class="num">"Order"</th><th scope="col">"Shopper"</th><th scope="col" class="num">"Qty"</th>
-                    <th scope="col">"Status"</th><th scope="col">"Reserved"</th><th scope="col">"Pay by"</th>
+                    <th scope="col" class="num">{tr("orders.order")}</th><th scope="col">{tr("orders.shopper")}</th><th scope="col" class="num">{tr("orders.qty")}</th>
+                    <th scope="col">{tr("orders.status")}</th><th scope="col">{tr("orders.reserved")}</th><th scope="col">{tr("orders.pay_by")}</th>
                 </tr></thead>
                 <tbody>
                     {page.orders.into_iter().map(|o| view! {
@@ -111,7 +112,7 @@ fn OrdersPage(page: AdminOrderPage) -> impl IntoView {
                             <td class="num">{o.order_id}</td>
                             <td>{o.username}</td>
                             <td class="num">{o.quantity}</td>
-                            <td>{o.status.as_str()}{o.reason.map(|r| format!(" ({r})"))}</td>
+                            <td>{tr(&format!("order.badge.{}", o.status.as_str()))}{o.reason.map(|r| format!(" ({r})"))}</td>
                             <td>{console_time(&o.reserved_at)}</td>
                             <td>{o.pay_by.as_deref().map(console_time)}</td>
                         </tr>

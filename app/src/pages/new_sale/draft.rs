@@ -5,6 +5,7 @@ use crate::api::{
     BotCheck, LineMethod, NewActivity, DEFAULT_POW_DIFFICULTY, POW_DIFFICULTY_RANGE,
     WAITING_ROOM_STOCK_THRESHOLD,
 };
+use crate::i18n::tr;
 use std::collections::BTreeMap;
 
 /// The form's fields as typed, before they become a `NewActivity`.
@@ -122,20 +123,17 @@ impl Draft {
     fn texts(&self, check: &mut Check) -> (String, Option<String>) {
         let title = self.title.trim().to_string();
         if title.is_empty() || title.chars().count() > 120 {
-            check.fail("title", "Give the sale a title of 1 to 120 characters.");
+            check.fail("title", &tr("new_sale.error.title"));
         }
         if self.description.chars().count() > 5000 {
-            check.fail(
-                "description",
-                "The description can be at most 5000 characters.",
-            );
+            check.fail("description", &tr("new_sale.error.description"));
         }
         let image = self.image_url.trim();
         let linkable = ["https://", "http://", "/"]
             .iter()
             .any(|start| image.starts_with(start));
         if !image.is_empty() && !linkable {
-            check.fail("image_url", "Use an http(s) URL or a path on this site.");
+            check.fail("image_url", &tr("new_sale.error.image_url"));
         }
         (title, (!image.is_empty()).then(|| image.to_string()))
     }
@@ -145,18 +143,15 @@ impl Draft {
         let price = check.need(
             "price_cents",
             parse_money(&self.price),
-            "Enter the regular price, e.g. 499.00.",
+            &tr("new_sale.error.price"),
         );
         let seckill = check.need(
             "seckill_price_cents",
             parse_money(&self.seckill_price),
-            "Enter the sale price, e.g. 99.00.",
+            &tr("new_sale.error.seckill_price"),
         );
         if seckill.zip(price).is_some_and(|(s, p)| s > p) {
-            check.fail(
-                "seckill_price_cents",
-                "The sale price cannot be above the regular price.",
-            );
+            check.fail("seckill_price_cents", &tr("new_sale.error.seckill_above"));
         }
         (price, seckill)
     }
@@ -170,12 +165,16 @@ impl Draft {
         let starts = check.need(
             "starts_at",
             to_utc(&self.starts_at),
-            "Pick when the sale starts.",
+            &tr("new_sale.error.starts_at"),
         );
-        let ends = check.need("ends_at", to_utc(&self.ends_at), "Pick when the sale ends.");
+        let ends = check.need(
+            "ends_at",
+            to_utc(&self.ends_at),
+            &tr("new_sale.error.ends_at"),
+        );
         if let (Some(s), Some(e)) = (&starts, &ends) {
             if e <= s {
-                check.fail("ends_at", "The sale must end after it starts.");
+                check.fail("ends_at", &tr("new_sale.error.ends_before"));
             }
         }
         let accounts_before = match self.accounts_created_before.trim() {
@@ -183,14 +182,14 @@ impl Draft {
             typed => check.need(
                 "accounts_created_before",
                 to_utc(typed),
-                "Pick a date and time, or leave it empty.",
+                &tr("new_sale.error.accounts_before"),
             ),
         };
         if let (Some(b), Some(s)) = (&accounts_before, &starts) {
             if b > s {
                 check.fail(
                     "accounts_created_before",
-                    "Pick an instant at or before the start.",
+                    &tr("new_sale.error.accounts_after_start"),
                 );
             }
         }
@@ -201,25 +200,22 @@ impl Draft {
         let stock = check.need(
             "stock",
             parse_int(&self.stock).filter(|n| (1..=10_000_000).contains(n)),
-            "Stock is a whole number from 1 to 10,000,000.",
+            &tr("new_sale.error.stock"),
         );
         let limit = check.need(
             "per_user_limit",
             parse_int(&self.per_user_limit).filter(|n| (1..=100).contains(n)),
-            "Each shopper may buy 1 to 100 units.",
+            &tr("new_sale.error.per_user_limit"),
         );
         let window_mins = check.need(
             "payment_window_secs",
             parse_int(&self.payment_window_mins).filter(|n| (1..=1440).contains(n)),
-            "The payment window is 1 to 1440 minutes.",
+            &tr("new_sale.error.payment_window"),
         );
         let shards = optional(&self.stock_shards).map(|typed| {
             let n = parse_int(typed).filter(|n| (1..=64).contains(n));
             if n.is_none() || stock.is_some_and(|s| n.is_some_and(|n| n > s)) {
-                check.fail(
-                    "stock_shards",
-                    "Split the stock over 1 to 64 shards, at most one per unit.",
-                );
+                check.fail("stock_shards", &tr("new_sale.error.stock_shards"));
             }
             n
         });
@@ -237,17 +233,14 @@ impl Draft {
             check.need(
                 "admit_per_sec",
                 parse_int(typed).filter(|n| (1..=1_000_000).contains(n)),
-                "Admit 1 to 1,000,000 shoppers a second.",
+                &tr("new_sale.error.admit_per_sec"),
             )
         });
         let pow_difficulty = parse_int(&self.pow_difficulty)
             .and_then(|n| i32::try_from(n).ok())
             .filter(|n| POW_DIFFICULTY_RANGE.contains(n));
         if self.bot_check.takes_proof_of_work() && pow_difficulty.is_none() {
-            check.fail(
-                "pow_difficulty",
-                "The difficulty is 1,000 to 10,000,000 hashes.",
-            );
+            check.fail("pow_difficulty", &tr("new_sale.error.pow_difficulty"));
         }
         (admit_per_sec, pow_difficulty)
     }

@@ -10,6 +10,8 @@ use crate::{
     api::{BotCheck, ErrorCode, LineMethod, NewActivity},
     client,
     components::merchant_only::MerchantOnly,
+    format::page_title,
+    i18n::{tr, tr_with},
 };
 use leptos::{ev::SubmitEvent, prelude::*};
 use leptos_meta::Title;
@@ -17,7 +19,7 @@ use leptos_meta::Title;
 #[component]
 pub fn NewActivityPage() -> impl IntoView {
     view! {
-        <Title text="New sale — Seckill"/>
+        <Title text=page_title(&tr("console.new_sale"))/>
         <MerchantOnly>
             <ActivityForm/>
         </MerchantOnly>
@@ -27,7 +29,7 @@ pub fn NewActivityPage() -> impl IntoView {
 #[component]
 pub fn Field(
     id: &'static str,
-    label: &'static str,
+    #[prop(into)] label: String,
     errors: RwSignal<FieldErrors>,
     #[prop(optional)] hint: Option<Signal<String>>,
     children: Children,
@@ -68,12 +70,14 @@ fn utc_hint(
     Signal::derive(move || {
         let utc = draft.with(|d| local_to_utc(pick(d)));
         match utc {
-            Some(utc) => format!(
-                "In {} · {} UTC",
-                zone.get(),
-                utc.get(..16).unwrap_or(&utc).replace('T', " ")
+            Some(utc) => tr_with(
+                "new_sale.in_zone_utc",
+                &[
+                    ("zone", &zone.get()),
+                    ("utc", &utc.get(..16).unwrap_or(&utc).replace('T', " ")),
+                ],
             ),
-            None => format!("In {}", zone.get()),
+            None => tr_with("new_sale.in_zone", &[("zone", &zone.get())]),
         }
     })
 }
@@ -84,14 +88,14 @@ pub fn ActivityForm() -> impl IntoView {
     let draft = RwSignal::new(Draft::fresh());
     let errors = RwSignal::new(FieldErrors::new());
     let form_error = RwSignal::new(None::<String>);
-    let zone = RwSignal::new(String::from("your time zone"));
+    let zone = RwSignal::new(tr("new_sale.your_zone"));
     Effect::new(move |_| zone.set(time_zone()));
     let create = creation(errors, form_error);
     let busy = create.pending();
     let submit = submitter(draft, errors, form_error, create);
     view! {
         <section class="card admin-form">
-            <h1>"New sale"</h1>
+            <h1>{tr("console.new_sale")}</h1>
             <form class="stack" novalidate on:submit=submit data-testid="admin-activity-form">
                 <Describe draft errors/>
                 <Prices draft errors/>
@@ -101,9 +105,9 @@ pub fn ActivityForm() -> impl IntoView {
                 <Admission draft errors zone/>
                 <p class="error" role="alert" data-testid="form-error">{move || form_error.get()}</p>
                 <div class="actions">
-                    <a href="/admin">"Cancel"</a>
+                    <a href="/admin">{tr("stock.cancel")}</a>
                     <button type="submit" data-testid="admin-activity-submit" disabled=move || busy.get() || !session.hydrated.get()>
-                        "Create sale"
+                        {tr("new_sale.create")}
                     </button>
                 </div>
             </form>
@@ -177,15 +181,15 @@ fn Describe(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoV
     let (description, set_description) = bind!(draft.description);
     let (image_url, set_image_url) = bind!(draft.image_url);
     view! {
-        <Field id="title" label="Title" errors>
+        <Field id="title" label=tr("new_sale.title") errors>
             <input id="field-title" name="title" data-testid="admin-field-title" maxlength="120" required
                 aria-describedby=described("title") prop:value=title on:input=set_title/>
         </Field>
-        <Field id="description" label="Description" errors>
+        <Field id="description" label=tr("new_sale.description") errors>
             <textarea id="field-description" name="description" data-testid="admin-field-description" rows="4" maxlength="5000"
                 aria-describedby=described("description") prop:value=description on:input=set_description></textarea>
         </Field>
-        <Field id="image_url" label="Image URL (optional)" errors>
+        <Field id="image_url" label=tr("new_sale.image_url") errors>
             <input id="field-image_url" name="image_url" data-testid="admin-field-image_url" inputmode="url"
                 aria-describedby=described("image_url") prop:value=image_url on:input=set_image_url/>
         </Field>
@@ -198,11 +202,11 @@ fn Prices(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoVie
     let (seckill_price, set_seckill_price) = bind!(draft.seckill_price);
     view! {
         <div class="row">
-            <Field id="price_cents" label="Regular price" errors>
+            <Field id="price_cents" label=tr("new_sale.price") errors>
                 <input id="field-price_cents" name="price" data-testid="admin-field-price" inputmode="decimal" placeholder="499.00" required
                     aria-describedby=described("price_cents") prop:value=price on:input=set_price/>
             </Field>
-            <Field id="seckill_price_cents" label="Sale price" errors>
+            <Field id="seckill_price_cents" label=tr("new_sale.seckill_price") errors>
                 <input id="field-seckill_price_cents" name="seckill_price" data-testid="admin-field-seckill_price" inputmode="decimal" placeholder="99.00" required
                     aria-describedby=described("seckill_price_cents") prop:value=seckill_price on:input=set_seckill_price/>
             </Field>
@@ -220,11 +224,11 @@ fn Schedule(
     let (ends_at, set_ends_at) = bind!(draft.ends_at);
     view! {
         <div class="row">
-            <Field id="starts_at" label="Starts" errors hint=utc_hint(draft, zone, |d| &d.starts_at)>
+            <Field id="starts_at" label=tr("console.starts") errors hint=utc_hint(draft, zone, |d| &d.starts_at)>
                 <input id="field-starts_at" name="starts_at" type="datetime-local" step="1" data-testid="admin-field-starts_at" required
                     aria-describedby=described("starts_at") prop:value=starts_at on:input=set_starts_at/>
             </Field>
-            <Field id="ends_at" label="Ends" errors hint=utc_hint(draft, zone, |d| &d.ends_at)>
+            <Field id="ends_at" label=tr("new_sale.ends") errors hint=utc_hint(draft, zone, |d| &d.ends_at)>
                 <input id="field-ends_at" name="ends_at" type="datetime-local" step="1" data-testid="admin-field-ends_at" required
                     aria-describedby=described("ends_at") prop:value=ends_at on:input=set_ends_at/>
             </Field>
@@ -240,20 +244,20 @@ fn Units(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView
     let (shards, set_shards) = bind!(draft.stock_shards);
     view! {
         <div class="row">
-            <Field id="stock" label="Stock (units)" errors>
+            <Field id="stock" label=tr("new_sale.stock") errors>
                 <input id="field-stock" name="stock" type="number" min="1" max="10000000" data-testid="admin-field-stock" required
                     aria-describedby=described("stock") prop:value=stock on:input=set_stock/>
             </Field>
-            <Field id="per_user_limit" label="Units per shopper" errors>
+            <Field id="per_user_limit" label=tr("new_sale.per_user_limit") errors>
                 <input id="field-per_user_limit" name="per_user_limit" type="number" min="1" max="100" data-testid="admin-field-per_user_limit"
                     aria-describedby=described("per_user_limit") prop:value=limit on:input=set_limit/>
             </Field>
-            <Field id="payment_window_secs" label="Payment window (minutes)" errors>
+            <Field id="payment_window_secs" label=tr("new_sale.payment_window") errors>
                 <input id="field-payment_window_secs" name="payment_window" type="number" min="1" max="1440" data-testid="admin-field-payment_window"
                     aria-describedby=described("payment_window_secs") prop:value=window_mins on:input=set_window_mins/>
             </Field>
-            <Field id="stock_shards" label="Stock shards (optional)" errors
-                hint=Signal::derive(|| "A hot sale's stock split over Redis masters; empty chooses for you.".to_string())>
+            <Field id="stock_shards" label=tr("new_sale.stock_shards") errors
+                hint=Signal::derive(|| tr("new_sale.stock_shards_hint"))>
                 <input id="field-stock_shards" name="stock_shards" type="number" min="1" max="64" data-testid="admin-field-stock_shards"
                     aria-describedby=described("stock_shards") prop:value=shards on:input=set_shards/>
             </Field>
@@ -265,14 +269,14 @@ fn Units(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView
 fn BotCheckFields(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl IntoView {
     let (difficulty, set_difficulty) = bind!(draft.pow_difficulty);
     let checks = [
-        (BotCheck::ProofOfWork, "Proof of work (no puzzle)"),
-        (BotCheck::Image, "Image captcha, or proof of work"),
-        (BotCheck::None, "None"),
+        (BotCheck::ProofOfWork, tr("new_sale.check.pow")),
+        (BotCheck::Image, tr("new_sale.check.image")),
+        (BotCheck::None, tr("new_sale.check.none")),
     ];
     view! {
         <div class="row">
-            <Field id="bot_check" label="Bot check" errors
-                hint=Signal::derive(|| "Proof of work: the shopper's browser computes it, nobody solves a puzzle. Image: a captcha to read, with the proof of work offered instead to whoever cannot.".to_string())>
+            <Field id="bot_check" label=tr("new_sale.bot_check") errors
+                hint=Signal::derive(|| tr("new_sale.bot_check_hint"))>
                 <select id="field-bot_check" name="bot_check" data-testid="admin-field-bot_check"
                     aria-describedby=described("bot_check")
                     on:change=move |ev| draft.update(|d| d.bot_check = event_target_value(&ev).parse().unwrap_or_default())>
@@ -284,8 +288,8 @@ fn BotCheckFields(draft: RwSignal<Draft>, errors: RwSignal<FieldErrors>) -> impl
                         .collect_view()}
                 </select>
             </Field>
-            <Field id="pow_difficulty" label="Proof-of-work difficulty (hashes)" errors
-                hint=Signal::derive(|| "30,000 (the default) solves in about a third of a second on a mid-range phone.".to_string())>
+            <Field id="pow_difficulty" label=tr("new_sale.pow_difficulty") errors
+                hint=Signal::derive(|| tr("new_sale.pow_difficulty_hint"))>
                 <input id="field-pow_difficulty" name="pow_difficulty" type="number" min="1000" max="10000000" data-testid="admin-field-pow_difficulty"
                     disabled=move || draft.with(|d| !d.bot_check.takes_proof_of_work())
                     aria-describedby=described("pow_difficulty") prop:value=difficulty on:input=set_difficulty/>
@@ -309,23 +313,23 @@ fn Admission(
             <input type="checkbox" name="waiting_room" data-testid="admin-field-waiting_room"
                 prop:checked=move || draft.with(|d| d.waiting_room_on())
                 on:change=move |ev| draft.update(|d| d.waiting_room = Some(event_target_checked(&ev)))/>
-            " Waiting room: shoppers who arrive before the start get a random place, then are let in at a steady rate (on by default from 1,000 units)"
+            " " {tr("new_sale.waiting_room")}
         </label>
-        <Field id="admit_per_sec" label="Shoppers admitted per second (optional)" errors
-            hint=Signal::derive(|| "Empty: 2,000 a second, about what one instance's gate sustains.".to_string())>
+        <Field id="admit_per_sec" label=tr("new_sale.admit_per_sec") errors
+            hint=Signal::derive(|| tr("new_sale.admit_per_sec_hint"))>
             <input id="field-admit_per_sec" name="admit_per_sec" type="number" min="1" max="1000000" data-testid="admin-field-admit_per_sec"
                 aria-describedby=described("admit_per_sec") prop:value=admit_rate on:input=set_admit_rate/>
         </Field>
-        <Field id="line_method" label="Order of the line" errors
-            hint=Signal::derive(|| "Drawing: those who come before the start get a random place (no edge for bots that come first), then arrival order. Pass-through: no waiting page while arrivals stay under the admission rate.".to_string())>
+        <Field id="line_method" label=tr("new_sale.line_method") errors
+            hint=Signal::derive(|| tr("new_sale.line_method_hint"))>
             <select id="field-line_method" name="line_method" data-testid="admin-field-line_method"
                 disabled=move || draft.with(|d| !d.waiting_room_on())
                 aria-describedby=described("line_method")
                 on:change=move |ev| draft.update(|d| d.line_method = event_target_value(&ev).parse().unwrap_or_default())>
                 {[
-                    (LineMethod::DrawThenOrder, "Drawing before the start, then arrival order"),
-                    (LineMethod::ArrivalOrder, "Arrival order only"),
-                    (LineMethod::PassThrough, "Pass-through below the rate, else arrival order"),
+                    (LineMethod::DrawThenOrder, tr("new_sale.line.draw")),
+                    (LineMethod::ArrivalOrder, tr("new_sale.line.arrival")),
+                    (LineMethod::PassThrough, tr("new_sale.line.pass_through")),
                 ]
                     .into_iter()
                     .map(|(method, label)| view! {
@@ -334,8 +338,8 @@ fn Admission(
                     .collect_view()}
             </select>
         </Field>
-        <Field id="accounts_created_before" label="Only accounts created before (optional)" errors
-            hint=Signal::derive(move || format!("E.g. when you announce the sale: accounts made for it by the thousand cannot buy. {}", before_hint.get()))>
+        <Field id="accounts_created_before" label=tr("new_sale.accounts_before") errors
+            hint=Signal::derive(move || format!("{} {}", tr("new_sale.accounts_before_hint"), before_hint.get()))>
             <input id="field-accounts_created_before" name="accounts_created_before" type="datetime-local" step="1" data-testid="admin-field-accounts_created_before"
                 aria-describedby=described("accounts_created_before") prop:value=accounts_before on:input=set_accounts_before/>
         </Field>

@@ -51,7 +51,7 @@ pub fn BuyPanel(
             {(check == BotCheck::Image).then(|| view! { <CheckSwitch use_work=panel.use_work/> })}
             {(limit > 1).then(|| view! {
                 <label for="quantity">{tr("buy.quantity")}</label>
-                <input id="quantity" type="number" min="1" max=limit
+                <input id="quantity" type="number" min="1" max=limit value="1"
                     prop:value=move || quantity.get().to_string()
                     on:input=move |ev| quantity.set(event_target_value(&ev).parse().unwrap_or(1))/>
             })}
@@ -63,6 +63,12 @@ pub fn BuyPanel(
                     {tr("buy.sold_out")}
                 </p>
             })}
+            // Until the app runs the button cannot buy (the buy carries the browser's proof of
+            // work): the page says so, and without scripts says what it needs.
+            {move || (!session.hydrated.get()).then(|| view! {
+                <p class="muted with-scripts" data-testid="app-starting">{tr("buy.app_starting")}</p>
+            })}
+            <p class="notice without-scripts" data-testid="needs-scripts">{tr("buy.needs_scripts")}</p>
             <p class="error" role="alert" data-testid="buy-message">{move || panel.message.get()}</p>
             {move || panel.reservation.get().map(|r| view! { <OrderTracker token=r.token initial=r.status/> })}
         </section>

@@ -52,6 +52,11 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
         }
     });
     let busy = move || ask.pending().get() || withdraw.pending().get();
+    // The form's post without the app came back here: `?reminder=set`, or `?error=…`.
+    let query = leptos_router::hooks::use_query_map();
+    let asked_by_form = query.with_untracked(|q| q.get("reminder")).as_deref() == Some("set");
+    let refused = query
+        .with_untracked(|q| crate::client::refusal_text(q.get("error").as_deref(), None, None));
     notify_at_start(&activity, started, reminder);
     view! {
         <section class="reminder" aria-label=tr("reminder.label") data-testid="reminder">
@@ -69,15 +74,20 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
                         }>{tr("reminder.withdraw")}</button>
                     </p>
                 }.into_any(),
+                // A real form: before the app runs (or without scripts) the browser posts it,
+                // and the server signs the visitor in first or comes back with `?reminder=set`.
+                _ if asked_by_form => view! { <p data-testid="reminder-set">{tr("reminder.set")}</p> }.into_any(),
                 _ => view! {
-                    <button type="button" class="secondary" data-testid="reminder-ask" disabled=move || busy() || session.user.get().is_none()
-                        on:click=move |_| if !busy() { ask.dispatch(()); }>{tr("reminder.ask")}</button>
+                    <form method="post" action=crate::endpoints::paths::reminder_form(id)
+                        on:submit=move |ev| { ev.prevent_default(); if !busy() { ask.dispatch(()); } }>
+                        <button type="submit" class="secondary" data-testid="reminder-ask" disabled=busy>{tr("reminder.ask")}</button>
+                    </form>
                 }.into_any(),
             }}
             <p class="muted small">
                 <a href=crate::endpoints::paths::calendar(id) data-testid="reminder-ics" download=format!("sale-{id}.ics")>{tr("reminder.calendar")}</a>
             </p>
-            <p class="error" role="alert">{move || message.get()}</p>
+            <p class="error" role="alert" data-testid="reminder-error">{move || message.get().or_else(|| refused.clone())}</p>
         </section>
     }
 }
