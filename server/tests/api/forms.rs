@@ -31,6 +31,18 @@ async fn post_form(
         .unwrap()
 }
 
+/// The page at `path` (where a refused form sends the browser back), as the browser gets it.
+async fn page_of(app: &TestApp, browser: &Client, path: &str) -> String {
+    browser
+        .get(app.url(path))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 fn location(resp: &Response) -> String {
     assert_eq!(resp.status().as_u16(), 303, "{resp:?}");
     assert_eq!(resp.headers()["cache-control"], "no-store");
@@ -127,14 +139,7 @@ async fn a_sign_up_without_scripts_answers_the_picture_and_a_wrong_answer_comes_
         .unwrap();
     assert_eq!(made, 0);
     // The page it comes back to says why, in its language, and keeps the username.
-    let page = shopper
-        .get(app.url(&back))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_of(&app, &shopper, &back).await;
     assert!(
         page.contains("the captcha answer is wrong or was already used"),
         "{page}"
@@ -222,14 +227,7 @@ async fn sign_in_and_out_without_scripts_go_where_the_shopper_was_going() {
         back,
         format!("/login?error=invalid_credentials&username={name}&next=%2Forders")
     );
-    let page = shopper
-        .get(app.url(&back))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_of(&app, &shopper, &back).await;
     assert!(page.contains("wrong username or password"), "{page}");
     assert!(page.contains(r#"name="next" value="/orders""#), "{page}");
     // Bad input names its field; a post without the fields says so.
@@ -246,14 +244,7 @@ async fn sign_in_and_out_without_scripts_go_where_the_shopper_was_going() {
         back.starts_with("/login?error=invalid_input&field=username"),
         "{back}"
     );
-    let page = shopper
-        .get(app.url(&back))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_of(&app, &shopper, &back).await;
     assert!(page.contains("A username is 3 to 32 letters"), "{page}");
     let back = location(&post_form(&app, &shopper, "/login", &[("password", PASSWORD)]).await);
     assert!(
@@ -342,14 +333,7 @@ async fn a_reminder_without_scripts_signs_a_visitor_in_first_and_comes_back_set(
     .await;
     assert_eq!(status, 200, "{mine}");
     assert_eq!(mine["reminder"]["activity_id"], id, "{mine}");
-    let page = shopper
-        .get(app.url(&format!("/activities/{id}?reminder=set")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page_of(&app, &shopper, &format!("/activities/{id}?reminder=set")).await;
     assert!(page.contains(r#"data-testid="reminder-set""#), "{page}");
 
     // A sale that has started takes no reminder: back to it, with the refusal rendered.

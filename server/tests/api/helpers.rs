@@ -930,7 +930,10 @@ pub fn api_routes() -> Vec<(reqwest::Method, String)> {
             if path.is_dir() {
                 sources(&path, out);
             } else if path.extension().is_some_and(|e| e == "rs")
-                && path.file_name().is_some_and(|n| n != "ops.rs")
+                // Not under `/api`: the operations' routes and the pages' own forms.
+                && path
+                    .file_name()
+                    .is_some_and(|n| n != "ops.rs" && n != "forms.rs")
             {
                 out.push(path);
             }

@@ -75,8 +75,9 @@ pub fn ReminderPanel(activity: Activity, started: Signal<bool>) -> impl IntoView
                     </p>
                 }.into_any(),
                 // A real form: before the app runs (or without scripts) the browser posts it,
-                // and the server signs the visitor in first or comes back with `?reminder=set`.
-                _ if asked_by_form => view! { <p data-testid="reminder-set">{tr("reminder.set")}</p> }.into_any(),
+                // and the server signs the visitor in first or comes back with `?reminder=set`,
+                // said until the app knows the shopper's own reminder.
+                (None, None) if asked_by_form => view! { <p data-testid="reminder-set">{tr("reminder.set")}</p> }.into_any(),
                 _ => view! {
                     <form method="post" action=crate::endpoints::paths::reminder_form(id)
                         on:submit=move |ev| { ev.prevent_default(); if !busy() { ask.dispatch(()); } }>
