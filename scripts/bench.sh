@@ -42,7 +42,7 @@ profile_stop() { # profile_stop NAME PID
   ) >>"$out/profile.md"
 }
 
-cargo leptos build --release 2>&1 | tail -1
+node scripts/site.mjs --release 2>&1 | tail -1
 scripts/precompress.sh target/site/pkg
 # `serve` refuses a site folder without the assets its pages name: the release site goes with it.
 BIN=target/release/server

@@ -78,7 +78,7 @@ up() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null
   fi
   if [ "$PROFILE" = release ] && [ -z "${SECKILL_CLUSTER_BUILT:-}" ]; then
-    (cd "$root" && cargo leptos build --release && scripts/precompress.sh target/site/pkg)
+    (cd "$root" && node scripts/site.mjs --release && scripts/precompress.sh target/site/pkg)
   fi
   [ -x "$root/target/$PROFILE/server" ] || { echo "no $PROFILE build of the server" >&2; exit 1; }
   "$services" start >/dev/null

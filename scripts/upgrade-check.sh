@@ -13,7 +13,7 @@ PG_PORT=${SECKILL_PG_PORT:-55432}
 DATABASE=seckill_upgrade_check
 PSQL="/usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p $PG_PORT -U seckill -v ON_ERROR_STOP=1 -qtA"
 PORT_OLD=3620 PORT_NEW=3621
-# cargo-leptos takes wasm-opt from npm's binaryen (the Makefile's PATH), as `make build-release` does.
+# The site build takes wasm-opt from npm's binaryen (the Makefile's PATH), as `make build-release` does.
 export PATH="$root/e2e/node_modules/.bin:$PATH"
 
 fail() { echo "upgrade check: FAILED: $*" >&2; exit 1; }
@@ -28,7 +28,8 @@ if [ "$(cat "$tree/.commit" 2>/dev/null)" != "$commit" ]; then
   echo "$commit" >"$tree/.commit"
 fi
 step "building the release before, ${commit:0:12} (cold: long)"
-(cd "$tree" && cargo leptos build --release >"$tree.build.log" 2>&1 && "$root/scripts/precompress.sh" target/site/pkg) ||
+# This checkout's site build on the tree before (the same steps and settings as cargo-leptos).
+(cd "$tree" && LEPTOS_OUTPUT_NAME=seckill node "$root/scripts/site.mjs" --release --dir="$tree" >"$tree.build.log" 2>&1 && "$root/scripts/precompress.sh" target/site/pkg) ||
   { tail -n 20 "$tree.build.log"; fail "the release before does not build"; }
 
 mkdir -p "$work"

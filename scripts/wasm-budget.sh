@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The size a shopper downloads: the release wasm (after wasm-opt) of the newest build in the site
 # folder, raw, gzip -9 and brotli -q 11, checked against the budget. Run right after
-# `cargo leptos build --release` (make wasm-budget). Prints one line per figure.
+# `node scripts/site.mjs --release` (make wasm-budget). Prints one line per figure.
 set -euo pipefail
 dir=${1:-target/site/pkg}
 # Budgets, in bytes: what a phone on a busy network should have to fetch at most.

@@ -30,10 +30,16 @@ pub mod paths {
     pub const SIGN_UP_CAPTCHA: &str = "/register/captcha";
     pub const SIGN_OUT_FORM: &str = "/logout";
 
+    /// A sale's reminder form, as the server's router writes its path.
+    pub const REMINDER_FORM_ROUTE: &str = "/activities/{id}/reminder";
+
     /// A sale's reminder form.
     pub fn reminder_form(id: SaleId) -> String {
-        format!("/activities/{id}/reminder")
+        REMINDER_FORM_ROUTE.replace("{id}", &id.to_string())
     }
+
+    /// The storefront's home, where a form sends a shopper back by default.
+    pub const HOME: &str = "/";
 
     /// A sale's public report as JSON.
     pub fn report(id: SaleId) -> String {

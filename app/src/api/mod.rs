@@ -20,7 +20,7 @@ pub use line::*;
 pub use orders::*;
 pub use report::*;
 pub use sales::*;
-pub use states::{ErrorCode, LineState, OrderStatus, QueueState, UnknownState};
+pub use states::{ErrorCode, LineState, OrderStatus, QueueState, UnknownState, ACCEPTED};
 
 /// Every JSON error body of the API.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

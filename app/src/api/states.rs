@@ -151,6 +151,10 @@ wire_enum! {
     }
 }
 
+/// A buy attempt's outcome when it was not refused (the metrics and the sale's report count
+/// attempts by it, else by the [`ErrorCode`] answered).
+pub const ACCEPTED: &str = "accepted";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,10 @@
 use super::*;
 use crate::deployment::Deployment;
 use anyhow::Context;
-use app::api::{Activity, BuyPath, BuyRequest, LineBoard, QueueStatus, Role, SaleId, Token};
+use app::api::{
+    Activity, BuyPath, BuyRequest, ErrorCode, LineBoard, QueueState, QueueStatus, Role, SaleId,
+    Token,
+};
 use futures_util::{stream, StreamExt};
 use hdrhistogram::Histogram;
 use std::{
@@ -440,8 +443,8 @@ impl Target<'_> {
             if status.place.is_some() {
                 place = status.place;
             }
-            match status.state.as_str() {
-                "admitted" => {
+            match status.state {
+                QueueState::Admitted => {
                     let waited = self.started.elapsed().as_millis() as u64;
                     {
                         let mut t = tally.lock().expect("tally");
@@ -453,12 +456,12 @@ impl Target<'_> {
                     let ticket = status.ticket.unwrap_or_default();
                     return self.shop(shopper, cookie, addr, Some(&ticket), tally).await;
                 }
-                "sold_out" => {
+                QueueState::SoldOut => {
                     tally.lock().expect("tally").told_sold_out += 1;
                     return "sold_out_waiting".into();
                 }
-                "ended" => return "ended".into(),
-                "passed" | "not_joined" => {
+                QueueState::Ended => return QueueState::Ended.as_str().into(),
+                QueueState::Passed | QueueState::NotJoined => {
                     let _permit = self.requests.acquire().await.expect("never closed");
                     place = None;
                     if let Ok(joined) = join_line(self.http, base, id, cookie, addr, true).await {
@@ -811,7 +814,7 @@ impl Tally {
             self.accepted_units += units;
             self.tokens.push(token);
             self.last_accept = Some(Instant::now());
-        } else if outcome == "sold_out" && self.sold_out_at.is_none() {
+        } else if outcome == ErrorCode::SoldOut.as_str() && self.sold_out_at.is_none() {
             self.sold_out_at = Some(Instant::now());
         }
     }

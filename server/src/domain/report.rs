@@ -11,8 +11,8 @@ use super::{
 };
 use crate::infra::redis::Redis;
 use app::api::{
-    AttemptsReport, DrawingReport, LineReport, OrderStatus, OrdersReport, SaleId, SaleReport,
-    TimelineStep, UnitsReport,
+    AttemptsReport, DrawingReport, ErrorCode, LineReport, OrderStatus, OrdersReport, SaleId,
+    SaleReport, TimelineStep, UnitsReport, ACCEPTED,
 };
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -131,13 +131,16 @@ async fn attempts(db: &PgPool, id: i64) -> ApiResult<AttemptsReport> {
     for r in rows {
         report.total += r.n;
         let refused = &mut report.refused;
-        match r.outcome.as_str() {
-            "accepted" => report.accepted += r.n,
-            "captcha_invalid" => refused.bot_check += r.n,
-            "limit_reached" => refused.limit += r.n,
-            "sold_out" => refused.sold_out += r.n,
-            "blocked" | "account_blocked" => refused.blocked += r.n,
-            "rate_limited" => refused.rate_limited += r.n,
+        if r.outcome == ACCEPTED {
+            report.accepted += r.n;
+            continue;
+        }
+        match r.outcome.parse::<ErrorCode>() {
+            Ok(ErrorCode::CaptchaInvalid) => refused.bot_check += r.n,
+            Ok(ErrorCode::LimitReached) => refused.limit += r.n,
+            Ok(ErrorCode::SoldOut) => refused.sold_out += r.n,
+            Ok(ErrorCode::Blocked | ErrorCode::AccountBlocked) => refused.blocked += r.n,
+            Ok(ErrorCode::RateLimited) => refused.rate_limited += r.n,
             _ => refused.other += r.n,
         }
     }

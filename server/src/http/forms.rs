@@ -23,6 +23,9 @@ use crate::{
     infra::{keys::address_bucket, redis::Redis},
 };
 use app::api::{Credentials, SaleId};
+use app::endpoints::paths::{
+    HOME, REMINDER_FORM_ROUTE, SIGN_IN_FORM, SIGN_OUT_FORM, SIGN_UP_CAPTCHA, SIGN_UP_FORM,
+};
 use axum::{
     extract::{rejection::FormRejection, FromRequestParts, State},
     http::{header, request::Parts, HeaderValue, StatusCode},
@@ -40,11 +43,11 @@ pub const SIGN_UP_CAPTCHA_COOKIE: &str = "signup_captcha";
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/login", post(sign_in))
-        .route("/register", post(sign_up))
-        .route("/register/captcha", get(sign_up_captcha))
-        .route("/logout", post(sign_out))
-        .route("/activities/{id}/reminder", post(remind_me))
+        .route(SIGN_IN_FORM, post(sign_in))
+        .route(SIGN_UP_FORM, post(sign_up))
+        .route(SIGN_UP_CAPTCHA, get(sign_up_captcha))
+        .route(SIGN_OUT_FORM, post(sign_out))
+        .route(REMINDER_FORM_ROUTE, post(remind_me))
 }
 
 /// A form posted from this site: a browser's post for another site is refused `403
@@ -87,7 +90,7 @@ impl AccountForm {
         self.next
             .as_deref()
             .filter(|n| app::is_local_path(n))
-            .unwrap_or("/")
+            .unwrap_or(HOME)
     }
 
     /// What the page keeps when it is shown again: the username and where to go (never the
@@ -111,14 +114,14 @@ async fn sign_in(
 ) -> Response {
     let Ok(Form(form)) = form else {
         return back(
-            "/login",
+            SIGN_IN_FORM,
             &ApiError::invalid("form", "expected username and password"),
             &[],
         );
     };
     match accounts::sign_in(&check, &sessions, jar, &form.credentials()).await {
         Ok((jar, _)) => (jar, see_other(form.next())).into_response(),
-        Err(e) => back("/login", &e, &form.kept()),
+        Err(e) => back(SIGN_IN_FORM, &e, &form.kept()),
     }
 }
 
@@ -133,7 +136,7 @@ async fn sign_up(
 ) -> Response {
     let Ok(Form(form)) = form else {
         return back(
-            "/register",
+            SIGN_UP_FORM,
             &ApiError::invalid("form", "expected username and password"),
             &[],
         );
@@ -146,10 +149,10 @@ async fn sign_up(
         id: &id,
         answer: form.captcha_answer.as_deref().unwrap_or_default(),
     };
-    let jar = jar.remove(Cookie::build(SIGN_UP_CAPTCHA_COOKIE).path("/register"));
+    let jar = jar.remove(Cookie::build(SIGN_UP_CAPTCHA_COOKIE).path(SIGN_UP_FORM));
     match accounts::sign_up(&state, ip, jar, &form.credentials(), check).await {
         Ok((jar, _)) => (jar, see_other(form.next())).into_response(),
-        Err(e) => back("/register", &e, &form.kept()),
+        Err(e) => back(SIGN_UP_FORM, &e, &form.kept()),
     }
 }
 
@@ -167,7 +170,7 @@ async fn sign_up_captcha(
     match captcha::issue_png(&redis).await {
         Ok((id, png)) => {
             let cookie = Cookie::build((SIGN_UP_CAPTCHA_COOKIE, id))
-                .path("/register")
+                .path(SIGN_UP_FORM)
                 .http_only(true)
                 .same_site(SameSite::Lax)
                 .max_age(cookie::time::Duration::seconds(
@@ -196,8 +199,8 @@ async fn sign_out(
     jar: CookieJar,
 ) -> Response {
     match accounts::sign_out(&db, &redis, &sessions, jar).await {
-        Ok(jar) => (jar, see_other("/login")).into_response(),
-        Err(e) => back("/", &e, &[]),
+        Ok(jar) => (jar, see_other(SIGN_IN_FORM)).into_response(),
+        Err(e) => back(HOME, &e, &[]),
     }
 }
 
@@ -212,7 +215,7 @@ async fn remind_me(
 ) -> Response {
     let page = app::endpoints::paths::sale_page(SaleId(id));
     let Ok(SignedIn(user)) = user else {
-        return see_other(&with_query("/login", &[("next", &page)]));
+        return see_other(&with_query(SIGN_IN_FORM, &[("next", &page)]));
     };
     let asked = async {
         let sale = activities.get(&db, id).await?;
@@ -227,7 +230,7 @@ async fn remind_me(
 /// `303 See Other` to `location` (a path of this site), never cached.
 fn see_other(location: &str) -> Response {
     let location =
-        HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static("/"));
+        HeaderValue::from_str(location).unwrap_or_else(|_| HeaderValue::from_static(HOME));
     (
         StatusCode::SEE_OTHER,
         [

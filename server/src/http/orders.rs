@@ -12,7 +12,7 @@ use crate::{
         payment::{Charge, PaymentProvider},
         ApiError, ApiResult,
     },
-    infra::redis::Redis,
+    infra::{keys::BORROWING, redis::Redis},
 };
 use app::api::{OrderList, OrderStatus, OrderView, PaymentResult, Token};
 use axum::{
@@ -61,9 +61,14 @@ async fn order_status(
 ) -> ApiResult<impl IntoResponse> {
     let cached = token_record(&redis, &token).await?;
     let owner = cached.get("user_id").and_then(|u| u.parse::<i64>().ok());
-    let status = match cached.get("status").map(String::as_str) {
-        // `pending`: its units are being borrowed from another stock shard.
-        Some("queued" | "pending") if owner == Some(user.user_id) => {
+    let recorded = cached.get("status").map(String::as_str);
+    let recorded = match recorded {
+        // Its units are being borrowed from another stock shard: queued, to the shopper.
+        Some(BORROWING) => Some(OrderStatus::Queued),
+        other => other.and_then(|s| s.parse::<OrderStatus>().ok()),
+    };
+    let status = match recorded {
+        Some(OrderStatus::Queued) if owner == Some(user.user_id) => {
             from_cache(token, &cached, OrderStatus::Queued)
         }
         _ => {
@@ -71,9 +76,7 @@ async fn order_status(
                 Some(row) if row.user_id == user.user_id => Some(row.into_view()?),
                 Some(_) => None,
                 // Failed without a database record (its user or activity is gone): Redis knows.
-                None if owner == Some(user.user_id)
-                    && cached.get("status").map(String::as_str) == Some("failed") =>
-                {
+                None if owner == Some(user.user_id) && recorded == Some(OrderStatus::Failed) => {
                     from_cache(token, &cached, OrderStatus::Failed)
                 }
                 None => None,

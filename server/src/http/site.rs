@@ -1,8 +1,8 @@
-//! The site around the API: server-rendered pages and their static assets. cargo-leptos names the
-//! wasm, JS and CSS after their content (`hash-files`) and writes the hashes next to the server
-//! binary; such files never change under their name, so they are served `immutable` for a year,
-//! precompressed (brotli, gzip) when the client accepts it, from `SECKILL_ASSET_BASE_URL` (a CDN)
-//! when set. HTML is never immutable: storefront pages may be cached for a few seconds (they hold
+//! The site around the API: server-rendered pages and their static assets. The site build
+//! (scripts/site.mjs, or cargo-leptos) names the wasm, JS and CSS after their content
+//! (`hash-files`) and writes the hashes next to the server binary; such files never change under
+//! their name, so they are served `immutable` for a year, precompressed (brotli, gzip) when the
+//! client accepts it, from `SECKILL_ASSET_BASE_URL` (a CDN) when set. HTML is never immutable: storefront pages may be cached for a few seconds (they hold
 //! no per-user data), the rest must be revalidated.
 
 use crate::{
@@ -110,7 +110,7 @@ pub fn check_assets(site_root: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         missing.is_empty(),
         "the site folder {} lacks {} that this server's pages name; build the server and its site \
-         together (`cargo leptos build`, or `cargo leptos build --release` for target/release/server) \
+         together (`make build`, or `make build-release` for target/release/server) \
          and point LEPTOS_SITE_ROOT at that site folder",
         pkg.display(),
         missing.join(", "),

@@ -35,6 +35,10 @@ use std::sync::Arc;
 /// so a token's record outlives its order's deadline.
 pub const TOKEN_TTL_SECS: u64 = 3 * 24 * 3600;
 
+/// A token record's `status` while its units are being borrowed from another stock shard
+/// (`gate.lua` writes it, `settle.lua` ends it): the shopper sees it as `queued`.
+pub const BORROWING: &str = "pending";
+
 /// How a client address is counted by every per-address limit: an IPv4 address as it is, an IPv6
 /// address by its /64 (one subscriber's whole allocation, which it may rotate through freely).
 pub fn address_bucket(ip: std::net::IpAddr) -> String {
@@ -152,6 +156,8 @@ impl ShardKeys {
     pub fn unsettled(&self) -> String {
         self.key("unsettled")
     }
+    /// A token's record (`status`, `activity_id`, `user_id`, `quantity`, …): `status` is an
+    /// order status's wire name, or [`BORROWING`] while its units are borrowed.
     pub fn token(&self, token: &uuid::Uuid) -> String {
         self.key(&format!("tok:{token}"))
     }

@@ -24,7 +24,7 @@ use tower_http::{
     trace::TraceLayer,
 };
 
-/// Whether a middleware is on: all are, unless a measurement leaves one out (config.rs, LAYERS).
+/// Whether a middleware is on: all are, unless a measurement leaves one out (infra/config, LAYERS).
 #[derive(Clone, Copy)]
 struct Layers<'a>(&'a [String]);
 

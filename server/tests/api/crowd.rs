@@ -120,8 +120,13 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
     assert_eq!(report.accepted, 100);
     let queue = report.queue.as_ref().expect("a line's figures");
     // Admitted in the order of the places: the instants the shoppers saw their admission rank
-    // as their places do (a poll's lag apart).
+    // as their places do (a poll's lag apart). Every admission answer carries its place, so
+    // every admission the crowd saw is in the correlation, the first poll's ones too.
     let (rho, admitted) = queue.order_kept.expect("admissions seen");
+    assert_eq!(
+        admitted as u64, queue.admitted,
+        "every admission seen with its place"
+    );
     assert!(
         admitted >= 100 && rho >= 0.99,
         "rank correlation of place and admission {rho:.4} over {admitted} admitted"

@@ -119,11 +119,16 @@ async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
 
     // Each shopper's first poll after the start numbers the place, from the line, once.
     let mut waiting = Vec::new();
+    let mut admitted = Vec::new();
     for (s, value) in crowd.iter().zip(&held) {
         let (code, status, renewed) = poll(&app, &holding(s, Some(value)), id).await;
         assert_eq!(code, 200, "{status}");
         match status["state"].as_str() {
-            Some("admitted") => assert!(status["ticket"].is_string()),
+            // An admission says its place too: a crowd's observer sees every one in order.
+            Some("admitted") => {
+                assert!(status["ticket"].is_string());
+                admitted.push(status["place"].as_i64().expect("an admission's place"));
+            }
             Some("waiting") => {
                 let place = status["place"].as_i64().unwrap();
                 assert_eq!(status["position"].as_i64(), Some(place - 2), "{status}");
@@ -135,6 +140,12 @@ async fn a_numbered_place_is_followed_on_the_board_without_reading_the_line() {
     let mut places: Vec<i64> = waiting.iter().map(|w| w.1).collect();
     places.sort_unstable();
     assert_eq!(places, vec![3, 4, 5, 6], "places follow the two admitted");
+    admitted.sort_unstable();
+    assert_eq!(
+        admitted,
+        vec![1, 2],
+        "the two admitted hold the first places"
+    );
 
     // From now on a poll is the board and the signed place: no read of the line.
     let (memory, redis) = (polls(&app, "memory").await, polls(&app, "redis").await);

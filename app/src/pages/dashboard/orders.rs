@@ -1,13 +1,20 @@
 //! The sale's orders on the dashboard: filtered by status, paged, exported as CSV.
 
 use crate::{
-    api::{AdminOrderPage, SaleId},
+    api::{AdminOrderPage, OrderStatus, SaleId},
     clock::console_time,
     i18n::{number, tr, tr_count, tr_with},
 };
 use leptos::prelude::*;
 
-pub const ORDER_STATUSES: [&str; 5] = ["confirmed", "paid", "cancelled", "failed", "queued"];
+/// The statuses the filter offers: those of orders in the database (the server refuses
+/// `queued`, whose orders are not there yet).
+pub const ORDER_STATUSES: [OrderStatus; 4] = [
+    OrderStatus::Confirmed,
+    OrderStatus::Paid,
+    OrderStatus::Cancelled,
+    OrderStatus::Failed,
+];
 pub const PAGE_SIZE: i64 = 20;
 
 #[component]
@@ -39,7 +46,7 @@ pub fn OrdersTable(id: SaleId, changes: RwSignal<u32>) -> impl IntoView {
             <select id="orders-status" data-testid="admin-orders-status"
                 on:change=move |ev| { offset.set(0); status.set(event_target_value(&ev)) }>
                 <option value="">{tr("orders.all")}</option>
-                {ORDER_STATUSES.into_iter().map(|s| view! { <option value=s>{tr(&format!("order.badge.{s}"))}</option> }).collect_view()}
+                {ORDER_STATUSES.into_iter().map(|s| view! { <option value=s.as_str()>{tr(&format!("order.badge.{s}"))}</option> }).collect_view()}
             </select>
             {move || match page.get() {
                 None => view! { <p>{tr("orders.loading")}</p> }.into_any(),

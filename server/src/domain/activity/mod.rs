@@ -8,7 +8,9 @@ pub mod stock;
 
 use super::drawing::{self, hex};
 use super::{rfc3339, ApiError, ApiResult};
-use app::api::{Activity, AdminActivity, BotCheck, LineMethod, SaleId, SaleStatus, StockAddition};
+use app::api::{
+    Activity, AdminActivity, BotCheck, LineMethod, OrderStatus, SaleId, SaleStatus, StockAddition,
+};
 use chrono::{DateTime, Utc};
 use rules::ActivitySpec;
 use sqlx::PgPool;
@@ -349,16 +351,19 @@ pub async fn in_shop(db: &PgPool, id: i64, shop_id: i64) -> ApiResult<bool> {
 }
 
 /// A sale's orders counted by status (the statuses it has orders in).
-pub async fn orders_by_status(db: &PgPool, id: i64) -> ApiResult<Vec<(String, i64)>> {
-    Ok(sqlx::query!(
+pub async fn orders_by_status(db: &PgPool, id: i64) -> ApiResult<Vec<(OrderStatus, i64)>> {
+    sqlx::query!(
         r#"SELECT status, count(*) AS "orders!" FROM orders WHERE activity_id = $1 GROUP BY status"#,
         id
     )
     .fetch_all(db)
     .await?
     .into_iter()
-    .map(|r| (r.status, r.orders))
-    .collect())
+    .map(|r| {
+        let status = r.status.parse().map_err(|e| ApiError::Internal(anyhow::anyhow!("{e}")))?;
+        Ok((status, r.orders))
+    })
+    .collect()
 }
 
 /// Every stock addition of a sale of the shop, newest first (at most 1,000); `None` when the

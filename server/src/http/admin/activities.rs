@@ -24,8 +24,8 @@ use crate::{
     infra::{config::Config, redis::Redis},
 };
 use app::api::{
-    Activity, ActivityStats, AddStock, AdminActivityList, Forecast, NewActivity, SaleId,
-    StockAdditions, StockLevel,
+    Activity, ActivityStats, AddStock, AdminActivityList, Forecast, NewActivity, OrderStatus,
+    SaleId, StockAdditions, StockLevel,
 };
 use axum::{
     extract::State,
@@ -269,10 +269,10 @@ async fn stats(
         .await?
         .ok_or(ApiError::NotFound)?;
     let counts = activity::orders_by_status(&db, id).await?;
-    let count = |s: &str| {
+    let count = |s: OrderStatus| {
         counts
             .iter()
-            .find(|(status, _)| status == s)
+            .find(|(status, _)| *status == s)
             .map(|(_, n)| *n)
             .unwrap_or(0)
     };
@@ -288,10 +288,10 @@ async fn stats(
         remaining,
         // Units taken at the gate whose orders are not in the database yet.
         queued: (row.total_stock - remaining - row.sold).max(0),
-        confirmed: count("confirmed"),
-        paid: count("paid"),
-        cancelled: count("cancelled"),
-        failed: count("failed"),
+        confirmed: count(OrderStatus::Confirmed),
+        paid: count(OrderStatus::Paid),
+        cancelled: count(OrderStatus::Cancelled),
+        failed: count(OrderStatus::Failed),
         attempts_per_sec,
         reminders: reminder::count(&db, id).await?,
     }))

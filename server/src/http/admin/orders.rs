@@ -14,7 +14,7 @@ use crate::{
     },
     http::session::Merchant,
 };
-use app::api::AdminOrderPage;
+use app::api::{AdminOrderPage, OrderStatus};
 use axum::{extract::State, http::header, response::IntoResponse, routing::get, Json, Router};
 use sqlx::PgPool;
 use std::time::Duration;
@@ -53,14 +53,28 @@ fn optional_number(
     }
 }
 
+/// The statuses an order in the database has (a `queued` one is not there yet).
+const FILTERED: [OrderStatus; 4] = [
+    OrderStatus::Confirmed,
+    OrderStatus::Paid,
+    OrderStatus::Cancelled,
+    OrderStatus::Failed,
+];
+
 fn status_filter(raw: &Option<String>) -> ApiResult<Option<String>> {
-    match raw.as_deref().filter(|r| !r.is_empty()) {
-        None => Ok(None),
-        Some(s @ ("confirmed" | "paid" | "cancelled" | "failed")) => Ok(Some(s.to_string())),
-        Some(_) => Err(ApiError::invalid(
-            "status",
-            "must be confirmed, paid, cancelled or failed",
-        )),
+    let Some(raw) = raw.as_deref().filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    match raw.parse::<OrderStatus>() {
+        Ok(s) if FILTERED.contains(&s) => Ok(Some(s.as_str().to_string())),
+        _ => {
+            let names: Vec<&str> = FILTERED.iter().map(|s| s.as_str()).collect();
+            let (last, rest) = names.split_last().expect("four statuses");
+            Err(ApiError::invalid(
+                "status",
+                format!("must be {} or {last}", rest.join(", ")),
+            ))
+        }
     }
 }
 

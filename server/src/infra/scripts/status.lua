@@ -3,7 +3,7 @@
 -- {state, ahead, waiting, ticket expiry ms, units left, place}: state is not_joined | drawing
 -- (before the start) | admitted | passed (admitted before, no live ticket) | waiting; units left
 -- as the admitter last saw them (-1: not yet seen); place in admission order (1 = the first
--- admitted), 0 before the start. A shopper whose bot check failed `bound` times on the sale (0: no
+-- admitted) while waiting and once admitted, 0 before the start and once passed. A shopper whose bot check failed `bound` times on the sale (0: no
 -- bound) is `shadow`: kept waiting, never admitted, nothing claimed.
 -- The claim also counts the shopper's wait, from joining (the start, for a place drawn before
 -- it) to the claim, in bucket ceil(8·log2(ms + 1)) of `waits`: bucket b holds waits up to
@@ -41,7 +41,12 @@ if expiry and tonumber(expiry) > now then
       redis.call('PEXPIRE', KEYS[7], ttl)
     end
   end
-  return {'admitted', 0, waiting, tonumber(expiry), stock, 0}
+  -- The place of an admission: the admissions so far less those admitted after it.
+  local place = 0
+  if m[1] and tonumber(score) <= tonumber(m[1]) then
+    place = math.max(0, (tonumber(m[3]) or 0) - redis.call('ZCOUNT', KEYS[1], '(' .. score, m[1]))
+  end
+  return {'admitted', 0, waiting, tonumber(expiry), stock, place}
 end
 if m[1] and tonumber(score) <= tonumber(m[1]) then
   return {'passed', 0, waiting, 0, stock, 0}
