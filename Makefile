@@ -143,7 +143,7 @@ site-tools:
 
 # cargo-leptos for `make watch` only (rebuilds and reloads on every change; about 20 minutes to
 # build on 2 cores): the same settings (Cargo.toml's [[workspace.metadata.leptos]]) as the site
-# build, which `make lint` keeps in step with it (scripts/check-site.py).
+# build, which `make lint` keeps in step with it (scripts/check-site.mjs).
 leptos-tools: site-tools
 	if [ "$$(cargo leptos --version 2>/dev/null | awk '{print $$2}')" != "$(CARGO_LEPTOS_VERSION)" ]; then
 	  cargo install cargo-leptos --locked --version $(CARGO_LEPTOS_VERSION)

@@ -10,6 +10,8 @@
 //       MD5 (base64url) of its content, the JS's before its references to the renamed files
 //       were rewritten, the hash file naming them, and the folder holding exactly the files
 //       scripts/site-files.txt lists (cargo-leptos's output, hashes masked).
+//   node scripts/check-site.mjs --list SITE
+//       the file list as scripts/site-files.txt keeps it (from a cargo-leptos build).
 //   node scripts/check-site.mjs --compare OURS OURS_HASH THEIRS THEIRS_HASH
 //       (make site-check) the same files, names and scheme from both builds, and which are
 //       byte for byte the same.
@@ -40,8 +42,8 @@ function checkSettings() {
   console.log(`site settings: ${Object.keys(projects[0]).length} keys, each read by scripts/site.mjs as cargo-leptos ${FOLLOWS} reads it`);
 }
 
-/// Every file of a site folder (relative paths), the pkg folder's hashes masked.
-function files(site, hashes) {
+/// Every file of a site folder (relative paths), content hashes masked.
+function files(site) {
   const out = [];
   const walk = (dir) => {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -51,7 +53,7 @@ function files(site, hashes) {
     }
   };
   walk(site);
-  const mask = (f) => Object.values(hashes).reduce((name, h) => name.replaceAll(`.${h}.`, ".<hash>."), f);
+  const mask = (f) => f.replace(/\.[A-Za-z0-9_-]{22}\./g, ".<hash>.");
   // The precompressed copies are make's (scripts/precompress.sh), not the build's.
   return out.filter((f) => !/\.(gz|br)$/.test(f)).map(mask).sort();
 }
@@ -83,7 +85,7 @@ function checkScheme(site, hashFile) {
   }
   const h = contentHash(Buffer.from(js));
   if (h !== hashes.js) fail(`${path.basename(named.js)}: its content before the rewrite hashes to ${h}`);
-  return files(site, hashes);
+  return files(site);
 }
 
 function checkSite(site, hashFile) {
@@ -124,6 +126,7 @@ function compare(ours, oursHash, theirs, theirsHash) {
 
 const [mode, ...rest] = process.argv.slice(2);
 if (mode === "--settings") checkSettings();
+else if (mode === "--list") console.log(files(rest[0]).join("\n"));
 else if (mode === "--site") checkSite(rest[0], rest[1]);
 else if (mode === "--compare") compare(...rest);
 else fail("usage: --settings | --site SITE HASHFILE | --compare OURS OURS_HASH THEIRS THEIRS_HASH");

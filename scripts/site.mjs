@@ -17,7 +17,7 @@
 // (`js: …`, `wasm: …`, `css: …`), which the server reads beside its binary. The server: `cargo
 // build -p <bin-package> --bin <bin-package>` with the LEPTOS_* variables cargo-leptos sets.
 // `--plan` prints the settings and the commands without running them (`make lint` compares
-// them with what the metadata says: scripts/check-site.py).
+// them with what the metadata says: scripts/check-site.mjs).
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
