@@ -138,7 +138,7 @@ packages:
 # the one tool of the site's build that is not Debian's or npm's (scripts/site.mjs).
 site-tools:
 	if [ "$$(wasm-bindgen --version 2>/dev/null | awk '{print $$2}')" != "$(WASM_BINDGEN_VERSION)" ]; then
-	  cargo install wasm-bindgen-cli --locked --version $(WASM_BINDGEN_VERSION)
+	  cargo install wasm-bindgen-cli --version $(WASM_BINDGEN_VERSION)
 	fi
 
 # cargo-leptos for `make watch` only (rebuilds and reloads on every change; about 20 minutes to
