@@ -17,6 +17,9 @@ log() { echo "bare-debian: $*"; }
 fail() { echo "bare-debian: FAILED: $*" >&2; exit 1; }
 
 command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+# A new root every run (an earlier run installed into its own). Never through a mount left over.
+if grep -q " $R/" /proc/mounts; then fail "mounts are left under $R: umount them first"; fi
+rm -rf "$R"
 if [ ! -x "$R/usr/bin/apt-get" ]; then
   log "debootstrap --variant=minbase bookworm (a few minutes)"
   debootstrap --variant=minbase bookworm "$R" http://deb.debian.org/debian >"$R.debootstrap.log" 2>&1 ||
@@ -66,11 +69,19 @@ if [ -n "${BARE_TARGET:-}" ]; then
   bind "$BARE_TARGET" /src/target
 fi
 
+# This machine's trust store, as the root's own: a network that reaches the registries through a
+# TLS-inspecting proxy needs its authority (npm, cargo and pip are told where it is).
+cp /etc/ssl/certs/ca-certificates.crt "$R/etc/ssl/host-ca.crt"
+trust=()
+for v in NODE_EXTRA_CA_CERTS SSL_CERT_FILE CARGO_HTTP_CAINFO PIP_CERT GIT_SSL_CAINFO CURL_CA_BUNDLE; do
+  trust+=("$v=/etc/ssl/host-ca.crt")
+done
+
 "$root/scripts/services.sh" stop >/dev/null 2>&1 || true
 log "make run in the bare root"
 start=$SECONDS
 chroot "$R" env -i HOME=/root PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  TERM=dumb bash -c 'cd /src && make run' >"$root/target/bare-debian-run.log" 2>&1 &
+  TERM=dumb "${trust[@]}" bash -c 'cd /src && make run' >"$root/target/bare-debian-run.log" 2>&1 &
 pid=$!
 deadline=$((SECONDS + ${BARE_DEADLINE:-3600}))
 until curl -fsS -o /dev/null http://127.0.0.1:3000/readyz 2>/dev/null; do
