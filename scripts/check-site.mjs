@@ -17,20 +17,18 @@
 //       byte for byte the same.
 import fs from "node:fs";
 import path from "node:path";
-import { execFileSync } from "node:child_process";
-import { contentHash, FOLLOWS, KNOWN_KEYS } from "./site.mjs";
+import { contentHash, FOLLOWS, KNOWN_KEYS, metadata } from "./site.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+/// A content hash in a file name: MD5, base64url, unpadded.
+const HASH = "[A-Za-z0-9_-]{22}";
 const fail = (msg) => {
   console.error(`site check: ${msg}`);
   process.exit(1);
 };
 
 function checkSettings() {
-  const meta = JSON.parse(
-    execFileSync("cargo", ["metadata", "--no-deps", "--format-version", "1"], { cwd: root, maxBuffer: 1 << 26 }),
-  );
-  const projects = meta.metadata?.leptos;
+  const projects = metadata(root).metadata?.leptos;
   if (!Array.isArray(projects) || projects.length !== 1) fail("Cargo.toml needs exactly one [[workspace.metadata.leptos]]");
   const unknown = Object.keys(projects[0]).filter((k) => !KNOWN_KEYS.includes(k));
   if (unknown.length) {
@@ -53,7 +51,7 @@ function files(site) {
     }
   };
   walk(site);
-  const mask = (f) => f.replace(/\.[A-Za-z0-9_-]{22}\./g, ".<hash>.");
+  const mask = (f) => f.replace(new RegExp(`\\.${HASH}\\.`, "g"), ".<hash>.");
   // The precompressed copies are make's (scripts/precompress.sh), not the build's.
   return out.filter((f) => !/\.(gz|br)$/.test(f)).map(mask).sort();
 }
@@ -80,7 +78,7 @@ function checkScheme(site, hashFile) {
   // The JS was hashed before its references to the renamed files were rewritten: undo them.
   let js = fs.readFileSync(named.js, "utf8");
   for (const f of fs.readdirSync(pkg)) {
-    const m = f.match(/^(.*)\.([A-Za-z0-9_-]{22})(\.[^.]+)$/);
+    const m = f.match(new RegExp(`^(.*)\\.(${HASH})(\\.[^.]+)$`));
     if (m && !f.endsWith(".gz") && !f.endsWith(".br")) js = js.replaceAll(f, `${m[1]}${m[3]}`);
   }
   const h = contentHash(Buffer.from(js));
@@ -112,7 +110,7 @@ function compare(ours, oursHash, theirs, theirsHash) {
     const real = (site) => {
       const dir = path.join(site, path.dirname(f));
       const base = path.basename(f);
-      const re = new RegExp(`^${base.replace(/[.+]/g, "\\$&").replace("<hash>", "[A-Za-z0-9_-]{22}")}$`);
+      const re = new RegExp(`^${base.replace(/[.+]/g, "\\$&").replace("<hash>", HASH)}$`);
       const hit = fs.readdirSync(dir).find((n) => re.test(n));
       return fs.readFileSync(path.join(dir, hit));
     };

@@ -39,6 +39,13 @@ const server = !args.has("--front-only");
 /// by scripts/check-site.mjs).
 export const FOLLOWS = "0.3.10";
 
+/// The workspace as cargo describes it (`[workspace.metadata]` included).
+export function metadata(dir) {
+  return JSON.parse(
+    execFileSync("cargo", ["metadata", "--no-deps", "--format-version", "1"], { cwd: dir, maxBuffer: 1 << 26 }),
+  );
+}
+
 /// The keys of [[workspace.metadata.leptos]] this build reads (scripts/check-site.mjs fails on
 /// any other: cargo-leptos would honour it and this build would not). The last three only
 /// concern `cargo leptos watch` and the server's own build (leptos's erase-components mode is
@@ -62,14 +69,12 @@ export function settings(meta, release) {
   const m = meta.metadata?.leptos;
   const p = Array.isArray(m) ? m[0] : m;
   if (!p) throw new Error("Cargo.toml has no [[workspace.metadata.leptos]]");
-  const profile = release ? "release" : "dev";
   const dir = (prof) => (prof === "dev" ? "debug" : prof);
   const libProfile = release ? p["lib-profile-release"] ?? "release" : p["lib-profile-dev"] ?? "dev";
   const binProfile = release ? p["bin-profile-release"] ?? "release" : p["bin-profile-dev"] ?? "dev";
   return {
     name: p.name,
     release,
-    profile,
     binPackage: p["bin-package"],
     libPackage: p["lib-package"],
     binDir: dirOf(meta, p["bin-package"]),
@@ -92,7 +97,6 @@ export function settings(meta, release) {
     frontTarget: "target/front",
     wasm: `target/front/wasm32-unknown-unknown/${dir(libProfile)}/${p["lib-package"].replace(/-/g, "_")}.wasm`,
     hashFile: `target/${dir(binProfile)}/hash.txt`,
-    serverExe: `target/${dir(binProfile)}/${p["bin-package"]}`,
   };
 }
 
@@ -230,10 +234,7 @@ function hashSite(s, pkg) {
 }
 
 async function main() {
-  const meta = JSON.parse(
-    execFileSync("cargo", ["metadata", "--no-deps", "--format-version", "1"], { cwd: root, maxBuffer: 1 << 26 }),
-  );
-  const s = settings(meta, release);
+  const s = settings(metadata(root), release);
   if (args.has("--plan")) {
     console.log(JSON.stringify({ settings: s, envs: envs(s), front: frontCommand(s), server: serverCommand(s) }, null, 1));
     return;
