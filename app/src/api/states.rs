@@ -74,6 +74,15 @@ wire_enum! {
 }
 
 impl OrderStatus {
+    /// The statuses an order in the database has (a `queued` one is not there yet): what the
+    /// merchant's orders can be filtered by.
+    pub const STORED: [OrderStatus; 4] = [
+        OrderStatus::Confirmed,
+        OrderStatus::Paid,
+        OrderStatus::Cancelled,
+        OrderStatus::Failed,
+    ];
+
     /// Whether the status can still change (the storefront polls until it cannot).
     pub fn is_final(self) -> bool {
         matches!(

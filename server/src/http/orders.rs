@@ -61,8 +61,7 @@ async fn order_status(
 ) -> ApiResult<impl IntoResponse> {
     let cached = token_record(&redis, &token).await?;
     let owner = cached.get("user_id").and_then(|u| u.parse::<i64>().ok());
-    let recorded = cached.get("status").map(String::as_str);
-    let recorded = match recorded {
+    let recorded = match cached.get("status").map(String::as_str) {
         // Its units are being borrowed from another stock shard: queued, to the shopper.
         Some(BORROWING) => Some(OrderStatus::Queued),
         other => other.and_then(|s| s.parse::<OrderStatus>().ok()),

@@ -2,8 +2,9 @@
 //! (scripts/site.mjs, or cargo-leptos) names the wasm, JS and CSS after their content
 //! (`hash-files`) and writes the hashes next to the server binary; such files never change under
 //! their name, so they are served `immutable` for a year, precompressed (brotli, gzip) when the
-//! client accepts it, from `SECKILL_ASSET_BASE_URL` (a CDN) when set. HTML is never immutable: storefront pages may be cached for a few seconds (they hold
-//! no per-user data), the rest must be revalidated.
+//! client accepts it, from `SECKILL_ASSET_BASE_URL` (a CDN) when set. HTML is never immutable:
+//! storefront pages may be cached for a few seconds (they hold no per-user data), the rest must
+//! be revalidated.
 
 use crate::{
     domain::{

@@ -840,8 +840,8 @@ pub fn server_command(app: &TestApp, sub: &str) -> std::process::Command {
             app.config.redis_wait_replicas.to_string(),
         )
         .env("SECKILL_SECRET", std::str::from_utf8(SECRET).unwrap())
-        // The site the build (scripts/site.mjs) wrote beside this binary (`serve` refuses a site folder
-        // without the assets its pages name).
+        // The site the build (scripts/site.mjs) wrote beside this binary (`serve` refuses a site
+        // folder without the assets its pages name).
         .env(
             "LEPTOS_SITE_ROOT",
             concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site"),

@@ -7,14 +7,6 @@ use crate::{
 };
 use leptos::prelude::*;
 
-/// The statuses the filter offers: those of orders in the database (the server refuses
-/// `queued`, whose orders are not there yet).
-pub const ORDER_STATUSES: [OrderStatus; 4] = [
-    OrderStatus::Confirmed,
-    OrderStatus::Paid,
-    OrderStatus::Cancelled,
-    OrderStatus::Failed,
-];
 pub const PAGE_SIZE: i64 = 20;
 
 #[component]
@@ -46,7 +38,7 @@ pub fn OrdersTable(id: SaleId, changes: RwSignal<u32>) -> impl IntoView {
             <select id="orders-status" data-testid="admin-orders-status"
                 on:change=move |ev| { offset.set(0); status.set(event_target_value(&ev)) }>
                 <option value="">{tr("orders.all")}</option>
-                {ORDER_STATUSES.into_iter().map(|s| view! { <option value=s.as_str()>{tr(&format!("order.badge.{s}"))}</option> }).collect_view()}
+                {OrderStatus::STORED.into_iter().map(|s| view! { <option value=s.as_str()>{tr(&format!("order.badge.{s}"))}</option> }).collect_view()}
             </select>
             {move || match page.get() {
                 None => view! { <p>{tr("orders.loading")}</p> }.into_any(),

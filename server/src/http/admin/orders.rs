@@ -53,22 +53,14 @@ fn optional_number(
     }
 }
 
-/// The statuses an order in the database has (a `queued` one is not there yet).
-const FILTERED: [OrderStatus; 4] = [
-    OrderStatus::Confirmed,
-    OrderStatus::Paid,
-    OrderStatus::Cancelled,
-    OrderStatus::Failed,
-];
-
 fn status_filter(raw: &Option<String>) -> ApiResult<Option<String>> {
     let Some(raw) = raw.as_deref().filter(|r| !r.is_empty()) else {
         return Ok(None);
     };
     match raw.parse::<OrderStatus>() {
-        Ok(s) if FILTERED.contains(&s) => Ok(Some(s.as_str().to_string())),
+        Ok(s) if OrderStatus::STORED.contains(&s) => Ok(Some(s.as_str().to_string())),
         _ => {
-            let names: Vec<&str> = FILTERED.iter().map(|s| s.as_str()).collect();
+            let names: Vec<&str> = OrderStatus::STORED.iter().map(|s| s.as_str()).collect();
             let (last, rest) = names.split_last().expect("four statuses");
             Err(ApiError::invalid(
                 "status",

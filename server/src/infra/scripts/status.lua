@@ -3,8 +3,9 @@
 -- {state, ahead, waiting, ticket expiry ms, units left, place}: state is not_joined | drawing
 -- (before the start) | admitted | passed (admitted before, no live ticket) | waiting; units left
 -- as the admitter last saw them (-1: not yet seen); place in admission order (1 = the first
--- admitted) while waiting and once admitted, 0 before the start and once passed. A shopper whose bot check failed `bound` times on the sale (0: no
--- bound) is `shadow`: kept waiting, never admitted, nothing claimed.
+-- admitted) while waiting and once admitted, 0 before the start and once passed. A shopper whose
+-- bot check failed `bound` times on the sale (0: no bound) is `shadow`: kept waiting, never
+-- admitted, nothing claimed.
 -- The claim also counts the shopper's wait, from joining (the start, for a place drawn before
 -- it) to the claim, in bucket ceil(8·log2(ms + 1)) of `waits`: bucket b holds waits up to
 -- 2^(b/8) − 1 ms, each 9 % wider than the one before.
