@@ -10,7 +10,12 @@
 //! with a member on every node, so any live node serves them.
 
 use anyhow::Context;
-use lapin::{Connection, ConnectionProperties};
+use lapin::{
+    options::{BasicConsumeOptions, BasicQosOptions},
+    protocol::constants::REPLY_SUCCESS,
+    types::FieldTable,
+    Connection, ConnectionProperties,
+};
 use std::{
     sync::{
         atomic::{AtomicUsize, Ordering},
@@ -105,11 +110,70 @@ impl Broker {
         Ok(channel)
     }
 
+    /// A consumer of `queue` on a fresh channel with `prefetch` deliveries in hand. The channel
+    /// is closed when the returned [`Consuming`] is dropped, and also when this future is
+    /// dropped before it is ready (see [`Consuming`]).
+    pub async fn consume(
+        &self,
+        topology: &Topology,
+        queue: &str,
+        tag: &str,
+        prefetch: u16,
+    ) -> anyhow::Result<Consuming> {
+        let channel = CloseOnDrop(self.channel(topology).await?);
+        channel
+            .0
+            .basic_qos(prefetch, BasicQosOptions::default())
+            .await
+            .context("setting the prefetch")?;
+        let consumer = channel
+            .0
+            .basic_consume(
+                queue.into(),
+                tag.into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .context("starting the consumer")?;
+        Ok(Consuming {
+            consumer,
+            _channel: channel,
+        })
+    }
+
     /// Ready means connected now.
     pub async fn check(&self) -> anyhow::Result<()> {
         let conn = self.connection().await?;
         anyhow::ensure!(conn.status().connected(), "RabbitMQ connection is not open");
         Ok(())
+    }
+}
+
+/// A consuming channel, closed when dropped, however its holder ends: returned, failed, or
+/// aborted at any await. lapin keeps a channel open while anything of it is alive, and a
+/// `basic_consume` whose future is dropped before the broker's answer still registers the
+/// consumer on the channel: the broker then delivers to a consumer nobody reads, and what it
+/// delivered waits unacknowledged until the connection closes (seen: a persister aborted while
+/// starting held a reservation back for good). Closing the channel hands every delivery it
+/// held back to the queue.
+pub struct Consuming {
+    pub consumer: lapin::Consumer,
+    /// Dropped after the consumer (fields drop in order).
+    _channel: CloseOnDrop,
+}
+
+struct CloseOnDrop(lapin::Channel);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        let channel = self.0.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                // Already closed with its connection: nothing left to hand back.
+                let _ = channel.close(REPLY_SUCCESS, "consumer done".into()).await;
+            });
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use crate::{
 use anyhow::Context;
 use app::api::OrderStatus;
 use futures_util::StreamExt;
-use lapin::{options::*, types::FieldTable, BasicProperties, Channel, Confirmation};
+use lapin::{options::*, BasicProperties, Channel, Confirmation};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use std::{collections::HashSet, sync::Arc, time::Duration};
@@ -183,16 +183,16 @@ impl Deadlines {
     }
 
     async fn consume_timeouts(&self, tag: &str) -> anyhow::Result<()> {
-        let channel = self.broker.channel(&self.topology).await?;
-        channel.basic_qos(200, BasicQosOptions::default()).await?;
-        let mut consumer = channel
-            .basic_consume(
-                self.topology.timeouts.as_str().into(),
-                format!("{tag}-deadlines").as_str().into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
+        let mut open = self
+            .broker
+            .consume(
+                &self.topology,
+                &self.topology.timeouts,
+                &format!("{tag}-deadlines"),
+                200,
             )
             .await?;
+        let consumer = &mut open.consumer;
         while let Some(delivery) = consumer.next().await {
             let delivery = delivery?;
             match serde_json::from_slice::<Due>(&delivery.data) {

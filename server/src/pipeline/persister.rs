@@ -18,7 +18,7 @@ use crate::{
     buy::soldout::SoldOut,
     domain::rfc3339,
     infra::{
-        broker::{Broker, Topology},
+        broker::{Broker, Consuming, Topology},
         keys::TOKEN_TTL_SECS,
         metrics::Metrics,
         redis::Redis,
@@ -27,9 +27,7 @@ use crate::{
 use anyhow::Context;
 use app::api::OrderStatus;
 use futures_util::StreamExt;
-use lapin::{
-    message::Delivery, options::*, types::FieldTable, BasicProperties, Channel, Confirmation,
-};
+use lapin::{message::Delivery, options::*, BasicProperties, Confirmation};
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 use tokio_util::sync::CancellationToken;
@@ -131,24 +129,20 @@ impl Persister {
         }
     }
 
-    async fn open(&self, queue: &str, tag: &str) -> anyhow::Result<(Channel, lapin::Consumer)> {
-        let channel = self.broker.channel(&self.topology).await?;
-        channel
-            .basic_qos(PREFETCH, BasicQosOptions::default())
-            .await?;
-        let consumer = channel
-            .basic_consume(
-                queue.into(),
-                format!("{}-{tag}", self.consumer).as_str().into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
+    async fn open(&self, queue: &str, tag: &str) -> anyhow::Result<Consuming> {
+        self.broker
+            .consume(
+                &self.topology,
+                queue,
+                &format!("{}-{tag}", self.consumer),
+                PREFETCH,
             )
-            .await?;
-        Ok((channel, consumer))
+            .await
     }
 
     async fn consume(&self, queue: &str, stop: &CancellationToken) -> anyhow::Result<()> {
-        let (_channel, mut consumer) = self.open(queue, "persister").await?;
+        let mut open = self.open(queue, "persister").await?;
+        let consumer = &mut open.consumer;
         loop {
             let first = tokio::select! {
                 next = consumer.next() => next.context("consumer ended")?.context("receiving")?,
@@ -405,9 +399,10 @@ impl Persister {
     }
 
     async fn consume_dead_letters(&self) -> anyhow::Result<()> {
-        let (_channel, mut consumer) = self
+        let mut open = self
             .open(&self.topology.dead_letters, "dead-letters")
             .await?;
+        let consumer = &mut open.consumer;
         while let Some(delivery) = consumer.next().await {
             let delivery = delivery.context("receiving")?;
             match decode(&delivery.data) {

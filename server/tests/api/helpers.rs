@@ -218,12 +218,28 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     start(config).await
 }
 
+/// The server's warnings and errors in the test's output, shown when it fails (`RUST_LOG`
+/// chooses others). A test's spawned tasks log there too when its runtime has one thread, as
+/// `#[tokio::test]`'s has.
+fn logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    });
+}
+
 /// Another instance of the same deployment: same database, Redis prefix, queues and secret.
 pub async fn spawn_instance(config: &Config) -> TestApp {
     start(config.clone()).await
 }
 
 async fn start(config: Config) -> TestApp {
+    logs();
     let payments = Arc::new(Payments::default());
     let app = Application::build_with(config.clone(), payments.clone())
         .await
