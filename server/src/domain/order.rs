@@ -318,7 +318,7 @@ pub async fn record_failed(
 /// `sold` in the same transaction and owed to Redis until `units_returned`: whether it was
 /// cancelled now.
 pub async fn cancel_if_overdue(db: &PgPool, token: uuid::Uuid) -> sqlx::Result<bool> {
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(db).await?;
     let cancelled = sqlx::query!(
         "UPDATE orders SET status = 'cancelled', cancelled_at = now(), reason = 'payment window closed',
                 units_owed = true

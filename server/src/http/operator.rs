@@ -59,7 +59,7 @@ async fn create_shop(
     AppJson(body): AppJson<NewShop>,
 ) -> ApiResult<(StatusCode, Json<Shop>)> {
     let name = shop::parse_name(&body.name)?;
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(&db).await?;
     let (id, created_at) = shop::create(&mut *tx, &name).await?;
     audit::record(
         &mut *tx,
@@ -100,7 +100,7 @@ async fn create_merchant(
     let hash = passwords
         .hash_new(password.into_inner(), username.as_str().to_string())
         .await?;
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(&db).await?;
     let mut user = insert_user(&mut *tx, &username, &hash, Role::Merchant, Some(shop_id)).await?;
     audit::record(
         &mut *tx,
@@ -177,7 +177,7 @@ async fn reset_password(
             }
             other => other,
         })?;
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(&db).await?;
     let epoch = account::set_password(&mut *tx, user.id, &hash, true)
         .await?
         .ok_or(ApiError::NotFound)?;
@@ -215,7 +215,7 @@ async fn set_blocked(
 ) -> ApiResult<Json<AccountSummary>> {
     op.recently_authenticated()?;
     let user = target(db, id).await?;
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(db).await?;
     account::set_blocked(&mut *tx, user.id, blocked).await?;
     // A block ends every session at once; the user cannot sign in again until unblocked.
     let epoch = match blocked {

@@ -308,7 +308,7 @@ impl Persister {
         let quantities: Vec<i32> = batch.iter().map(|r| r.quantity).collect();
         let reserved: Vec<i64> = batch.iter().map(|r| r.reserved_ms).collect();
 
-        let mut tx = self.db.begin().await.map_err(classify)?;
+        let mut tx = crate::infra::db::begin(&self.db).await.map_err(classify)?;
         // The new orders come back from the insert itself; only tokens already orders (a message
         // published twice) or refused (no such sale or user) need a second look.
         let mut rows = order::insert_confirmed(

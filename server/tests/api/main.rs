@@ -29,4 +29,5 @@ mod seckill;
 mod sessions;
 mod shards;
 mod site;
+mod transactions;
 mod workers;

@@ -68,7 +68,7 @@ async fn create_activity(
     AppJson(body): AppJson<NewActivity>,
 ) -> ApiResult<Response> {
     let spec = ActivitySpec::parse(body, config.min_payment_window_secs, redis.masters)?;
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(&db).await?;
     if let Some(key) = &key {
         if let Some(first) = replay::claim(&mut tx, merchant.user_id, key, "create").await? {
             return Ok(first);
@@ -125,7 +125,7 @@ async fn add_stock(
     if !(1..=10_000_000).contains(&body.add) {
         return Err(ApiError::invalid("add", "must be between 1 and 10000000"));
     }
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(&db).await?;
     if let Some(key) = &key {
         let route = format!("stock {id}");
         if let Some(first) = replay::claim(&mut tx, merchant.user_id, key, &route).await? {
@@ -209,7 +209,7 @@ async fn set_paused(
     id: i64,
     paused: bool,
 ) -> ApiResult<Json<Activity>> {
-    let mut tx = db.begin().await?;
+    let mut tx = crate::infra::db::begin(db).await?;
     let row = activity::set_paused(&mut *tx, id, merchant.shop_id, paused)
         .await?
         .ok_or(ApiError::NotFound)?;
