@@ -139,14 +139,12 @@ impl Case<'_> {
                 // (here its payment window closes), then its units return to Redis once
                 // (`Deadlines::expire`). Units put back in Redis alone would still count as
                 // sold in the database, and the reconciler would rightly take them off again.
-                let stored = |uuid| async move {
-                    sqlx::query_scalar::<_, String>("SELECT status FROM orders WHERE token = $1")
-                        .bind(uuid)
-                        .fetch_optional(&app.db)
+                let stored = || async {
+                    server::domain::order::status_of(&app.db, uuid)
                         .await
                         .unwrap()
                 };
-                eventually(60, "the order to cancel is persisted", || stored(uuid)).await;
+                eventually(60, "the order to cancel is persisted", stored).await;
                 sqlx::query("UPDATE orders SET pay_by = now() WHERE token = $1")
                     .bind(uuid)
                     .execute(&app.db)
@@ -155,8 +153,8 @@ impl Case<'_> {
                 app.state.deadlines.expire(uuid).await.unwrap();
                 // Cancelled by this call, an earlier give-back of the same token or the
                 // deadline sweeper: its units went back once.
-                match stored(uuid).await.as_deref() {
-                    Some("cancelled") => Outcome::GaveBack(token.clone()),
+                match stored().await {
+                    Some(app::api::OrderStatus::Cancelled) => Outcome::GaveBack(token.clone()),
                     other => panic!("a give-back left order {token} {other:?}"),
                 }
             }
