@@ -8,9 +8,12 @@
 //! reach Redis afterwards (each once, however often retried or late), owed until they do. So the
 //! two are compared only over one instant of the database's figures, taken before and after
 //! Redis is read (`StockLook`):
-//! - Redis above `total_stock − sold` as read *after* Redis can never be right: every unit Redis
-//!   gained was in the database before, and reservations in flight only lower Redis. It is lowered
-//!   at once.
+//! - Redis above `total_stock − sold` can never be right when no move (addition, cancellation)
+//!   landed between the two reads, measured against the figures read *before* Redis: every unit
+//!   Redis gained was in the database before, and reservations only lower Redis before they
+//!   raise `sold`. It is lowered at once. Not against the figures read after: a unit bought and
+//!   written while Redis is read is in both, and the compare-and-set would take it from a shard
+//!   the buy never touched (a crowd's reconciler did, two units short of a sold-out sale).
 //! - Redis below it is normal while reservations are in flight or moves are owed; it is raised only
 //!   when the figures held still across the Redis read (the same sale moves, the same stock and
 //!   sold), nothing was owed when the read began and no granted token was unsettled during it
@@ -359,10 +362,17 @@ impl Reconciler {
             };
             self.pause(Read::Redis).await;
             let after = activity::stock_look(&self.db, row.id).await?;
-            let expected = after.expected();
+            // Without a move between the two reads, Redis is held against the first figures: a
+            // unit sold and written after them can only have lowered Redis (a unit sold and
+            // written while Redis is read is counted by the second figures but may be in the
+            // Redis read too). With a move, against the second: the move reached the database
+            // first, so it is in them.
+            let still = after.moves == before.moves && after.total_stock == before.total_stock;
+            let against = if still { before } else { after };
+            let expected = against.expected();
             let drift = redis_remaining - expected;
             let mut repaired = false;
-            if drift > 0 {
+            if drift > 0 && still {
                 repaired = self.lower(&row, &stock, drift).await?;
             } else if drift < 0 && idle && after == before {
                 // The missing units go back to the first shard (others borrow from it).

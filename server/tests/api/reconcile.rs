@@ -219,3 +219,57 @@ async fn a_delayed_give_back_never_puts_a_unit_on_sale_twice() {
     assert_eq!(app.remaining(id).await, 8);
     assert_eq!(sold(&app, id).await, 0);
 }
+
+#[tokio::test]
+async fn a_unit_sold_and_persisted_while_a_round_reads_takes_no_other_unit_off_sale() {
+    // No rounds but the test's.
+    let app = spawn_app_with(|c| c.reconcile_every = std::time::Duration::from_secs(3600)).await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 8, json!({ "stock_shards": 2 })).await["id"]
+        .as_i64()
+        .unwrap();
+    let buyer = shoppers(&app, 1).await.remove(0);
+    let path = app.path(&buyer.client, id).await;
+    let (url, db) = (
+        app.url(&format!("/api/activities/{id}/buy")),
+        app.db.clone(),
+    );
+
+    // Bought and written to the database after the round read Redis, before it reads the
+    // database again: Redis was read with the unit, the second figures count it sold. Nothing
+    // is above what it should be, so nothing may be lowered: a shard the buy did not touch
+    // would lose a unit to the compare-and-set.
+    let sell = async move {
+        let resp = buyer
+            .client
+            .post(url)
+            .json(&json!({ "path": path }))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = json(resp).await;
+        assert_eq!(status, 202, "{body}");
+        eventually(60, "the order is written", || {
+            let db = db.clone();
+            async move {
+                let sold: i64 = sqlx::query_scalar("SELECT sold FROM activities WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(&db)
+                    .await
+                    .unwrap();
+                (sold == 1).then_some(())
+            }
+        })
+        .await;
+    };
+    let drift = round(&reconciler_moving_at(&app, Read::Redis, sell), id).await;
+    assert!(!drift.repaired, "{drift:?}");
+    assert_eq!(
+        app.remaining(id).await,
+        7,
+        "every unsold unit is still on sale"
+    );
+    let drift = round(&app.state.reconciler, id).await;
+    assert_eq!((drift.drift, drift.repaired), (0, false), "{drift:?}");
+    assert_eq!(app.remaining(id).await, 7);
+}
