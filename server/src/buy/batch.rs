@@ -67,7 +67,9 @@ pub enum Answer {
         token: uuid::Uuid,
         quantity: i64,
     },
-    /// Fewer than the quantity left (one shard): how many are.
+    /// Fewer than the quantity left: how many are at most (one shard: how many it holds;
+    /// borrowing: what each shard asked may still hold). Only `0` is the sale sold out for
+    /// every buy: units left for smaller buys are still on sale.
     SoldOut {
         left: i64,
     },

@@ -395,14 +395,19 @@ impl Gate {
         }
     }
 
-    /// The gate script's answer as the API's: the token, or why not (a sold-out answer sets this
-    /// instance's flag; a block just earned is announced to every instance).
+    /// The gate script's answer as the API's: the token, or why not (a sold-out answer with
+    /// nothing left sets this instance's flag; a block just earned is announced to every
+    /// instance).
     async fn answer(&self, id: i64, answer: Answer, who: &Who) -> ApiResult<Token> {
         let state = &self.parts;
         match answer {
             Answer::Ok(token) => Ok(token),
-            Answer::SoldOut { .. } => {
-                state.sold_out.set(id);
+            Answer::SoldOut { left } => {
+                // Only a sale with nothing left is answered in-process from now on: a buy of
+                // more than is left leaves the rest on sale for smaller ones.
+                if left == 0 {
+                    state.sold_out.set(id);
+                }
                 Err(ApiError::SoldOut)
             }
             Answer::LimitReached => Err(ApiError::LimitReached),

@@ -351,3 +351,37 @@ async fn the_shards_of_a_sale_spread_over_the_reservations_queues_and_every_unit
     assert_settled(app, id, &accepted).await;
     assert_eq!(app.order_units(id, "confirmed").await, 80);
 }
+
+#[tokio::test]
+async fn a_buy_of_more_than_is_left_leaves_the_rest_on_sale_for_smaller_buys() {
+    let app = spawn_app().await;
+    for shards in [1_i16, 2] {
+        let n = usize::try_from(shards).unwrap();
+        // One unit on each shard and a limit of two: no shard holds the two units asked for.
+        let id = sharded_sale(
+            &app,
+            i64::from(shards),
+            shards,
+            json!({"per_user_limit": 2}),
+        )
+        .await;
+        let buyers = shoppers(&app, n + 1).await;
+        let path = app.path(&buyers[0].client, id).await;
+        let resp = app
+            .buy(&buyers[0].client, id, json!({"path": path, "quantity": 2}))
+            .await;
+        let (status, body) = json(resp).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (409, Some("sold_out")),
+            "{shards} shard(s): {body}"
+        );
+        // At once, each unit left still sells to a buy of one: the refusal of two did not
+        // mark the sale sold out.
+        for buyer in &buyers[1..] {
+            let (status, body) = buy_once(&app, buyer, id).await;
+            assert_eq!(status, 202, "{shards} shard(s): {body}");
+        }
+        assert_eq!(shard_stock(&app, id).await, vec![0; n]);
+    }
+}

@@ -53,7 +53,8 @@ impl Gate {
                 self.confirm(&[lender.stock(), home.stock()]).await?;
                 Answer::Ok(Token(token))
             }
-            None => Answer::SoldOut { left: 0 },
+            // Every shard asked held fewer than the quantity: none at all for a single unit.
+            None => Answer::SoldOut { left: quantity - 1 },
         })
     }
 
