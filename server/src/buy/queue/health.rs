@@ -1,7 +1,7 @@
 //! Admission's brakes: how much of its rate a line admits while the pipeline behind the gate or
 //! Redis falls behind.
 
-use crate::infra::config::QueueLimits;
+use crate::{domain::error::ApiResult, infra::config::QueueLimits};
 use std::time::Duration;
 
 /// Why admission is held back: the pipeline behind the gate (units taken and not in the
@@ -19,6 +19,39 @@ pub fn health(limits: &QueueLimits, backlog: i64, redis: Duration) -> (f64, Opti
         (b, r) if b >= 1.0 && r >= 1.0 => (1.0, None),
         (b, r) if b <= r => (b, Some(HELD_REASONS[0])),
         (_, r) => (r, Some(HELD_REASONS[1])),
+    }
+}
+
+/// Why, and by how much, an admission step held a sale's admissions back (logged when it
+/// starts and ends).
+pub(super) struct Hold {
+    pub reason: &'static str,
+    /// The share of the sale's rate admitted (0: none).
+    pub factor: f64,
+    /// Units reserved but not yet orders.
+    pub backlog: i64,
+    /// How long the step's read of the stock took.
+    pub redis: Duration,
+}
+
+/// Logs an admission step of sale `id` when admission starts or stops failing or being held
+/// back.
+pub(super) fn log_step(id: i64, step: &ApiResult<Option<Hold>>, was_failing: bool, was_held: bool) {
+    match step {
+        Err(e) if !was_failing => {
+            tracing::warn!(error = ?e, activity.id = id, "admission step failed")
+        }
+        Ok(Some(hold)) if !was_held => tracing::warn!(
+            activity.id = id,
+            reason = hold.reason,
+            factor = hold.factor,
+            backlog = hold.backlog,
+            redis = ?hold.redis,
+            "admission held back"
+        ),
+        Ok(None) if was_held => tracing::info!(activity.id = id, "admission no longer held back"),
+        Ok(_) if was_failing => tracing::info!(activity.id = id, "admission steps work again"),
+        _ => {}
     }
 }
 

@@ -27,6 +27,7 @@ pub mod ticket_keys;
 
 use board::LineMeta;
 pub use board::{Boards, FRESH_FOR};
+use health::Hold;
 pub use health::{health, HELD_REASONS};
 use parking_lot::Mutex;
 pub use places::{Held, Places, COOKIE};
@@ -482,12 +483,13 @@ impl WaitingRoom {
     }
 
     /// One admission step for one sale: at the sale's rate, slowed or stopped while the
-    /// pipeline behind the gate is (see [`health`]).
-    async fn admit(&self, row: &ActivityRow) -> ApiResult<i64> {
+    /// pipeline behind the gate is (see [`health`]). Returns why it was held back, if it was.
+    async fn admit(&self, row: &ActivityRow) -> ApiResult<Option<Hold>> {
         let asked = std::time::Instant::now();
         let units = activity::stock::remaining(&self.redis, row.id, row.stock_shards).await?;
         let backlog = (row.total_stock - units - row.sold).max(0);
-        let (factor, held) = health(&self.limits, backlog, asked.elapsed());
+        let redis = asked.elapsed();
+        let (factor, held) = health(&self.limits, backlog, redis);
         for reason in HELD_REASONS {
             self.metrics
                 .queue_held(row.id, reason, held == Some(reason));
@@ -498,7 +500,7 @@ impl WaitingRoom {
             (units as f64 * WINDOW_PER_UNIT).ceil() as i64
         };
         let keys = self.redis.keys.queue(row.id);
-        let (admitted, _live): (i64, i64) = self
+        let (_admitted, _live): (i64, i64) = self
             .scripts
             .admit
             .key(keys.line())
@@ -514,7 +516,12 @@ impl WaitingRoom {
             .arg(held.unwrap_or(""))
             .invoke_async(&mut self.redis.conn())
             .await?;
-        Ok(admitted)
+        Ok(held.map(|reason| Hold {
+            reason,
+            factor,
+            backlog,
+            redis,
+        }))
     }
 
     /// The admission steps of every sale with a waiting room that is on (or starts within a few
@@ -523,6 +530,7 @@ impl WaitingRoom {
         let mut sales: Vec<ActivityRow> = Vec::new();
         let mut listed_at: Option<tokio::time::Instant> = None;
         let mut failing: HashMap<i64, bool> = HashMap::new();
+        let mut holding: HashMap<i64, bool> = HashMap::new();
         let mut tick = tokio::time::interval(STEP);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -543,17 +551,14 @@ impl WaitingRoom {
             let now = chrono::Utc::now();
             for row in sales.iter().filter(|r| r.ends_at > now) {
                 let result = self.admit(row).await;
-                // Logged when it starts and stops failing, not four times a second.
+                // Logged when it starts and stops failing or holding back, not four times a
+                // second.
                 let was_failing = failing.insert(row.id, result.is_err()).unwrap_or(false);
-                match result {
-                    Err(e) if !was_failing => {
-                        tracing::warn!(error = ?e, activity.id = row.id, "admission step failed")
-                    }
-                    Ok(_) if was_failing => {
-                        tracing::info!(activity.id = row.id, "admission steps work again")
-                    }
-                    _ => {}
-                }
+                let was_held = match &result {
+                    Ok(hold) => holding.insert(row.id, hold.is_some()),
+                    Err(_) => holding.get(&row.id).copied(),
+                };
+                health::log_step(row.id, &result, was_failing, was_held.unwrap_or(false));
             }
         }
     }
