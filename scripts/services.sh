@@ -343,6 +343,10 @@ nginx_start() { # port site-root upstream-port...
   if [ -f "$NGINX_DIR/nginx.pid" ] && kill -0 "$(cat "$NGINX_DIR/nginx.pid")" 2>/dev/null; then
     nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR" -s reload
   else
+    # A front door starting afresh forgets what it cached: the instances behind it may serve
+    # another database now (the test suites recreate theirs), where the same sale id is another
+    # sale, and a board cached for the old one would be served stale to the new one.
+    rm -rf "$NGINX_DIR/cache" && mkdir -p "$NGINX_DIR/cache"
     nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"
   fi
   wait_for nginx "$port" 30
