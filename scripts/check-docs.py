@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """`make test`'s check of the docs: every relative link of every tracked Markdown file points at a
 file of the repo (and, with `#anchor`, at one of its headings, slugged as GitHub does), and no
-tracked file names a Markdown file of the project that is not in the repo. Exits non-zero with
-the list of what is broken."""
+tracked file names a Markdown file of the project that is not in the repo. A section a tracked
+file names as `docs/X.md "Heading"` exists. docs/deploy.md, read against the code: every section
+it names (`("Heading")`), `make` target, setting, `server` command and repo path exists. Exits
+non-zero with the list of what is broken; `--self-test` plants one of each in a copy of
+docs/deploy.md and must see each caught."""
 import re
 import subprocess
 import sys
@@ -34,6 +37,82 @@ def anchors(path: Path) -> set:
         found.add(base if n == 0 else f"{base}-{n}")
     return found
 
+
+def headings(path: Path) -> set:
+    text = re.sub(r"(?s)```.*?```", "", path.read_text(encoding="utf-8"))
+    return {line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")}
+
+
+def makefile_targets() -> set:
+    text = (root / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"(?m)^([a-z][\w-]*):", text))
+
+
+def settings_names() -> set:
+    doc = (root / "docs/configuration.md").read_text(encoding="utf-8")
+    table = doc.split("<!-- settings:begin -->")[1].split("<!-- settings:end -->")[0]
+    return set(re.findall(r"(?m)^\| `([A-Z0-9_]+)` \|", table))
+
+
+def server_commands() -> set:
+    main = (root / "server/src/main.rs").read_text(encoding="utf-8")
+    body = main.split("enum Command {")[1].split("\n}\n")[0]
+    variants = re.findall(r"(?m)^    ([A-Z][A-Za-z]+)\b", body)
+    return {re.sub(r"(?<!^)([A-Z])", r"-\1", v).lower() for v in variants}
+
+
+# Names a deploy page may use that are no setting of the server: Kubernetes's own variables
+# (base/secrets.yaml), RUST_LOG, the shell's.
+NOT_SETTINGS = {"REDIS_PASSWORD", "AMQP_USER", "AMQP_PASSWORD", "RUST_LOG", "SECKILL_IMAGE"}
+
+
+def deploy_problems(name: str, text: str) -> list:
+    """docs/deploy.md read against the code."""
+    found = []
+    own = {line.lstrip("#").strip() for line in re.sub(r"(?s)```.*?```", "", text).splitlines() if line.startswith("#")}
+    for section in sorted(set(re.findall(r'\((?:see )?"([A-Z][^"\n]{2,60})"\)', text))):
+        if not any(h.startswith(section) for h in own):
+            found.append(f'{name}: names the section "{section}", which it does not have')
+    targets = makefile_targets()
+    for target in sorted(set(re.findall(r"`make ([a-z][\w-]*)", text)) | set(re.findall(r"\bmake ([a-z][\w-]*)`", text))):
+        if target not in targets:
+            found.append(f"{name}: names `make {target}`, which the Makefile does not have")
+    known = settings_names()
+    for setting in sorted(set(re.findall(r"\b((?:SECKILL|DATABASE|REDIS|AMQP|LEPTOS)_[A-Z0-9_]*[A-Z0-9])\b", text))):
+        if setting not in known and setting not in NOT_SETTINGS:
+            found.append(f"{name}: names {setting}, which is not a setting the server reads (docs/configuration.md)")
+    verbs = server_commands()
+    # In code: `server migrate`, `/opt/seckill/server worker`, a block's `podman run … seckill:0.1.0 reconcile`.
+    blocks = re.findall(r"(?s)```.*?```", text)
+    code = " ".join(re.findall(r"`[^`]+`", re.sub(r"(?s)```.*?```", "", text))) + "\n" + "\n".join(blocks)
+    commands = set(re.findall(r"(?:^|[`\s/])server ([a-z][a-z-]+)", code, re.M)) | set(re.findall(r"seckill:[\w.<>-]+ ([a-z][a-z-]+)", code))
+    for verb in sorted(commands):
+        if verb not in verbs:
+            found.append(f"{name}: names the command `server {verb}`, which the server does not have")
+    for path in sorted(set(re.findall(r"(?<![\w./-])(deploy/[\w./-]*\w)(?![\w{*-])", text))):
+        if not (root / path).exists():
+            found.append(f"{name}: names {path}, which is not in the repo")
+    return found
+
+
+if "--self-test" in sys.argv:
+    page = (root / "docs/deploy.md").read_text(encoding="utf-8")
+    assert not deploy_problems("docs/deploy.md", page), deploy_problems("docs/deploy.md", page)
+    plants = [
+        ('("From one box to the cluster")', "section"),
+        ("`make deploy-everything`", "make"),
+        ("`SECKILL_DRAIN_SECONDS=30`", "setting"),
+        ("`server migrate-all`", "command"),
+        ("`deploy/kubernetes/base/secret.yaml`", "deploy/"),
+    ]
+    missed = [what for plant, what in plants if not deploy_problems("docs/deploy.md", page + "\n" + plant + "\n")]
+    for plant, what in plants:
+        print(f"  {'MISSED' if what in missed else 'caught'}: a {what} that does not exist: {plant}")
+    if missed:
+        print("docs check: the self-test MISSED a planted mistake", file=sys.stderr)
+        sys.exit(1)
+    print(f"docs check: self-test: {len(plants)} of {len(plants)} planted mistakes caught")
+    sys.exit(0)
 
 problems = []
 link = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -70,11 +149,13 @@ for name in tracked:
 # tracked, or a folder of tracked files. What the build and the tests write is not tracked.
 generated = ("e2e/node_modules", "e2e/playwright-report", "e2e/test-results", "scripts/storefront-bench/node_modules")
 folders = {"/".join(p.split("/")[:i]) for p in tracked for i in range(1, p.count("/") + 1)}
-repo_path = re.compile(r"(?<![\w./-])((?:server|app|loadtest|scripts|e2e|docs|migrations|style|\.ci)/[\w./-]*\w)(?![\w{*])")
+repo_path = re.compile(r"(?<![\w./-])((?:server|app|loadtest|scripts|e2e|docs|migrations|style|deploy|\.ci)/[\w./-]*\w)(?![\w{*-])")
 feature_flag = re.compile(r"(?:--features[ =]|-F ?)$")
 for name in tracked:
     if name.startswith(generated) or name.startswith(".sqlx/") or not (root / name).is_file():
         continue
+    if name == "scripts/check-docs.py":
+        continue  # its own patterns and planted mistakes
     try:
         text = (root / name).read_text(encoding="utf-8")
     except (UnicodeDecodeError, OSError):
@@ -87,6 +168,20 @@ for name in tracked:
         if found.startswith("scripts/s") and found == "scripts/s":
             continue  # "scripts/s", a rate
         problems.append(f"{name}: names {found}, which is not in the repo")
+
+# A section of docs/deploy.md named as `docs/deploy.md "Heading"`, anywhere: a heading starts so.
+section_ref = re.compile(r'\b(docs/deploy\.md) "([^"\n]+)"')
+for name in tracked:
+    if name.startswith(generated) or not (root / name).is_file() or name == "scripts/check-docs.py":
+        continue
+    try:
+        text = (root / name).read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        continue
+    for doc, heading in sorted(set(section_ref.findall(text))):
+        if (root / doc).is_file() and not any(h.startswith(heading) for h in headings(root / doc)):
+            problems.append(f'{name}: names {doc} "{heading}", a section it does not have')
+problems += deploy_problems("docs/deploy.md", (root / "docs/deploy.md").read_text(encoding="utf-8"))
 
 # A test a document names (`path/to/file.rs::function`) is a function of that file, and a mutation
 # the promises table of docs/reliability.md names is one of mutants/mutations.toml, and each of

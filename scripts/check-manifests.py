@@ -10,7 +10,13 @@
 4. every setting handed to a container of the seckill image (its `env`, and the ConfigMaps and
    Secrets its `envFrom` names) is one the server reads (docs/configuration.md's table, which a
    test keeps equal to the code), or only a part of another variable's value ($(NAME)), or
-   RUST_LOG; its command is one of the server's.
+   RUST_LOG; its command is one of the server's;
+5. the rules of a safe first deploy: no Secret carries a value (the reader creates them, or an
+   external store syncs them); a Deployment an autoscaler scales has no `replicas`; the
+   migrations Job is named after the release; every process of the image is scrapeable (a
+   prometheus.io/port that is one of its container's ports); a default-deny NetworkPolicy, and
+   namespaces outside the shop's chosen by label, never by name; Redis has a `maxmemory` and
+   `noeviction`; every PostgreSQL pool at its largest fits the Cluster's `max_connections`.
 
 `--self-test` breaks a rendered overlay in each of those ways and fails unless every breakage is
 caught. A check that cannot run (no kubectl, no kubernetes-validate) says why and fails.
@@ -144,8 +150,8 @@ def check_settings(objects, known, verbs, errors):
         pod = spec.get("template", {}).get("spec") if obj["kind"] in ("Deployment", "Job", "StatefulSet") else None
         if not pod:
             continue
-        for c in pod.get("containers", []):
-            if c.get("image", "").split(":")[0].split("/")[-1] != IMAGE:
+        for c in pod.get("initContainers", []) + pod.get("containers", []):
+            if c.get("image", "").split("@")[0].split(":")[0].split("/")[-1] != IMAGE:
                 continue
             where = f"{obj['kind']}/{obj['metadata']['name']} container {c['name']}"
             names = [e["name"] for e in c.get("env", [])]
@@ -174,8 +180,76 @@ def check_settings(objects, known, verbs, errors):
                 errors.append(f"{where}: {args[:1]} is not a command of the server ({', '.join(sorted(verbs))})")
 
 
+# PostgreSQL's own reserve (superuser_reserved_connections) and the pools' sizes when unset.
+PG_RESERVED = 3
+PG_DEFAULT_MAX = 100
+DEFAULT_POOL = 32
+MIGRATE_POOL = 2
+
+
+def seckill_containers(obj):
+    pod = obj.get("spec", {}).get("template", {}).get("spec") or {}
+    return [c for c in pod.get("containers", []) if c.get("image", "").split("@")[0].split(":")[0].split("/")[-1] == IMAGE]
+
+
+def env_value(container, name, default=None):
+    for e in container.get("env", []):
+        if e["name"] == name and "value" in e:
+            return e["value"]
+    return default
+
+
+def check_deploy_rules(objects, errors):
+    by_kind = lambda kind: [o for o in objects if o["kind"] == kind]
+    for secret in by_kind("Secret"):
+        if secret.get("data") or secret.get("stringData"):
+            errors.append(f"Secret/{secret['metadata']['name']}: carries values; secrets are created by the reader or an external store, never committed")
+    scaled = {h["spec"]["scaleTargetRef"]["name"]: h for h in by_kind("HorizontalPodAutoscaler")}
+    release = next((c["data"].get("release") for c in by_kind("ConfigMap") if c["metadata"]["name"] == "seckill-release"), None)
+    if not release:
+        errors.append("ConfigMap/seckill-release: missing, or without `release`")
+    pools = 0
+    for d in by_kind("Deployment") + by_kind("Job"):
+        name = d["metadata"]["name"]
+        containers = seckill_containers(d)
+        if not containers:
+            continue
+        if d["kind"] == "Job":
+            if not release or not name.endswith("-" + release):
+                errors.append(f"Job/{name}: a migrations Job must be named after the release ({release})")
+            pools += MIGRATE_POOL
+            continue
+        if name in scaled and "replicas" in d["spec"]:
+            errors.append(f"Deployment/{name}: sets replicas, which the HorizontalPodAutoscaler owns (every apply would reset it)")
+        most = scaled[name]["spec"]["maxReplicas"] if name in scaled else d["spec"].get("replicas", 1)
+        pools += most * int(env_value(containers[0], "SECKILL_DB_CONNECTIONS", DEFAULT_POOL))
+        notes = d["spec"]["template"].get("metadata", {}).get("annotations", {})
+        ports = {str(p["containerPort"]) for c in containers for p in c.get("ports", [])}
+        if notes.get("prometheus.io/scrape") != "true" or notes.get("prometheus.io/port") not in ports:
+            errors.append(f"Deployment/{name}: not scrapeable (prometheus.io/scrape and a prometheus.io/port among its ports {sorted(ports)})")
+    policies = by_kind("NetworkPolicy")
+    if not any(p["spec"].get("podSelector") == {} and set(p["spec"].get("policyTypes", [])) == {"Ingress", "Egress"}
+               and not p["spec"].get("ingress") and not p["spec"].get("egress") for p in policies):
+        errors.append("NetworkPolicy: no default deny (podSelector {} on Ingress and Egress with no rule)")
+    for p in policies:
+        text = json.dumps(p["spec"])
+        if "kubernetes.io/metadata.name" in text:
+            errors.append(f"NetworkPolicy/{p['metadata']['name']}: names a namespace; choose it by a label the reader sets")
+    redis_conf = [c for c in by_kind("ConfigMap") if c["metadata"]["name"] == "seckill-redis-config"]
+    for c in redis_conf:
+        conf = "\n".join(c.get("data", {}).values())
+        if not re.search(r"^maxmemory \d+", conf, re.M) or not re.search(r"^maxmemory-policy noeviction$", conf, re.M):
+            errors.append(f"ConfigMap/{c['metadata']['name']}: Redis needs a maxmemory and maxmemory-policy noeviction")
+    for pg in [o for o in objects if o["kind"] == "Cluster" and o["apiVersion"].startswith("postgresql.cnpg.io/")]:
+        most = int(pg["spec"].get("postgresql", {}).get("parameters", {}).get("max_connections", PG_DEFAULT_MAX))
+        if pools > most - PG_RESERVED:
+            errors.append(f"Cluster/{pg['metadata']['name']}: the pools at their largest need {pools} connections, "
+                          f"max_connections {most} leaves {most - PG_RESERVED}")
+
+
 def check(objects, schemas, known, verbs):
     errors = []
+    check_deploy_rules(objects, errors)
     custom = [o for o in objects if (o["apiVersion"], o["kind"]) in schemas or "." in o["apiVersion"].split("/")[0]
               and not o["apiVersion"].split("/")[0].endswith(".k8s.io")]
     builtin = [o for o in objects if o not in custom]
@@ -211,6 +285,12 @@ def self_test(schemas, known, verbs):
     def serve(objs):
         return next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("serve"))
 
+    def worker(objs):
+        return next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("worker"))
+
+    def named(objs, kind, name):
+        return next(o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name)
+
     cases = [
         ("a setting the server does not read, in the ConfigMap",
          lambda o: first(o, "ConfigMap").setdefault("data", {}).update({"SECKILL_DRAIN_SECONDS": "30"})),
@@ -223,13 +303,32 @@ def self_test(schemas, known, verbs):
         ("an unknown field of a Deployment",
          lambda o: serve(o)["spec"].update({"replica": 3})),
         ("a wrong type in a Deployment",
-         lambda o: serve(o)["spec"].update({"replicas": "three"})),
+         lambda o: serve(o)["spec"].update({"revisionHistoryLimit": "five"})),
         ("an unknown field of a PostgreSQL Cluster",
          lambda o: first(o, "Cluster")["spec"].update({"instance": 3})),
         ("an unknown field of a RabbitmqCluster",
          lambda o: first(o, "RabbitmqCluster")["spec"].update({"replica": 3})),
         ("a wrong type in a RabbitmqCluster",
          lambda o: first(o, "RabbitmqCluster")["spec"].update({"replicas": "three"})),
+        ("a Secret with a committed value",
+         lambda o: o.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "seckill-secret"},
+                             "stringData": {"SECKILL_SECRET": "x" * 64}})),
+        ("replicas on the Deployment the autoscaler scales",
+         lambda o: serve(o)["spec"].update({"replicas": 3})),
+        ("a migrations Job not named after the release",
+         lambda o: first(o, "Job")["metadata"].update({"name": "seckill-migrate"})),
+        ("a worker Prometheus cannot scrape",
+         lambda o: worker(o)["spec"]["template"]["spec"]["containers"][0].pop("ports")),
+        ("no default-deny NetworkPolicy",
+         lambda o: o.remove(named(o, "NetworkPolicy", "default-deny"))),
+        ("a NetworkPolicy naming a namespace",
+         lambda o: named(o, "NetworkPolicy", "seckill-serve")["spec"]["ingress"][0]["from"].append(
+             {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}})),
+        ("Redis without maxmemory",
+         lambda o: named(o, "ConfigMap", "seckill-redis-config")["data"].update(
+             {k: re.sub(r"(?m)^maxmemory \S+\n", "", v) for k, v in named(o, "ConfigMap", "seckill-redis-config")["data"].items()})),
+        ("more pools than PostgreSQL's max_connections",
+         lambda o: first(o, "HorizontalPodAutoscaler")["spec"].update({"maxReplicas": 60})),
     ]
     results = [broken(what, edit) for what, edit in cases]
     if not all(results):

@@ -42,7 +42,9 @@ PREFIX_NS=sk-
 HOSTS=(edge app1 app2 app3 redis1 redis2 redis3 redis4 redis5 redis6 mq1 mq2 mq3 pg)
 PG_BIN=/usr/lib/postgresql/15/bin
 RABBIT_BIN=/usr/lib/rabbitmq/bin
-SECRET=${SECKILL_SECRET:-hosts-secret-hosts-secret-hosts-secret}
+# The instances run deployed (the image sets SECKILL_DEPLOYED), and refuse a secret any file of
+# the repository holds: the caller's, else one drawn when the hosts come up, kept with them.
+SECRET=${SECKILL_SECRET:-$(cat "$dir/secret" 2>/dev/null || true)}
 MQ_USER=seckill
 MQ_PASS=seckill-hosts
 COOKIE=seckill-hosts-rabbitmq-cookie
@@ -237,6 +239,11 @@ instances_up() {
   rootfs=$("$root/scripts/image.sh" root) || fail "no image $image to run the instances from (make image)"
   echo "image $image" >>"$dir/made"
   echo "$rootfs" >"$dir/rootfs"
+  # The release's migrations first, from the image, as its migrations Job would (deployed, the
+  # instances never migrate by themselves).
+  mapfile -t vars < <(instance_env 1)
+  on app1 env SECKILL_IMAGE_ROOT="$rootfs" "$root/scripts/image.sh" run "${vars[@]}" -- migrate >"$dir/migrate.log" 2>&1 </dev/null ||
+    { cat "$dir/migrate.log" >&2; fail "the migrations from the image failed"; }
   for n in 1 2 3; do
     mapfile -t vars < <(instance_env "$n")
     # As a runtime would start it: the image's root, user and environment, our settings.
@@ -271,6 +278,10 @@ up() {
   command -v nginx redis-server >/dev/null && [ -x "$RABBIT_BIN/rabbitmq-server" ] && [ -x "$PG_BIN/initdb" ] ||
     fail "nginx, redis, rabbitmq and postgresql are needed (make setup test-tools)"
   rm -rf "$dir"; mkdir -p "$dir"
+  if [ -z "${SECKILL_SECRET:-}" ]; then
+    SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    (umask 077 && printf '%s' "$SECRET" >"$dir/secret")
+  fi
   trap 'echo "hosts: failed; taking down what was made" >&2; down >/dev/null 2>&1' EXIT
   network_up
   say "${#HOSTS[@]} hosts on $BRIDGE, $NET.0/24"

@@ -64,6 +64,26 @@ set -e
 [ "$status" != 0 ] && grep -q 'SECKILL_SECRET is not set' <<<"$out" || fail "serve without SECKILL_SECRET said: $out"
 step "a missing setting is named in one line, exit $status"
 
+# A weak secret: short, guessable, or one the repository holds (the public list): refused in one
+# line, exit 1, each with its reason.
+refused() { # reason setting=value...
+  local why=$1; shift
+  set +e
+  out=$(in_image DATABASE_URL=postgres://x@db/x REDIS_URL=redis://r AMQP_URL=amqp://m "$@" -- serve 2>&1); status=$?
+  set -e
+  [ "$status" = 1 ] && [ "$(grep -c . <<<"$out")" = 1 ] && grep -q "$why" <<<"$out" ||
+    fail "serve with $* exited $status and said: $out"
+}
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+refused 'SECKILL_SECRET is too short' SECKILL_SECRET=0123456789abcdef
+refused 'SECKILL_SECRET looks guessable' SECKILL_SECRET=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+refused 'SECKILL_SECRET is a value published in the seckill repository' \
+  SECKILL_SECRET=replace-me-with-64-hex-characters-from-a-random-source-000000000
+refused 'SECKILL_SECRET is a value published in the seckill repository' SECKILL_SECRET=image-check-secret-image-check-secret
+refused 'SECKILL_SECRET_PREVIOUS looks guessable' SECKILL_SECRET="$SECRET" SECKILL_SECRET_PREVIOUS=passwordpasswordpasswordpassword
+refused 'SECKILL_METRICS_TOKEN is a value published' SECKILL_SECRET="$SECRET" SECKILL_METRICS_TOKEN=test-metrics-token-0123456789
+step "a short, guessable or published secret is refused in one line, exit 1 (6 cases)"
+
 # 2. migrate from the image, on a database of its own.
 $PSQL -d postgres -c "DROP DATABASE IF EXISTS $DATABASE WITH (FORCE)" -c "CREATE DATABASE $DATABASE"
 stamp=$(date +%s%N)
@@ -71,7 +91,7 @@ settings=(
   DATABASE_URL="postgres://seckill@127.0.0.1:$PG_PORT/$DATABASE"
   REDIS_URL="${REDIS_URL:-redis://127.0.0.1:56379/0}"
   AMQP_URL="${AMQP_URL:-amqp://guest:guest@127.0.0.1:55672/%2f}"
-  SECKILL_SECRET=image-check-secret-image-check-secret
+  SECKILL_SECRET="$SECRET"
   SECKILL_REDIS_PREFIX="img:$stamp:"
   SECKILL_AMQP_PREFIX="img$stamp"
   SECKILL_QUEUE_EXPIRES_MS=600000
@@ -81,8 +101,19 @@ settings=(
   SECKILL_STOCK_PER_MINUTE=1000000 SECKILL_QUEUE_PER_MINUTE=1000000
   RUST_LOG=info
 )
+# Deployed, an instance never migrates by itself: on a database without this release's
+# migrations it names the first one missing and exits; the pods' init step waits for them.
+set +e
+out=$(in_image "${settings[@]}" -- serve 2>&1 | tail -1); status=$?
+waited=$(in_image "${settings[@]}" -- migrate --wait --timeout-secs 1 2>&1 | tail -1)
+set -e
+grep -q 'the database lacks migration' <<<"$out" || fail "serve on an unmigrated database said: $out"
+grep -q 'still lacks migration' <<<"$waited" || fail "migrate --wait on an unmigrated database said: $waited"
+step "deployed, serve does not migrate: \"$(cut -c1-60 <<<"$out")…\"; migrate --wait gives up naming it"
 (in_image "${settings[@]}" -- migrate) >"$work/migrate.log" 2>&1 || { cat "$work/migrate.log"; fail "migrate from the image failed"; }
-step "migrate from the image: $(tail -1 "$work/migrate.log")"
+(in_image "${settings[@]}" -- migrate --wait --timeout-secs 10) >>"$work/migrate.log" 2>&1 ||
+  { cat "$work/migrate.log"; fail "migrate --wait after migrate did not exit 0"; }
+step "migrate from the image, then migrate --wait: $(tail -1 "$work/migrate.log")"
 
 # 3. Two instances from the image.
 serve() { # port log
@@ -109,7 +140,7 @@ cmp -s "$work/asset.br" "$rootfs/app/site$wasm.br" || fail "$wasm differs from t
 step "the storefront and $wasm (brotli, immutable) served from the image's files"
 
 # 4. A crowd through both; SIGTERM to the first mid-crowd.
-export DATABASE_URL="postgres://seckill@127.0.0.1:$PG_PORT/$DATABASE" SECKILL_SECRET=image-check-secret-image-check-secret \
+export DATABASE_URL="postgres://seckill@127.0.0.1:$PG_PORT/$DATABASE" SECKILL_SECRET="$SECRET" \
   SECKILL_REDIS_PREFIX="img:$stamp:" SECKILL_AMQP_PREFIX="img$stamp"
 "$LOAD" crowd --base-url "http://127.0.0.1:$PORT_A,http://127.0.0.1:$PORT_B" \
   --users 4000 --stock 2000 --rate 600 --concurrency 128 --retry-secs 30 --stock-shards 2 \

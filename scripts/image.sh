@@ -5,20 +5,29 @@
 # Debian packages) and a non-root user. No shell, no package manager, no time zone data (the
 # shop's time zone is PostgreSQL's business).
 #
-#   scripts/image.sh build   seckill:<version> from target/release/server and target/site
+#   scripts/image.sh build   seckill:<version> and seckill:<release> (<version>-<commit>) from
+#                            target/release/server and target/site, with its SBOM
+#   scripts/image.sh push REGISTRY [OVERLAY]
+#                            pushes seckill:<release> to REGISTRY/seckill:<release> and prints
+#                            its reference by digest; with OVERLAY (a folder of
+#                            deploy/kubernetes/overlays), pins that overlay's image and release
+#   scripts/image.sh release prints <release>
 #   scripts/image.sh root    prints the image's root filesystem, mounted (for chroot)
 #   scripts/image.sh run [VAR=value…] -- ARGS…
 #                            the image's entry with ARGS, as a runtime would start it (below)
 #   scripts/image.sh size    the image's size in bytes
 #
 # Layout: /app/server (the entry), /app/hash.txt (the asset hashes, read next to the binary),
-# /app/site (LEPTOS_SITE_ROOT). User 10001:10001. Entry `/app/server`, command `serve`; the
+# /app/site (LEPTOS_SITE_ROOT), /app/sbom.cdx.json (the SBOM: scripts/sbom.py). User 10001:10001. Entry `/app/server`, command `serve`; the
 # other commands (`worker`, `migrate`, `reconcile`, `create-merchant`, …) replace the command.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 VERSION=$(awk -F'"' '/^\[workspace.package\]/{p=1} p && /^version/{print $2; exit}' "$root/Cargo.toml")
 IMAGE=${SECKILL_IMAGE:-seckill:$VERSION}
+# A release is the version and the commit it was built from: a tag no other build reuses.
+release() { echo "$VERSION-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"; }
+PY="$root/.venv/bin/python"
 UID_GID=10001:10001
 
 fail() { echo "image: $*" >&2; exit 1; }
@@ -56,6 +65,11 @@ stage() { # folder
   printf 'root:x:0:0:root:/:/sbin/nologin\nseckill:x:10001:10001:seckill:/tmp:/sbin/nologin\n' >"$out/etc/passwd"
   printf 'root:x:0:\nseckill:x:10001:\n' >"$out/etc/group"
   printf 'hosts: files dns\n' >"$out/etc/nsswitch.conf"
+  # The SBOM last: it hashes the server and names the packages of every library copied above.
+  [ -x "$PY" ] || fail "no .venv (make py-tools): the SBOM is built with cyclonedx-python-lib"
+  "$PY" "$root/scripts/sbom.py" "$out" "$VERSION" "$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)" \
+    >"$out/app/sbom.cdx.json"
+  cp "$out/app/sbom.cdx.json" "$root/target/image-sbom.cdx.json"
 }
 
 build() {
@@ -84,6 +98,7 @@ build() {
     --label org.opencontainers.image.revision="$revision" \
     "$ctr"
   buildah commit --quiet --rm "$ctr" "$IMAGE" >/dev/null
+  podman tag "$IMAGE" "seckill:$(release)"
   trap - EXIT
   # The build before, now untagged, goes (and nothing else).
   if [ -n "$before" ] && [ "$before" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
@@ -91,7 +106,49 @@ build() {
   fi
   local bytes
   bytes=$(size)
-  echo "image: $IMAGE, $bytes bytes ($((bytes / 1024 / 1024)) MiB); files: $(du -sh "$staged" | cut -f1) in $(find "$staged" -type f | wc -l) files"
+  echo "image: $IMAGE and seckill:$(release), $bytes bytes ($((bytes / 1024 / 1024)) MiB); files: $(du -sh "$staged" | cut -f1) in $(find "$staged" -type f | wc -l) files"
+  echo "image: parts: the server $(du -b "$staged/app/server" | cut -f1) B, the site $(du -sb "$staged/app/site" | cut -f1) B, the libraries $(du -scb "$staged"/lib* "$staged/usr" 2>/dev/null | tail -1 | cut -f1) B, the certificates $(du -b "$staged/etc/ssl/certs/ca-certificates.crt" | cut -f1) B, the SBOM $(du -b "$staged/app/sbom.cdx.json" | cut -f1) B (files; the image's layer is their tar)"
+}
+
+# The image pushed to REGISTRY by its release tag; prints REGISTRY/seckill:<release>@<digest>. A
+# registry on the loopback is spoken to without TLS (the tests' own); any other needs TLS. With
+# OVERLAY, that overlay's kustomization pins the image by digest and its release.yaml names
+# the release (the migrations Job's name).
+push() { # REGISTRY [OVERLAY]
+  local registry=${1:?push REGISTRY [OVERLAY]: REGISTRY=host[:port]/path} overlay=${2:-} tag ref digest tls=() file
+  need_buildah
+  podman image exists "$IMAGE" || fail "no image $IMAGE (make image)"
+  tag=$(release)
+  case $registry in 127.0.0.1:* | localhost:* | localhost/*) tls=(--tls-verify=false) ;; esac
+  ref="$registry/seckill:$tag"
+  file=$(mktemp)
+  podman push --quiet "${tls[@]}" --digestfile "$file" "$IMAGE" "docker://$ref" >/dev/null
+  digest=$(cat "$file"); rm -f "$file"
+  [[ $digest == sha256:* ]] || fail "the registry gave no digest for $ref"
+  echo "$ref@$digest"
+  [ -z "$overlay" ] || pin "$overlay" "$registry/seckill" "$tag" "$digest"
+}
+
+# OVERLAY's image pinned (its kustomization's `images:` entry for seckill) and its release named.
+pin() { # OVERLAY NAME TAG DIGEST
+  local overlay=$1 name=$2 tag=$3 digest=$4
+  [ -f "$overlay/kustomization.yaml" ] && [ -f "$overlay/release.yaml" ] || fail "$overlay is no overlay with a release.yaml"
+  python3 - "$overlay" "$name" "$tag" "$digest" <<'PY'
+import re, sys
+overlay, name, tag, digest = sys.argv[1:]
+path = f"{overlay}/kustomization.yaml"
+text = open(path).read()
+block = f"images:\n  - name: seckill\n    newName: {name}\n    newTag: \"{tag}\"\n    digest: {digest}\n"
+text, n = re.subn(r"(?m)^images:\n(?:  .*\n)*", block, text)
+assert n == 1, f"{path} has no images: block"
+open(path, "w").write(text)
+path = f"{overlay}/release.yaml"
+text = open(path).read()
+text, n = re.subn(r'(?m)^(  release: ).*$', f'\\1"{tag}"', text)
+assert n == 1, f"{path} names no release"
+open(path, "w").write(text)
+PY
+  echo "image: $overlay pinned to $name:$tag@$digest"
 }
 
 size() { podman image inspect --format '{{.Size}}' "$IMAGE"; }
@@ -131,6 +188,8 @@ case "${1:-build}" in
   run) shift; run "$@" ;;
   unmount) podman image unmount "$IMAGE" >/dev/null ;;
   size) size ;;
+  push) shift; push "$@" ;;
+  release) release ;;
   name) echo "$IMAGE" ;;
-  *) echo "usage: $0 build|root|run [VAR=value…] -- ARGS…|unmount|size|name" >&2; exit 2 ;;
+  *) echo "usage: $0 build|root|run [VAR=value…] -- ARGS…|unmount|size|push REGISTRY [OVERLAY]|release|name" >&2; exit 2 ;;
 esac

@@ -9,7 +9,7 @@ use server::{
     },
     startup, Application, Config,
 };
-use std::io::Read;
+use std::{future::IntoFuture, io::Read};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -36,7 +36,15 @@ enum Command {
     /// Compare Redis and the database for every live activity, repair what is safe, and report.
     Reconcile,
     /// Apply the database migrations and exit.
-    Migrate,
+    Migrate {
+        /// Apply nothing: wait until the database has every migration of this release (another
+        /// process applies them: the release's migrations Job), then exit 0; exit 1 after
+        /// `--timeout-secs`. The init step of the deployed pods.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
     /// Put the next key of the waiting room's admission tickets in use on every instance (within
     /// two seconds, no restart); tickets signed with the previous key stay good until they expire.
     RotateTicketKey,
@@ -106,6 +114,53 @@ fn main() -> anyhow::Result<()> {
     ))
 }
 
+/// `server worker`: the pipeline, and its probes and metrics on `SECKILL_WORKER_ADDR`, until
+/// SIGTERM; then the workers finish what they hold within the drain.
+async fn worker(config: Config) -> anyhow::Result<()> {
+    let pipeline = startup::connect_pipeline(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.worker_addr)
+        .await
+        .with_context(|| format!("binding {} (SECKILL_WORKER_ADDR)", config.worker_addr))?;
+    let probes = server::http::ops::WorkerProbes {
+        db: pipeline.db.clone(),
+        redis: pipeline.redis.clone(),
+        broker: pipeline.broker.clone(),
+        metrics: pipeline.metrics.clone(),
+        config: std::sync::Arc::new(config.clone()),
+    };
+    let supervisor = server::infra::supervisor::Supervisor::new(pipeline.metrics.clone());
+    pipeline.start(&supervisor);
+    tracing::info!(metrics = %config.worker_addr, "relay and persister running");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let probes = tokio::spawn(
+        axum::serve(listener, server::http::ops::worker_router(probes))
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .into_future(),
+    );
+    startup::shutdown_signal().await;
+    supervisor.shutdown(config.drain).await;
+    let _ = stop.send(());
+    let _ = probes.await;
+    Ok(())
+}
+
+/// `server migrate`: applies this release's migrations; with `--wait`, applies none and waits
+/// until another process has.
+async fn migrate(config: &Config, wait: bool, timeout_secs: u64) -> anyhow::Result<()> {
+    if wait {
+        let deadline = std::time::Duration::from_secs(timeout_secs);
+        let version = db::await_migrated(&config.database_url, deadline).await?;
+        println!("the database has every migration of this release (up to {version})");
+    } else {
+        let pool = db::connect(&config.database_url, 2).await?;
+        db::migrate(&pool).await?;
+        println!("migrations applied");
+    }
+    Ok(())
+}
+
 async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyhow::Result<()> {
     if let Command::CheckAssets = command {
         server::http::site::check_assets(&settings.site_root)?;
@@ -115,9 +170,9 @@ async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyh
     settings.check_given(
         matches,
         match command {
-            Command::Migrate | Command::CreateMerchant { .. } | Command::CreateOperator { .. } => {
-                Needs::Database
-            }
+            Command::Migrate { .. }
+            | Command::CreateMerchant { .. }
+            | Command::CreateOperator { .. } => Needs::Database,
             _ => Needs::Everything,
         },
     )?;
@@ -130,15 +185,7 @@ async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyh
             app.run_until(startup::shutdown_signal()).await
         }
         Command::CheckAssets => unreachable!("answered before the configuration is read"),
-        Command::Worker => {
-            let pipeline = startup::connect_pipeline(&config).await?;
-            let supervisor = server::infra::supervisor::Supervisor::new(pipeline.metrics.clone());
-            pipeline.start(&supervisor);
-            tracing::info!("relay and persister running");
-            startup::shutdown_signal().await;
-            supervisor.shutdown(config.drain).await;
-            Ok(())
-        }
+        Command::Worker => worker(config).await,
         Command::Reconcile => {
             let state = server::http::state::AppState::connect(config).await?;
             print_reconciliation(&state.reconciler.reconcile().await?);
@@ -150,12 +197,7 @@ async fn run(command: Command, settings: Settings, matches: &ArgMatches) -> anyh
             println!("admission tickets are signed with key admission-{generation} from now on");
             Ok(())
         }
-        Command::Migrate => {
-            let pool = db::connect(&config.database_url, 2).await?;
-            db::migrate(&pool).await?;
-            println!("migrations applied");
-            Ok(())
-        }
+        Command::Migrate { wait, timeout_secs } => migrate(&config, wait, timeout_secs).await,
         Command::CreateMerchant { username, shop } => {
             let password = password_from("SECKILL_MERCHANT_PASSWORD")?;
             let pool = db::connect(&config.database_url, 2).await?;

@@ -40,23 +40,31 @@ pub fn new_session_id() -> u128 {
     rand::rng().random()
 }
 
-/// Signs claims into a cookie value, and reads them back from a correctly signed one.
+/// Signs claims into a cookie value, and reads them back from a correctly signed one: signed
+/// with the secret, or with the one before it during a rotation.
 #[derive(Clone)]
 pub struct SessionSigner {
     key: Vec<u8>,
+    previous: Option<Vec<u8>>,
 }
 
 impl SessionSigner {
     pub fn new(secret: &[u8]) -> SessionSigner {
         SessionSigner {
             key: secret.to_vec(),
+            previous: None,
         }
     }
 
+    /// Also accepts values signed with `previous` (never signs with it): a rotation of the
+    /// secret does not end the sessions signed before it.
+    pub fn accepting(mut self, previous: Option<&[u8]>) -> SessionSigner {
+        self.previous = previous.map(<[u8]>::to_vec);
+        self
+    }
+
     fn mac(&self) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(b"sid\0");
-        mac
+        mac_with(&self.key)
     }
 
     pub fn sign(&self, claims: &Claims) -> String {
@@ -80,9 +88,14 @@ impl SessionSigner {
     pub fn verify(&self, value: &str, now: i64) -> Option<Claims> {
         let (payload, sig) = value.rsplit_once('.')?;
         let sig = B64.decode(sig).ok()?;
-        let mut mac = self.mac();
-        mac.update(payload.as_bytes());
-        mac.verify_slice(&sig).ok()?;
+        let signed_with = |key: &[u8]| {
+            let mut mac = mac_with(key);
+            mac.update(payload.as_bytes());
+            mac.verify_slice(&sig).is_ok()
+        };
+        if !signed_with(&self.key) && !self.previous.as_deref().is_some_and(signed_with) {
+            return None;
+        }
         let mut parts = payload.split('.');
         let claims = Claims {
             sid: u128::from_str_radix(parts.next()?, 16).ok()?,
@@ -96,6 +109,12 @@ impl SessionSigner {
         };
         (parts.next().is_none() && claims.expires_at > now).then_some(claims)
     }
+}
+
+fn mac_with(key: &[u8]) -> Hmac<Sha256> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(b"sid\0");
+    mac
 }
 
 #[cfg(test)]
@@ -142,6 +161,19 @@ mod tests {
         let value = signer().sign(&claims());
         let other = SessionSigner::new(b"another-secret-another-secret-xx");
         assert_eq!(other.verify(&value, 1_000), None);
+    }
+
+    #[test]
+    fn after_a_rotation_a_value_signed_with_the_previous_secret_still_verifies() {
+        let before = signer().sign(&claims());
+        let rotated = SessionSigner::new(b"another-secret-another-secret-xx")
+            .accepting(Some(b"0123456789abcdef0123456789abcdef"));
+        assert_eq!(rotated.verify(&before, 1_000), Some(claims()));
+        let after = rotated.sign(&claims());
+        assert_ne!(after, before, "signed with the new secret");
+        assert_eq!(signer().verify(&after, 1_000), None);
+        let tampered = before.replacen("shopper", "merchant", 1);
+        assert_eq!(rotated.verify(&tampered, 1_000), None);
     }
 
     #[test]

@@ -1,4 +1,7 @@
-//! The activities as the buy path reads them, cached in-process for a few seconds.
+//! The activities as the buy path reads them, cached in-process for a few seconds. Once an
+//! instance has read a sale's row, no buy of that sale waits on PostgreSQL again: an expired row
+//! is answered at once and read again in the background, so a PostgreSQL that is slow, restarting
+//! or cut off from the instance costs the crowd nothing (docs/reliability.md).
 
 use crate::domain::{
     activity::{load, ActivityRow},
@@ -26,18 +29,64 @@ pub struct ActivityCache {
     unknown: Arc<parking_lot::RwLock<HashMap<i64, Instant>>>,
     /// The reads in flight, by id: a miss waits for the one read of its id.
     flights: Arc<parking_lot::Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>>,
+    /// The background re-reads in flight, by id: one at a time per sale.
+    refreshing: Arc<parking_lot::Mutex<std::collections::HashSet<i64>>>,
+    /// Until when PostgreSQL is taken as out of reach (a read failed or took longer than
+    /// [`FRESH_READ_WAIT`]): [`ActivityCache::current`] answers from the cache meanwhile.
+    down_until: Arc<parking_lot::Mutex<Option<Instant>>>,
 }
 
 const CACHE_TTL: Duration = Duration::from_secs(5);
-/// How long a buy waits for an expired row to be read again before it goes on with the copy it
-/// has (PostgreSQL slow or cut off from this instance: the sale goes on).
-const REFRESH_WAIT: Duration = Duration::from_millis(500);
+/// A background re-read that has not answered by then is given up (PostgreSQL cut off: the
+/// connection hangs rather than fails); the next request after it starts another.
+const REFRESH_WAIT: Duration = Duration::from_secs(5);
+/// How long [`ActivityCache::current`] waits for PostgreSQL before it answers from the cache.
+const FRESH_READ_WAIT: Duration = Duration::from_millis(250);
+/// After a failed or slow read, how long `current` answers from the cache without asking.
+const DOWN_FOR: Duration = Duration::from_secs(2);
 /// The most unknown ids remembered at once.
 pub const MAX_UNKNOWN: usize = 10_000;
 
 impl ActivityCache {
+    /// The row of `id` as the buy path needs it: from the cache, read from PostgreSQL only when
+    /// this instance never read it (an expired row is answered at once and read again in the
+    /// background).
     pub async fn get(&self, db: &PgPool, id: i64) -> ApiResult<Arc<ActivityRow>> {
-        self.get_or_load(id, || load(db, id)).await
+        let db = db.clone();
+        self.get_or_load(id, move || async move { load(&db, id).await })
+            .await
+    }
+
+    /// The row of `id` as PostgreSQL has it now (a sale's page: a merchant's change shows at
+    /// once), unless PostgreSQL does not answer within [`FRESH_READ_WAIT`] or failed a moment
+    /// ago: then the copy this instance has, however old.
+    pub async fn current(&self, db: &PgPool, id: i64) -> ApiResult<Arc<ActivityRow>> {
+        let down = self
+            .down_until
+            .lock()
+            .is_some_and(|until| Instant::now() < until);
+        if !down {
+            let read = tokio::time::timeout(FRESH_READ_WAIT, load(db, id))
+                .await
+                .unwrap_or(Err(ApiError::Unavailable { retry_after: 1 }));
+            match read {
+                Ok(row) => return self.store(id, row),
+                Err(e @ ApiError::Unavailable { .. }) => {
+                    self.mark_down();
+                    if self.stale(id).is_none() {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        self.stale(id)
+            .ok_or(ApiError::Unavailable { retry_after: 1 })?
+            .ok_or(ApiError::NotFound)
+    }
+
+    fn mark_down(&self) {
+        *self.down_until.lock() = Some(Instant::now() + DOWN_FOR);
     }
 
     /// The cached answer for `id` while it is fresh.
@@ -52,51 +101,63 @@ impl ActivityCache {
         (at.elapsed() < CACHE_TTL).then(|| Ok(row.clone()))
     }
 
-    /// The row of `id`, from the cache while fresh, else from `read`: one read per id at a time
-    /// (a crowd's first second sends one query per sale to PostgreSQL, not one per buy; the
-    /// others wait for it and take its row).
+    /// The row of `id`: fresh from the cache; expired, the copy at once and `read` again in the
+    /// background; never read, from `read`, one read per id at a time (a crowd's first second
+    /// sends one query per sale to PostgreSQL, not one per buy; the others wait for it and take
+    /// its row).
     async fn get_or_load<F, Fut>(&self, id: i64, read: F) -> ApiResult<Arc<ActivityRow>>
     where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = ApiResult<Option<ActivityRow>>>,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ApiResult<Option<ActivityRow>>> + Send + 'static,
     {
         if let Some(fresh) = self.fresh(id) {
             return fresh;
+        }
+        if let Some(copy) = self.stale(id) {
+            self.refresh(id, read);
+            return copy.ok_or(ApiError::NotFound);
         }
         let flight = self.flights.lock().entry(id).or_default().clone();
         let _turn = flight.lock().await;
         if let Some(fresh) = self.fresh(id) {
             return fresh;
         }
-        let answer = self.read_through(id, read).await;
+        let answer = match read().await {
+            Ok(row) => self.store(id, row),
+            Err(e) => Err(e),
+        };
         self.flights.lock().remove(&id);
         answer
     }
 
-    async fn read_through<F, Fut>(&self, id: i64, read: F) -> ApiResult<Arc<ActivityRow>>
+    /// Reads `id` again in a task of its own, unless a re-read of it is in flight.
+    fn refresh<F, Fut>(&self, id: i64, read: F)
     where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = ApiResult<Option<ActivityRow>>>,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ApiResult<Option<ActivityRow>>> + Send + 'static,
     {
-        // With a copy at hand the read is bounded; a first read waits as long as the pool lets it.
-        let loaded = if self.stale(id).is_some() {
-            tokio::time::timeout(REFRESH_WAIT, read())
-                .await
-                .unwrap_or(Err(ApiError::Unavailable { retry_after: 1 }))
-        } else {
-            read().await
-        };
-        let row = match loaded {
-            Ok(row) => row.map(Arc::new),
-            // PostgreSQL is down, restarting or out of reach: the sale goes on with what this
-            // instance last read (Redis decides the buy; the row only gives its window, limit and
-            // captcha rule).
-            Err(e @ ApiError::Unavailable { .. }) => {
-                return self.stale(id).ok_or(e)?.ok_or(ApiError::NotFound)
+        if !self.refreshing.lock().insert(id) {
+            return;
+        }
+        let cache = self.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(REFRESH_WAIT, read()).await {
+                Ok(Ok(row)) => {
+                    let _ = cache.store(id, row);
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(activity = id, error = %e, "re-reading a sale's row failed; its copy serves");
+                    cache.mark_down();
+                }
+                Err(_) => cache.mark_down(),
             }
-            Err(e) => return Err(e),
-        };
-        let Some(row) = row else {
+            cache.refreshing.lock().remove(&id);
+        });
+    }
+
+    /// Keeps what PostgreSQL answered for `id` (`None`: no such sale) and returns it.
+    fn store(&self, id: i64, row: Option<ActivityRow>) -> ApiResult<Arc<ActivityRow>> {
+        let Some(row) = row.map(Arc::new) else {
             let mut unknown = self.unknown.write();
             if unknown.len() >= MAX_UNKNOWN {
                 unknown.clear();
@@ -170,11 +231,12 @@ mod tests {
         }
     }
 
-    /// A crowd's misses of one id at once: one read, and every miss gets its answer.
+    /// A crowd's misses of one id at once.
     async fn crowd(cache: &ActivityCache, id: i64, exists: bool) -> (usize, Vec<bool>) {
-        let reads = AtomicUsize::new(0);
+        let reads = Arc::new(AtomicUsize::new(0));
         let misses = (0..64).map(|_| {
-            cache.get_or_load(id, || async {
+            let reads = reads.clone();
+            cache.get_or_load(id, move || async move {
                 reads.fetch_add(1, Ordering::SeqCst);
                 // A read slow enough that every miss arrives while it runs.
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -203,5 +265,50 @@ mod tests {
         assert!(cache.flights.lock().is_empty(), "no read left in flight");
         // Another sale is read on its own.
         assert_eq!(crowd(&cache, 9, true).await.0, 1);
+    }
+
+    /// PostgreSQL cut off: a read never answers. A buy of a sale whose row has expired takes
+    /// the copy at once; one re-read is in flight for the whole crowd, and its answer replaces
+    /// the copy once PostgreSQL is back.
+    #[tokio::test]
+    async fn an_expired_row_is_answered_at_once_while_its_read_hangs() {
+        let cache = ActivityCache::default();
+        let old = Instant::now().checked_sub(CACHE_TTL * 2).unwrap();
+        cache.entries.write().insert(7, (old, Arc::new(row(7))));
+        let reads = Arc::new(AtomicUsize::new(0));
+        let hanging = (0..64).map(|_| {
+            let reads = reads.clone();
+            cache.get_or_load(7, move || async move {
+                reads.fetch_add(1, Ordering::SeqCst);
+                std::future::pending::<ApiResult<Option<ActivityRow>>>().await
+            })
+        });
+        // Were a buy to wait on the read, it would wait forever: the guard's minute ends it.
+        let answers = tokio::time::timeout(
+            Duration::from_secs(60),
+            futures_util::future::join_all(hanging),
+        )
+        .await
+        .expect("no buy waits on a read that hangs");
+        assert!(answers.iter().all(|a| a.as_ref().is_ok_and(|r| r.id == 7)));
+        assert_eq!(cache.refreshing.lock().len(), 1, "one re-read in flight");
+
+        // PostgreSQL answers again: the re-read after the hung one replaces the copy.
+        cache.refreshing.lock().clear();
+        let mut renamed = row(7);
+        renamed.title = "read again".into();
+        let answer = cache
+            .get_or_load(7, move || async move { Ok(Some(renamed)) })
+            .await
+            .unwrap();
+        assert_eq!(
+            answer.title, "a sale",
+            "the copy answers while the re-read runs"
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while cache.cached(7).is_none_or(|r| r.title != "read again") {
+            assert!(Instant::now() < deadline, "the re-read replaced the copy");
+            tokio::task::yield_now().await;
+        }
     }
 }

@@ -140,6 +140,14 @@ impl Gate {
         }
     }
 
+    /// Also accepts the buy paths made with the secret before a rotation
+    /// (`SECKILL_SECRET_PREVIOUS`): a shopper holding one when the instances restart with the
+    /// new secret still buys.
+    pub fn accepting(mut self, previous: Option<&[u8]>) -> Gate {
+        self.paths = self.paths.accepting(previous);
+        self
+    }
+
     /// The replication wait the gate's answers go through (the relay's too).
     pub fn replication(&self) -> &Replication {
         &self.parts.replication
@@ -310,6 +318,15 @@ impl Gate {
             .gate_seconds
             .observe(started.elapsed().as_secs_f64());
         let answer = answer.map_err(|e| {
+            // Full (maxmemory with noeviction), Redis refused the script before its first write:
+            // nothing was taken, and the shopper is told the store is away, not busy.
+            if e.code() == Some("OOM") {
+                tracing::error!(
+                    activity.id = activity.id,
+                    "Redis is full (maxmemory, noeviction): buys are refused until it has room"
+                );
+                return ApiError::Unavailable { retry_after: 1 };
+            }
             // A timeout does not prove the script did not run: the client retries with its
             // Idempotency-Key and gets the first answer.
             tracing::warn!(error = %e, activity.id = activity.id, "gate call failed");

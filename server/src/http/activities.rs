@@ -9,8 +9,8 @@ use crate::{
         doors::{Door, Doors},
     },
     domain::{
-        activity::{list, load, stock::remaining},
-        report, rfc3339, ApiError, ApiResult,
+        activity::{list, stock::remaining, ActivityRow},
+        report, rfc3339, ApiResult,
     },
     infra::{keys::address_bucket, redis::Redis},
 };
@@ -50,13 +50,17 @@ async fn list_activities(State(db): State<PgPool>) -> ApiResult<Json<ActivityLis
     }))
 }
 
+/// A sale as PostgreSQL has it, or, when PostgreSQL does not answer at once, as this instance
+/// last read it: a shopper's page never waits on PostgreSQL.
 async fn get_activity(
     State(db): State<PgPool>,
+    State(activities): State<ActivityCache>,
     InPath(SaleId(id)): InPath<SaleId>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let row = load(&db, id).await?.ok_or(ApiError::NotFound)?;
-    let body = serde_json::to_vec(&row.into_activity()).map_err(anyhow::Error::from)?;
+    let row = activities.current(&db, id).await?;
+    let body = serde_json::to_vec(&ActivityRow::clone(&row).into_activity())
+        .map_err(anyhow::Error::from)?;
     let etag = format!("\"{}\"", &hex::encode(Sha256::digest(&body))[..32]);
     let cache = [(
         header::CACHE_CONTROL,

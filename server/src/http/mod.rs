@@ -16,7 +16,7 @@ pub(crate) mod exports;
 pub(crate) mod forms;
 pub(crate) mod input;
 pub(crate) mod operator;
-pub(crate) mod ops;
+pub mod ops;
 pub(crate) mod orders;
 pub(crate) mod reminders;
 pub mod session;

@@ -1,11 +1,16 @@
 //! docs/api.md "Operations": liveness, readiness and the metrics. `/readyz` asks each of PostgreSQL,
-//! Redis and RabbitMQ, all at once, each within a deadline, and names the ones that did not answer.
+//! Redis and RabbitMQ, all at once, each within a deadline, and says how each answered; an
+//! instance is ready while it can sell, that is while Redis answers: the buys go on through the
+//! journal without RabbitMQ or PostgreSQL, so their trouble shows in the body and in
+//! `seckill_dependency_up`, never by taking the instance out of its Service. `server worker`
+//! serves the same probes and metrics on a listener of its own ([`worker_router`]); a worker is
+//! ready only when all three answer, since it moves reservations between them.
 
 use crate::http::state::AppState;
 use crate::infra::{broker::Broker, config::Config, db, metrics::Metrics, redis::Redis};
 use app::api::ErrorBody;
 use axum::{
-    extract::State,
+    extract::{FromRef, State},
     http::{header, HeaderMap, StatusCode},
     response::IntoResponse,
     routing::get,
@@ -22,6 +27,37 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(readyz))
         .route("/metrics", get(exposition))
         .route("/.well-known/jwks.json", get(jwks))
+}
+
+/// What `server worker` serves on `SECKILL_WORKER_ADDR`: its liveness, its readiness and its
+/// metrics (the relay's, the persisters', the reconciler's), for the scraper and the probes.
+#[derive(Clone)]
+pub struct WorkerProbes {
+    pub db: PgPool,
+    pub redis: Redis,
+    pub broker: Broker,
+    pub metrics: Arc<Metrics>,
+    pub config: Arc<Config>,
+}
+
+macro_rules! probe_parts {
+    ($($field:ident: $part:ty),* $(,)?) => {
+        $(impl FromRef<WorkerProbes> for $part {
+            fn from_ref(probes: &WorkerProbes) -> $part {
+                probes.$field.clone()
+            }
+        })*
+    };
+}
+probe_parts!(db: PgPool, redis: Redis, broker: Broker, metrics: Arc<Metrics>, config: Arc<Config>);
+
+pub fn worker_router(probes: WorkerProbes) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(worker_readyz))
+        .route("/metrics", get(exposition))
+        .fallback(|| async { crate::domain::ApiError::NotFound })
+        .with_state(probes)
 }
 
 /// The public keys of the waiting room's admission tickets (RFC 7517): the keys that verify
@@ -52,13 +88,16 @@ async fn within<F: std::future::Future<Output = anyhow::Result<()>>>(
     }
 }
 
-async fn readyz(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    State(broker): State<Broker>,
-) -> impl IntoResponse {
+/// Each engine's answer to one round of checks, in the order postgres, redis, rabbitmq; each
+/// also sets `seckill_dependency_up`.
+async fn check_engines(
+    db: &PgPool,
+    redis: &Redis,
+    broker: &Broker,
+    metrics: &Metrics,
+) -> [(&'static str, Result<(), String>); 3] {
     let postgres = within(async {
-        db::ping(&db).await?;
+        db::ping(db).await?;
         Ok(())
     });
     let redis = within(async {
@@ -68,29 +107,77 @@ async fn readyz(
     });
     let rabbitmq = within(broker.check());
     let (postgres, redis, rabbitmq) = tokio::join!(postgres, redis, rabbitmq);
-
-    let failed: Vec<String> = [
+    let answers = [
         ("postgres", postgres),
         ("redis", redis),
         ("rabbitmq", rabbitmq),
-    ]
-    .into_iter()
-    .filter_map(|(name, r)| {
-        r.err().map(|e| {
-            tracing::warn!(dependency = name, error = %e, "not ready");
-            name.to_string()
-        })
-    })
-    .collect();
-    if failed.is_empty() {
-        (StatusCode::OK, Json(serde_json::json!({"status": "ready"}))).into_response()
-    } else {
+    ];
+    for (name, answer) in &answers {
+        metrics.dependency(name, answer.is_ok());
+        if let Err(e) = answer {
+            tracing::warn!(dependency = name, error = %e, "not answering");
+        }
+    }
+    answers
+}
+
+/// `200` while the engines in `needed` answer (`ready`, or `degraded` when another does not,
+/// each engine's answer in the body), else `503 not_ready` naming every engine that did not.
+fn readiness(
+    answers: [(&'static str, Result<(), String>); 3],
+    needed: &[&str],
+) -> axum::response::Response {
+    let failed: Vec<&str> = answers
+        .iter()
+        .filter(|(_, a)| a.is_err())
+        .map(|(name, _)| *name)
+        .collect();
+    if failed.iter().any(|name| needed.contains(name)) {
         let body = ErrorBody {
             error: "not_ready".into(),
             message: format!("not answering: {}", failed.join(", ")),
         };
-        (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     }
+    let mut body = serde_json::Map::new();
+    let status = if failed.is_empty() {
+        "ready"
+    } else {
+        "degraded"
+    };
+    body.insert("status".into(), status.into());
+    for (name, answer) in answers {
+        let said = match answer {
+            Ok(()) => "ok".to_string(),
+            Err(e) => format!("not answering: {e}"),
+        };
+        body.insert(name.into(), said.into());
+    }
+    (StatusCode::OK, Json(serde_json::Value::Object(body))).into_response()
+}
+
+async fn readyz(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(broker): State<Broker>,
+    State(metrics): State<Arc<Metrics>>,
+) -> impl IntoResponse {
+    readiness(
+        check_engines(&db, &redis, &broker, &metrics).await,
+        &["redis"],
+    )
+}
+
+async fn worker_readyz(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(broker): State<Broker>,
+    State(metrics): State<Arc<Metrics>>,
+) -> impl IntoResponse {
+    readiness(
+        check_engines(&db, &redis, &broker, &metrics).await,
+        &["postgres", "redis", "rabbitmq"],
+    )
 }
 
 /// The metrics, for the operator's Prometheus only: `Authorization: Bearer <SECKILL_METRICS_TOKEN>`

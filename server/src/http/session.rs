@@ -56,6 +56,13 @@ impl SessionKeys {
         }
     }
 
+    /// Also accepts cookies signed with the secret before a rotation
+    /// (`SECKILL_SECRET_PREVIOUS`).
+    pub fn accepting(mut self, previous: Option<&[u8]>) -> SessionKeys {
+        self.signer = self.signer.accepting(previous);
+        self
+    }
+
     pub fn sign(&self, claims: &Claims) -> String {
         self.signer.sign(claims)
     }

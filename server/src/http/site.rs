@@ -7,6 +7,7 @@
 //! be revalidated.
 
 use crate::{
+    buy::activities::ActivityCache,
     domain::{
         activity::{self, ActivityRow},
         forecast, report, ApiError,
@@ -119,11 +120,13 @@ pub fn check_assets(site_root: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Pages read activities straight from the database, and their stock from Redis: the server
-/// renders each sale's phase from what it sees as it renders the page.
+/// Pages read activities from the database (a sale's page, when PostgreSQL does not answer at
+/// once, from the instance's copy: `ActivityCache::current`), and their stock from Redis: the
+/// server renders each sale's phase from what it sees as it renders the page.
 pub struct CatalogStorefront {
     db: PgPool,
     redis: Redis,
+    activities: ActivityCache,
 }
 
 impl CatalogStorefront {
@@ -168,10 +171,14 @@ impl StorefrontSource for CatalogStorefront {
 
     fn activity(&self, SaleId(id): SaleId) -> BoxFuture<'_, Loaded<Option<SaleState>>> {
         Box::pin(async move {
-            let row = activity::load(&self.db, id).await.map_err(|e| {
-                tracing::error!(error = ?e, activity.id = id, "rendering an activity");
-                "The sale could not be loaded.".to_string()
-            })?;
+            let row = match self.activities.current(&self.db, id).await {
+                Ok(row) => Some(ActivityRow::clone(&row)),
+                Err(ApiError::NotFound) => None,
+                Err(e) => {
+                    tracing::error!(error = ?e, activity.id = id, "rendering an activity");
+                    return Err("The sale could not be loaded.".to_string());
+                }
+            };
             Ok(match row {
                 Some(row) => {
                     // The view counted and the stock read at once: one round trip's wait.
@@ -204,8 +211,12 @@ impl StorefrontSource for CatalogStorefront {
     }
 }
 
-pub fn storefront(db: PgPool, redis: Redis) -> Storefront {
-    Storefront(Arc::new(CatalogStorefront { db, redis }))
+pub fn storefront(db: PgPool, redis: Redis, activities: ActivityCache) -> Storefront {
+    Storefront(Arc::new(CatalogStorefront {
+        db,
+        redis,
+        activities,
+    }))
 }
 
 /// One response header set, then the next.

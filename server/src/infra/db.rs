@@ -1,5 +1,6 @@
-//! PostgreSQL: the pool and the migrations, applied at start-up (sqlx takes an advisory lock, so
-//! several instances starting together apply them once).
+//! PostgreSQL: the pool and the migrations, applied at start-up on a development box (sqlx takes
+//! an advisory lock, so several instances starting together apply them once), and by `server
+//! migrate` alone where the process is deployed (`SECKILL_MIGRATE_ON_START`).
 
 use anyhow::Context;
 use sqlx::{postgres::PgPoolOptions, PgPool};
@@ -23,6 +24,82 @@ pub async fn migrate(db: &PgPool) -> anyhow::Result<()> {
     let mut migrator = sqlx::migrate!("../migrations");
     migrator.set_ignore_missing(true);
     migrator.run(db).await.context("running migrations")
+}
+
+/// The oldest migration of this release that `db` has not applied (`None`: it has them all; a
+/// database never migrated lacks the first).
+pub async fn missing_migration(db: &PgPool) -> anyhow::Result<Option<i64>> {
+    let migrator = sqlx::migrate!("../migrations");
+    let applied: Vec<i64> =
+        match sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+            .fetch_all(db)
+            .await
+        {
+            Ok(applied) => applied,
+            // No table yet: nothing was ever applied.
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => Vec::new(),
+            Err(e) => return Err(e).context("reading the applied migrations"),
+        };
+    Ok(migrator
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .map(|m| m.version)
+        .find(|v| !applied.contains(v)))
+}
+
+/// Refuses to go on, naming the first migration `db` lacks (a deployed process does not migrate
+/// by itself: the release's migrations Job or `server migrate` does, before it starts).
+pub async fn require_migrated(db: &PgPool) -> anyhow::Result<()> {
+    if let Some(version) = missing_migration(db).await? {
+        anyhow::bail!(
+            "the database lacks migration {version} of this release: run `server migrate` (the \
+             release's migrations Job) first (docs/deploy.md \"Upgrades\")"
+        );
+    }
+    Ok(())
+}
+
+/// `server migrate --wait`: polls until the database has every migration of this release, and
+/// returns the newest one; fails after `deadline`, naming the one still missing.
+pub async fn await_migrated(url: &str, deadline: Duration) -> anyhow::Result<i64> {
+    let started = std::time::Instant::now();
+    let newest = sqlx::migrate!("../migrations")
+        .iter()
+        .map(|m| m.version)
+        .max()
+        .unwrap_or_default();
+    let mut said = None;
+    loop {
+        let missing = match connect(url, 1).await {
+            Ok(db) => {
+                let missing = missing_migration(&db).await;
+                db.close().await;
+                missing
+            }
+            Err(e) => Err(e),
+        };
+        match missing {
+            Ok(None) => return Ok(newest),
+            Ok(Some(version)) if said != Some(version) => {
+                println!(
+                    "waiting for migration {version} (the release's migrations Job applies it)"
+                );
+                said = Some(version);
+            }
+            Ok(Some(_)) => {}
+            Err(e) => tracing::warn!(error = %format!("{e:#}"), "reading the migrations"),
+        }
+        if started.elapsed() >= deadline {
+            match said {
+                Some(version) => anyhow::bail!(
+                    "the database still lacks migration {version} of this release after {} s",
+                    deadline.as_secs()
+                ),
+                None => anyhow::bail!("PostgreSQL did not answer within {} s", deadline.as_secs()),
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }
 
 /// A transaction whose `BEGIN` runs to its end even when the caller is dropped meanwhile (a

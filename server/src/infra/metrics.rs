@@ -1,7 +1,10 @@
 //! Prometheus metrics: buy outcomes, gate latency, journal lag, persisted and dead-lettered orders.
 
 use prometheus_client::{
-    encoding::{text::encode, EncodeLabelSet},
+    encoding::{
+        text::{encode_eof, encode_registry},
+        EncodeLabelSet,
+    },
     metrics::{
         counter::Counter,
         family::Family,
@@ -10,7 +13,10 @@ use prometheus_client::{
     },
     registry::Registry,
 };
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicBool, Ordering},
+    Arc,
+};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Outcome {
@@ -34,12 +40,24 @@ pub struct WorkerLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DependencyLabel {
+    pub dependency: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActivityLabel {
     pub activity: i64,
 }
 
 pub struct Metrics {
     registry: Registry,
+    /// The relay's, the persisters', the reconciler's and the supervisor's: exported only by a
+    /// process that runs them (an instance with `SECKILL_NO_WORKERS` would report a journal lag
+    /// of 0 that nothing measures, which looks healthy).
+    pipeline: Registry,
+    runs_pipeline: AtomicBool,
+    /// 1 while the engine answered this process's last check (`/readyz`, every probe), else 0.
+    pub dependency_up: Family<DependencyLabel, Gauge>,
     pub buys: Family<Outcome, Counter>,
     pub gate_seconds: Histogram,
     pub gate_batch_size: Histogram,
@@ -79,15 +97,24 @@ fn counter(registry: &mut Registry, name: &str, help: &str) -> Counter {
     counter
 }
 
-/// The supervisor's: restarts by worker.
-fn register_workers(registry: &mut Registry) -> Family<WorkerLabel, Counter> {
+/// The process's own: its workers' restarts (the supervisor's), by worker, and its engines'
+/// answers to its last readiness check.
+fn register_process(
+    registry: &mut Registry,
+) -> (Family<WorkerLabel, Counter>, Family<DependencyLabel, Gauge>) {
     let worker_restarts = Family::<WorkerLabel, Counter>::default();
     registry.register(
         "worker_restarts",
         "Background workers that ended (a panic, an error, an abort) and were started again, by worker",
         worker_restarts.clone(),
     );
-    worker_restarts
+    let dependency_up = Family::<DependencyLabel, Gauge>::default();
+    registry.register(
+        "dependency_up",
+        "1 while the engine (postgres, redis, rabbitmq) answered this process's last readiness check, else 0",
+        dependency_up.clone(),
+    );
+    (worker_restarts, dependency_up)
 }
 
 impl Metrics {
@@ -107,19 +134,20 @@ impl Metrics {
             "Buys decided by one gate script call",
             gate_batch_size.clone(),
         );
+        let mut pipeline = Registry::with_prefix("seckill");
         let journal_lag = Gauge::default();
-        registry.register(
+        pipeline.register(
             "journal_lag",
             "Reservations in the journal not yet confirmed by RabbitMQ",
             journal_lag.clone(),
         );
         let relayed = counter(
-            &mut registry,
+            &mut pipeline,
             "relayed_reservations",
             "Reservations published to RabbitMQ and confirmed",
         );
         let relay_held = counter(
-            &mut registry,
+            &mut pipeline,
             "relay_held_journal_reads",
             "Journal reads the relay held back because their master's replica had not acknowledged them",
         );
@@ -134,25 +162,28 @@ impl Metrics {
             "Buys answered while their master had no replica connected (durable by its AOF only)",
         );
         let persisted = counter(
-            &mut registry,
+            &mut pipeline,
             "persisted_orders",
             "Orders written to PostgreSQL",
         );
         let dead_lettered = counter(
-            &mut registry,
+            &mut pipeline,
             "dead_lettered_reservations",
             "Reservations that ended failed via the dead-letter queue",
         );
         let stock_drift = Family::<ActivityLabel, Gauge>::default();
-        registry.register(
+        pipeline.register(
             "stock_drift",
             "Redis remaining minus (total_stock - sold) at the last reconciliation",
             stock_drift.clone(),
         );
         let (queue_polls, queue_held) = register_queue(&mut registry);
-        let worker_restarts = register_workers(&mut registry);
+        let (worker_restarts, dependency_up) = register_process(&mut registry);
         Arc::new(Metrics {
             registry,
+            pipeline,
+            runs_pipeline: AtomicBool::new(true),
+            dependency_up,
             buys,
             gate_seconds,
             gate_batch_size,
@@ -207,10 +238,30 @@ impl Metrics {
         self.buys.get_or_create(&Outcome { result }).inc();
     }
 
-    /// The OpenMetrics text of every metric.
+    /// This process runs no relay, persister or reconciler: their metrics are left out.
+    pub fn without_pipeline(&self) {
+        self.runs_pipeline.store(false, Ordering::Relaxed);
+    }
+
+    pub fn dependency(&self, dependency: &'static str, up: bool) {
+        self.dependency_up
+            .get_or_create(&DependencyLabel { dependency })
+            .set(i64::from(up));
+    }
+
+    /// The OpenMetrics text of every metric this process measures.
     pub fn exposition(&self) -> String {
         let mut out = String::new();
-        if encode(&mut out, &self.registry).is_err() {
+        let encoded = encode_registry(&mut out, &self.registry)
+            .and_then(|()| {
+                if self.runs_pipeline.load(Ordering::Relaxed) {
+                    encode_registry(&mut out, &self.pipeline)
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| encode_eof(&mut out));
+        if encoded.is_err() {
             out.clear();
         }
         out

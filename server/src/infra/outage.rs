@@ -19,10 +19,13 @@ pub fn sqlx_unavailable(e: &sqlx::Error) -> bool {
     }
 }
 
-/// Connection failures, timeouts, a Redis that is still loading its data, and a Redis Cluster
-/// whose slot is between two masters (redirects the client could not follow in time).
+/// Connection failures, timeouts, a Redis that is still loading its data, a Redis Cluster
+/// whose slot is between two masters (redirects the client could not follow in time), and a
+/// Redis that is full: at its `maxmemory` with `noeviction` it refuses every write (`OOM`) before
+/// a script has written anything, so the buy took nothing and may be tried again.
 pub fn redis_unavailable(e: &redis::RedisError) -> bool {
-    e.is_io_error()
+    e.code() == Some("OOM")
+        || e.is_io_error()
         || e.is_connection_dropped()
         || e.is_connection_refusal()
         || e.is_timeout()

@@ -57,8 +57,15 @@ async fn connect_redis(config: &Config) -> anyhow::Result<(redis_conn::Conn, usi
 async fn connect_engines(
     config: &Config,
 ) -> anyhow::Result<(sqlx::PgPool, Redis, Broker, Replication)> {
-    let db = until_available("PostgreSQL", || db::connect(&config.database_url, 32)).await?;
-    db::migrate(&db).await?;
+    let db = until_available("PostgreSQL", || {
+        db::connect(&config.database_url, config.db_connections)
+    })
+    .await?;
+    if config.migrate_on_start {
+        db::migrate(&db).await?;
+    } else {
+        db::require_migrated(&db).await?;
+    }
     let (conn, masters, replication) = connect_redis(config).await?;
     let broker = Broker::new(&config.amqp_url);
     if let Err(e) = broker.connection().await {
@@ -121,11 +128,10 @@ impl AppState {
     ) -> anyhow::Result<AppState> {
         let (db, redis, broker, replication) = connect_engines(&config).await?;
         create_configured_accounts(&db, &config).await?;
-        let sessions = Arc::new(SessionKeys::new(
-            &config.secret.0,
-            config.session_ttl,
-            config.cookie_secure,
-        ));
+        let sessions = Arc::new(
+            SessionKeys::new(&config.secret.0, config.session_ttl, config.cookie_secure)
+                .accepting(config.secret_previous.as_ref().map(|s| &s.0[..])),
+        );
         // Before the first request: a session ended before this start stays ended.
         sessions.revocations.load(&db).await?;
         AppState::assemble(config, db, redis, broker, replication, sessions, payments)
@@ -171,7 +177,8 @@ impl AppState {
                 replication: pipeline.replication.clone(),
                 waiting_room: waiting_room.clone(),
             },
-        );
+        )
+        .accepting(config.secret_previous.as_ref().map(|s| &s.0[..]));
         Ok(AppState::new(Shared {
             sessions,
             passwords: Passwords::new(

@@ -43,6 +43,9 @@ impl Application {
         workers::spawn_instance_workers(&state);
         if state.config.run_workers {
             state.spawn_workers();
+        } else {
+            // The journal's lag, the relay's and the persisters' figures are the workers' to say.
+            state.metrics.without_pipeline();
         }
         let listener = TcpListener::bind(state.config.addr)
             .await

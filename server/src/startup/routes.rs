@@ -12,7 +12,6 @@ use axum::{
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::path::Path;
-use tower::ServiceBuilder;
 use tower_http::{
     compression::{
         predicate::{NotForContentType, Predicate, SizeAbove},
@@ -43,7 +42,11 @@ pub(super) fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
     let shell = move |options| app::shell(options, assets.clone());
-    let storefront = site::storefront(state.db.clone(), state.redis.clone());
+    let storefront = site::storefront(
+        state.db.clone(),
+        state.redis.clone(),
+        state.activities.clone(),
+    );
     let app = Router::new()
         .nest("/api", api_router(layers))
         .merge(http::ops::router())
@@ -85,22 +88,30 @@ fn api_router(layers: Layers) -> Router<AppState> {
         .layer(middleware::from_fn(http::input::no_store_when_signed_in))
 }
 
-/// `/pkg`: the wasm, scripts and styles, precompressed; immutable when their names are hashed.
-fn pkg_service(
-    site: &Path,
-    hashed: bool,
-) -> tower_http::set_header::SetResponseHeader<ServeDir, HeaderValue> {
-    let cache = if hashed { site::IMMUTABLE } else { "no-cache" };
-    ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(cache),
-        ))
-        .service(
-            ServeDir::new(site.join("pkg"))
-                .precompressed_br()
-                .precompressed_gzip(),
-        )
+/// `/pkg`: the wasm, scripts and styles, precompressed; immutable when their names are hashed,
+/// and only when found: during a rollout a page of the next release may ask an instance of this
+/// one for an asset it does not have, and that 404 must never be kept (by a CDN, or the browser)
+/// for the year an asset is.
+fn pkg_service(site: &Path, hashed: bool) -> axum::routing::MethodRouter {
+    let found = HeaderValue::from_static(if hashed { site::IMMUTABLE } else { "no-cache" });
+    let files = ServeDir::new(site.join("pkg"))
+        .precompressed_br()
+        .precompressed_gzip();
+    axum::routing::get_service(files).layer(axum::middleware::map_response(
+        move |mut resp: axum::response::Response| {
+            let found = found.clone();
+            async move {
+                let cache = match resp.status() {
+                    StatusCode::OK | StatusCode::PARTIAL_CONTENT | StatusCode::NOT_MODIFIED => {
+                        found
+                    }
+                    _ => HeaderValue::from_static("no-store"),
+                };
+                resp.headers_mut().insert(header::CACHE_CONTROL, cache);
+                resp
+            }
+        },
+    ))
 }
 
 /// The middleware around every route, innermost first.

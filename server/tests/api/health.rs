@@ -13,19 +13,9 @@ async fn readyz_is_ready_when_postgres_redis_and_rabbitmq_answer() {
     let (status, body) = json(app.get("/readyz").await).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "ready");
-}
-
-#[tokio::test]
-async fn readyz_names_rabbitmq_when_it_does_not_answer() {
-    // Port 9 (discard) is closed here: nothing speaks AMQP on it.
-    let app = spawn_app_with(|c| c.amqp_url = "amqp://guest:guest@127.0.0.1:9/%2f".into()).await;
-    let body = assert_error(app.get("/readyz").await, 503, "not_ready").await;
-    let message = body["message"].as_str().unwrap();
-    assert!(message.contains("rabbitmq"), "{message}");
-    assert!(
-        !message.contains("postgres") && !message.contains("redis"),
-        "{message}"
-    );
+    for engine in ["postgres", "redis", "rabbitmq"] {
+        assert_eq!(body[engine], "ok", "{body}");
+    }
 }
 
 #[tokio::test]

@@ -129,6 +129,9 @@ pub fn test_config() -> Config {
     Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         database_url: env_or("DATABASE_URL", DEFAULT_DATABASE_URL),
+        db_connections: 32,
+        migrate_on_start: true,
+        worker_addr: "127.0.0.1:0".parse().unwrap(),
         // `REDIS_CLUSTER_URLS` set: the whole suite runs against a Redis Cluster, each buy
         // answered once its reservation is on a replica, as in production.
         redis_wait_replicas: u32::from(redis.is_cluster()),
@@ -136,6 +139,7 @@ pub fn test_config() -> Config {
         redis,
         amqp_url: env_or("AMQP_URL", DEFAULT_AMQP_URL),
         secret: Secret(SECRET.to_vec()),
+        secret_previous: None,
         redis_prefix: format!("test:{}:", uuid::Uuid::new_v4().simple()),
         cookie_secure: false,
         asset_base_url: String::new(),

@@ -9,6 +9,7 @@ mod admin;
 mod batch;
 mod bot_check;
 mod crowd;
+mod deployed;
 mod doors;
 mod forms;
 mod fuzz;

@@ -513,3 +513,47 @@ async fn an_order_page_follows_a_token_and_says_a_non_token_is_no_page() {
         "{refused}"
     );
 }
+
+/// A hashed asset found is kept a year (`immutable`); one that is not there, as a page of the next
+/// release asks an instance of this one during a rollout, is `404` and kept nowhere: a CDN or a
+/// browser that kept that answer a year would break the page long after the rollout. The
+/// release server itself (it finds its assets' hashes beside its binary).
+#[tokio::test]
+async fn an_asset_is_immutable_only_when_found_and_a_missing_one_is_never_kept() {
+    let app = spawn_app_with(|c| c.run_workers = false).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = server_command(&app, "serve")
+        .env("SECKILL_ADDR", format!("127.0.0.1:{port}"))
+        .env("SECKILL_NO_WORKERS", "1")
+        .spawn()
+        .expect("the server starts");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let page = eventually(60, "the release server's storefront", || async {
+        let resp = http.get(format!("{base}/")).send().await.ok()?;
+        (resp.status() == 200).then_some(resp.text().await.ok()?)
+    })
+    .await;
+    let css = page
+        .split('"')
+        .find(|s| s.starts_with("/pkg/") && s.ends_with(".css"))
+        .expect("the page names its stylesheet")
+        .to_string();
+    let found = http.get(format!("{base}{css}")).send().await.unwrap();
+    let missing = css.replace("/pkg/", "/pkg/0000");
+    let absent = http.get(format!("{base}{missing}")).send().await.unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(found.status(), 200, "{css}");
+    assert_eq!(
+        found.headers()["cache-control"],
+        "public, max-age=31536000, immutable",
+        "{css}"
+    );
+    assert_eq!(absent.status(), 404, "{missing}");
+    assert_eq!(absent.headers()["cache-control"], "no-store", "{missing}");
+}

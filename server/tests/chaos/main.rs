@@ -318,8 +318,9 @@ impl Deployment {
         }
     }
 
-    /// Until every HTTP instance answers `/readyz` with 200 (PostgreSQL, Redis and RabbitMQ all
-    /// answer it), and nginx, if there is one, passes requests on.
+    /// Until every HTTP instance answers `/readyz` with 200 and `ready` (PostgreSQL, Redis and
+    /// RabbitMQ all answer it: `degraded` is ready to sell, not recovered), and nginx, if there
+    /// is one, passes requests on.
     async fn wait_ready(&self, secs: u64) {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(3))
@@ -336,7 +337,9 @@ impl Deployment {
         for base in bases {
             eventually(secs, &format!("{base}/readyz answers 200"), || async {
                 let resp = http.get(format!("{base}/readyz")).send().await.ok()?;
-                (resp.status() == 200).then_some(())
+                let ready = resp.status() == 200;
+                let body: serde_json::Value = resp.json().await.ok()?;
+                (ready && body["status"] == "ready").then_some(())
             })
             .await;
         }

@@ -72,10 +72,10 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
 
     let mut tokens = crowd_buys(&app, &buyers[..100], id).await;
     services("rabbitmq-down");
-    // Down indeed: the instance says it is not ready, naming RabbitMQ.
+    // Down indeed: the instance says so, naming RabbitMQ, and stays ready: it sells on.
     eventually(30, "readiness names RabbitMQ", || async {
         let (status, body) = json(app.get("/readyz").await).await;
-        (status == 503 && body.to_string().contains("rabbitmq")).then_some(())
+        (status == 200 && body["status"] == "degraded" && body["rabbitmq"] != "ok").then_some(())
     })
     .await;
     let persisted_before: i64 = sqlx::query_scalar("SELECT count(*) FROM orders")
@@ -137,7 +137,8 @@ async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
         );
     }
     eventually(10, "ready again", || async {
-        (app.get("/readyz").await.status().as_u16() == 200).then_some(())
+        let (status, body) = json(app.get("/readyz").await).await;
+        (status == 200 && body["status"] == "ready").then_some(())
     })
     .await;
 }

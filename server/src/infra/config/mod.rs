@@ -8,6 +8,7 @@
 
 mod limits;
 mod settings;
+pub mod strength;
 #[cfg(test)]
 mod tests;
 
@@ -23,6 +24,12 @@ use std::{net::SocketAddr, time::Duration};
 pub struct Config {
     pub addr: SocketAddr,
     pub database_url: String,
+    /// The PostgreSQL pool's size (`SECKILL_DB_CONNECTIONS`).
+    pub db_connections: u32,
+    /// `serve` and `worker` migrate as they start (a development box) or leave it to `migrate`.
+    pub migrate_on_start: bool,
+    /// `server worker`'s listener for its metrics and probes.
+    pub worker_addr: SocketAddr,
     /// One Redis (`REDIS_URL`) or a Redis Cluster (`REDIS_CLUSTER_URLS`, comma-separated seeds).
     pub redis: Target,
     /// Replicas that must hold a reservation before its `202` (see `infra/replication.rs`);
@@ -33,6 +40,8 @@ pub struct Config {
     pub amqp_url: String,
     /// HMAC key for cookies and buy paths. Never logged.
     pub secret: Secret,
+    /// The key before a rotation, still accepted (`SECKILL_SECRET_PREVIOUS`).
+    pub secret_previous: Option<Secret>,
     /// Prefix of every Redis key this instance touches (tests give each app its own).
     pub redis_prefix: String,
     pub cookie_secure: bool,
@@ -148,7 +157,15 @@ impl Config {
             redis,
             addr: s.addr,
             database_url: s.database_url,
+            db_connections: s.db_connections,
+            migrate_on_start: s.migrate_on_start.unwrap_or(!s.deployed),
+            worker_addr: s.worker_addr,
             amqp_url: s.amqp_url,
+            secret_previous: match s.secret_previous {
+                Some(p) if p.len() >= 32 => Some(Secret(p.into_bytes())),
+                Some(_) => bail!("SECKILL_SECRET_PREVIOUS must be at least 32 characters"),
+                None => None,
+            },
             secret: secret(s.secret)?,
             redis_prefix: s.redis_prefix,
             cookie_secure: s.cookie_secure,

@@ -20,6 +20,16 @@ pub struct Settings {
     /// PostgreSQL.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
     pub database_url: String,
+    /// The most PostgreSQL connections this process opens (docs/deploy.md "Connections": every
+    /// process's pool at its largest must fit the server's `max_connections`).
+    #[arg(long, env = "SECKILL_DB_CONNECTIONS", default_value_t = 32,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub db_connections: u32,
+    /// Whether `serve` and `worker` apply this release's migrations as they start. Unset: yes on
+    /// a development box, no where `SECKILL_DEPLOYED` is on (the release's migrations Job, or
+    /// `server migrate`, applies them first, docs/deploy.md "Upgrades").
+    #[arg(long, env = "SECKILL_MIGRATE_ON_START", value_parser = BoolishValueParser::new())]
+    pub migrate_on_start: Option<bool>,
     /// Redis (one server).
     #[arg(long, env = "REDIS_URL", default_value = DEFAULT_REDIS_URL)]
     pub redis_url: String,
@@ -41,6 +51,10 @@ pub struct Settings {
     /// balancer needs the same one. Unset: one is generated and printed, for this process only.
     #[arg(long, env = "SECKILL_SECRET", hide_env_values = true)]
     pub secret: Option<String>,
+    /// During a rotation, the secret before `SECKILL_SECRET`: cookies and buy paths signed with it
+    /// are still accepted, nothing new is signed with it (docs/deploy.md "The secret").
+    #[arg(long, env = "SECKILL_SECRET_PREVIOUS", hide_env_values = true)]
+    pub secret_previous: Option<String>,
     /// Prefix of every Redis key (no braces: they name Redis Cluster hash tags).
     #[arg(long, env = "SECKILL_REDIS_PREFIX", default_value = "sk:")]
     pub redis_prefix: String,
@@ -192,6 +206,10 @@ pub struct Settings {
     /// `serve` runs no relay or persister (they run in `server worker` processes).
     #[arg(long, env = "SECKILL_NO_WORKERS", value_parser = BoolishValueParser::new())]
     pub no_workers: bool,
+    /// Where `server worker` serves its `/metrics` (with `SECKILL_METRICS_TOKEN`), `/healthz` and
+    /// `/readyz` (host:port).
+    #[arg(long, env = "SECKILL_WORKER_ADDR", default_value = "127.0.0.1:3001")]
+    pub worker_addr: SocketAddr,
     /// Persister consumers per worker process, each on its own channel: while one waits for
     /// PostgreSQL to commit, another marks Redis and acknowledges.
     #[arg(long, env = "SECKILL_PERSISTERS", default_value_t = 2,
@@ -341,11 +359,19 @@ impl Settings {
         if !given("amqp_url") {
             return Err(missing("AMQP_URL", "the RabbitMQ to use"));
         }
-        if self.secret.is_none() {
+        let Some(secret) = &self.secret else {
             return Err(missing(
                 "SECKILL_SECRET",
                 "every instance needs the same one, of at least 32 characters",
             ));
+        };
+        use super::strength::{check, SIGNING, TOKEN};
+        check("SECKILL_SECRET", secret, SIGNING)?;
+        if let Some(previous) = &self.secret_previous {
+            check("SECKILL_SECRET_PREVIOUS", previous, SIGNING)?;
+        }
+        if let Some(token) = &self.metrics_token {
+            check("SECKILL_METRICS_TOKEN", token, TOKEN)?;
         }
         Ok(())
     }

@@ -132,9 +132,35 @@ fn a_deployed_process_names_the_first_setting_it_lacks() {
         "{message}"
     );
     assert!(!message.contains('\n'), "one line: {message}");
-    let secret = "s".repeat(32);
+    // Given but weak: one line naming it and why.
+    let weak = "s".repeat(32);
+    let with_weak = [&broker[..], &["--secret", &weak]].concat();
+    assert!(first(&with_weak, Needs::Everything).starts_with("SECKILL_SECRET looks guessable"));
+    let public = [
+        &broker[..],
+        &["--secret", "0123456789abcdef0123456789abcdef"],
+    ]
+    .concat();
+    assert!(first(&public, Needs::Everything).contains("published in the seckill repository"));
+    let secret = super::generate_secret();
     let complete = [&broker[..], &["--secret", &secret]].concat();
     assert_eq!(missing(&complete, Needs::Everything), None);
+    // The one before a rotation and the metrics token are held to the same rules.
+    let previous = [&complete[..], &["--secret-previous", &weak]].concat();
+    assert!(
+        first(&previous, Needs::Everything).starts_with("SECKILL_SECRET_PREVIOUS looks guessable")
+    );
+    let token = [
+        &complete[..],
+        &["--metrics-token", "test-metrics-token-0123456789"],
+    ]
+    .concat();
+    assert!(
+        first(&token, Needs::Everything).starts_with("SECKILL_METRICS_TOKEN is a value published")
+    );
+    let before = super::generate_secret();
+    let rotated = [&complete[..], &["--secret-previous", &before]].concat();
+    assert_eq!(missing(&rotated, Needs::Everything), None);
 }
 
 #[test]
