@@ -76,11 +76,12 @@ refused() { # reason setting=value...
 }
 SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 refused 'SECKILL_SECRET is too short' SECKILL_SECRET=0123456789abcdef
-refused 'SECKILL_SECRET looks guessable' SECKILL_SECRET=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+# Made here, so no file of the repository holds them (those are refused as published).
+refused 'SECKILL_SECRET looks guessable' SECKILL_SECRET="$(printf 'b%.0s' {1..48})"
 refused 'SECKILL_SECRET is a value published in the seckill repository' \
   SECKILL_SECRET=replace-me-with-64-hex-characters-from-a-random-source-000000000
 refused 'SECKILL_SECRET is a value published in the seckill repository' SECKILL_SECRET=image-check-secret-image-check-secret
-refused 'SECKILL_SECRET_PREVIOUS looks guessable' SECKILL_SECRET="$SECRET" SECKILL_SECRET_PREVIOUS=passwordpasswordpasswordpassword
+refused 'SECKILL_SECRET_PREVIOUS looks guessable' SECKILL_SECRET="$SECRET" SECKILL_SECRET_PREVIOUS="$(printf 'letmein%.0s' 1 2 3 4 5)"
 refused 'SECKILL_METRICS_TOKEN is a value published' SECKILL_SECRET="$SECRET" SECKILL_METRICS_TOKEN=test-metrics-token-0123456789
 step "a short, guessable or published secret is refused in one line, exit 1 (6 cases)"
 

@@ -100,6 +100,11 @@ build() {
   buildah commit --quiet --rm "$ctr" "$IMAGE" >/dev/null
   podman tag "$IMAGE" "seckill:$(release)"
   trap - EXIT
+  # The release tags of earlier builds go with them (a registry keeps what was pushed).
+  local old
+  for old in $(podman images --format '{{.Repository}}:{{.Tag}}' | grep -E "/seckill:$VERSION-[0-9a-f]+$" | grep -v ":$(release)$" || true); do
+    podman rmi "$old" >/dev/null 2>&1 || true
+  done
   # The build before, now untagged, goes (and nothing else).
   if [ -n "$before" ] && [ "$before" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
     podman rmi "$before" >/dev/null 2>&1 || true

@@ -219,6 +219,10 @@ def main() -> int:
     subprocess.check_call(["git", "worktree", "add", "--detach", "-q", str(tree), "HEAD"], cwd=root)
     # The worktree is HEAD: uncommitted changes to the list are run as they are in the work tree.
     shutil.copy(root / "mutants/mutations.toml", tree / "mutants/mutations.toml")
+    # The site the repository built (`make build-release`), where the tests that start the
+    # server binary look for it (beside the crates: target/site).
+    (tree / "target").mkdir(exist_ok=True)
+    (tree / "target/site").symlink_to(root / "target/site")
     problems = check(tree, with_record=False)
     if problems:
         print("mutations out of date:\n  " + "\n  ".join(problems), file=sys.stderr)

@@ -288,8 +288,9 @@ mod tests {
             Duration::from_secs(60),
             futures_util::future::join_all(hanging),
         )
-        .await
-        .expect("no buy waits on a read that hangs");
+        .await;
+        assert!(answers.is_ok(), "no buy waits on a read that hangs");
+        let answers = answers.unwrap_or_default();
         assert!(answers.iter().all(|a| a.as_ref().is_ok_and(|r| r.id == 7)));
         assert_eq!(cache.refreshing.lock().len(), 1, "one re-read in flight");
 
