@@ -102,7 +102,7 @@ impl ActivityCache {
     }
 
     /// The row of `id`: fresh from the cache; expired, the copy at once and `read` again in the
-    /// background; never read, from `read`, one read per id at a time (a crowd's first second
+    /// background; never read (or known to be no sale), from `read`, one read per id at a time (a crowd's first second
     /// sends one query per sale to PostgreSQL, not one per buy; the others wait for it and take
     /// its row).
     async fn get_or_load<F, Fut>(&self, id: i64, read: F) -> ApiResult<Arc<ActivityRow>>
@@ -113,9 +113,11 @@ impl ActivityCache {
         if let Some(fresh) = self.fresh(id) {
             return fresh;
         }
-        if let Some(copy) = self.stale(id) {
+        // A sale once read: its copy at once. An id once found to be no sale is read again
+        // before it is refused again (the sale may have been created since).
+        if let Some(Some(copy)) = self.stale(id) {
             self.refresh(id, read);
-            return copy.ok_or(ApiError::NotFound);
+            return Ok(copy);
         }
         let flight = self.flights.lock().entry(id).or_default().clone();
         let _turn = flight.lock().await;
@@ -311,5 +313,19 @@ mod tests {
             assert!(Instant::now() < deadline, "the re-read replaced the copy");
             tokio::task::yield_now().await;
         }
+    }
+
+    /// An id probed before its sale existed: once that answer has expired, the next request
+    /// reads again and finds the sale, rather than being told "no such sale" from the old copy.
+    #[tokio::test]
+    async fn an_id_once_unknown_is_read_again_once_expired() {
+        let cache = ActivityCache::default();
+        let old = Instant::now().checked_sub(CACHE_TTL * 2).unwrap();
+        cache.unknown.write().insert(7, old);
+        let found = cache.get_or_load(7, || async { Ok(Some(row(7))) }).await;
+        assert!(
+            found.is_ok_and(|r| r.id == 7),
+            "the sale created since is found"
+        );
     }
 }
