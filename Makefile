@@ -29,7 +29,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli procps curl
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -68,7 +68,9 @@ test: packages services test-tools py-tools
 	behind=$$!
 	set +m
 	trap 'kill -- -$$behind 2>/dev/null || true' EXIT
-	$(MAKE) --no-print-directory site-tools image load-tool image-check image-push-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
+	$(MAKE) --no-print-directory site-tools image-before
+	$(MAKE) --no-print-directory image PREVIOUS_IMAGE=$(ROLLOUT_BEFORE)
+	$(MAKE) --no-print-directory load-tool image-check image-push-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
 	echo "make test: waiting for the lint and the tests' build (target/lint-and-build.log)"
 	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
@@ -241,7 +243,15 @@ image-tools:
 
 image: image-tools py-tools build-release
 	scripts/wasm-budget.sh target/site/pkg
-	scripts/image.sh build
+	SECKILL_PREVIOUS_IMAGE='$(PREVIOUS_IMAGE)' scripts/image.sh build
+
+# The release before for `make test`'s rollout check on the hosts: this build with its wasm, JS
+# and stylesheet marked (scripts/site-variant.mjs), so that its pages name assets this release's
+# do not; `make test` then builds this release's image carrying them (PREVIOUS_IMAGE).
+image-before: image-tools py-tools build-release
+	node scripts/site-variant.mjs target/site target/release/hash.txt target/rollout-before "release before $$(git rev-parse --short=12 HEAD)"
+	scripts/precompress.sh target/rollout-before/target/site/pkg
+	SECKILL_IMAGE=$(ROLLOUT_BEFORE) SECKILL_IMAGE_FROM=target/rollout-before SECKILL_IMAGE_RELEASE=rollout-before scripts/image.sh build
 
 # The image pushed to a registry, by its release tag; the digest printed (docs/deploy.md "The
 # image"). PIN=<overlay> also pins that overlay of deploy/kubernetes to it by digest.
@@ -301,6 +311,10 @@ hosts-stop:
 HOSTS_DOORS = $(E2E_DOORS) SECKILL_ADMIN_USER=e2e_merchant SECKILL_ADMIN_PASSWORD=e2e-merchant-password \
   SECKILL_OPERATOR_USER=e2e_operator SECKILL_OPERATOR_PASSWORD=e2e-operator-password SECKILL_DEMO=0 \
   SECKILL_REDIS_PREFIX=hosts: RUST_LOG=warn
+# The release before of `make test`'s rollout check (make image-before).
+ROLLOUT_BEFORE := seckill:rollout-before
+# The release before's image whose assets `make image` carries (docs/deploy.md "Upgrades").
+PREVIOUS_IMAGE ?=
 HOSTS_E2E_GREP := full shopper journey|two shoppers race|hashed assets are immutable
 # The hosts up for the rest of the recipe, and down when it ends however it ends.
 define hosts_up
@@ -311,7 +325,14 @@ define hosts_up
 endef
 
 test-hosts: image-tools
+	scripts/image.sh carries | grep -q . ||
+	  { echo "test-hosts: the image carries no release before's assets (make image-before image PREVIOUS_IMAGE=$(ROLLOUT_BEFORE))" >&2; exit 1; }
 	$(hosts_up)
+	# Two releases live at once: app1 rolled back to the release before, its pages' assets
+	# checked everywhere, then rolled forward again (scripts/check-rollout-assets.sh).
+	scripts/hosts.sh release 1 $(ROLLOUT_BEFORE)
+	scripts/check-rollout-assets.sh app1 app2
+	scripts/hosts.sh release 1
 	target/release/seckill-load crowd --base-url "$$SECKILL_HOSTS_URL" --users 4000 --stock 2000 --stock-shards 3 --concurrency 256
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test storefront.spec.ts -g "$(HOSTS_E2E_GREP)"
@@ -339,9 +360,11 @@ hosts-e2e: image-tools
 	cd e2e
 	E2E_CLUSTER_URL="$$SECKILL_HOSTS_URL" npx playwright test
 
-# The release before (deploy/previous-release) and this one side by side on one database, a crowd
-# through both (docs/deploy.md "Upgrades"). Long: builds the release before; not in `make test`.
-upgrade-check: setup build-release load-tool
+# A rollout from the release before (deploy/previous-release) to this one on the hosts during a
+# crowd, instance by instance, that loses nothing (scripts/upgrade-check.sh, docs/deploy.md
+# "Upgrades"). Long: builds the release before; not in `make test`, whose hosts check the
+# rollout's assets with a release before made from this build (make image-before).
+upgrade-check: setup test-tools py-tools image-tools build-release load-tool
 	scripts/upgrade-check.sh
 
 # The release wasm a shopper downloads, against its budget (docs/operations.md "Building and running"): built alone (no release

@@ -19,6 +19,10 @@
 #                            nothing else (`make hosts-stop`)
 #   scripts/hosts.sh env     the variables that point a tool at the hosts (eval it)
 #   scripts/hosts.sh exec HOST CMD...   run a command on a host
+#   scripts/hosts.sh release N [IMAGE]  a rollout's step: instance appN replaced by one from IMAGE
+#                            (default this build's), after IMAGE's migrations (its release's Job)
+#   scripts/hosts.sh edge-site IMAGE    the edge's copy of the site switched to IMAGE's (which
+#                            carries the release before's assets: a rollout's first step)
 #
 # The partition suite's nemesis (server/tests/partitions), with iptables inside the hosts' own
 # namespaces (the machine's tables are never touched):
@@ -30,8 +34,9 @@
 #   scripts/hosts.sh settle          waits until the Redis and RabbitMQ clusters and the
 #                                    instances are whole again
 #
-# The instances run the image `make image` built; SECKILL_* variables of the caller's
-# environment are handed to them (the doors the e2e suite opens, the accounts it uses).
+# The instances run the image `make image` built (SECKILL_IMAGE names another); SECKILL_*
+# variables of the caller's environment are handed to them (the doors the e2e suite opens, the
+# accounts it uses).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -230,25 +235,43 @@ instance_env() { # N
       SECKILL_ADMIN_* | SECKILL_OPERATOR_* | SECKILL_DEMO=*) ((n == 1)) && echo "$line" ;;
       *) echo "$line" ;;
     esac
-  done < <(env | grep -E '^SECKILL_[A-Z_]+=' | grep -vE '^SECKILL_(HOSTS|IMAGE|CLUSTER|NGINX)_' || true)
+  done < <(env | grep -E '^SECKILL_[A-Z_]+=' | grep -vE '^SECKILL_(HOSTS|IMAGE|CLUSTER|NGINX)(_|=)' || true)
+}
+
+# Instance N started from the mounted image (the caller waits for it).
+instance_start() { # N image rootfs
+  local n=$1 image=$2 rootfs=$3
+  mapfile -t vars < <(instance_env "$n")
+  # As a runtime would start it: the image's root, user and environment, our settings.
+  on "app$n" env SECKILL_IMAGE="$image" SECKILL_IMAGE_ROOT="$rootfs" "$root/scripts/image.sh" run "${vars[@]}" -- serve \
+    >>"$dir/app$n.log" 2>&1 </dev/null &
+  echo "$image" >"$dir/app$n.image"
+}
+
+# IMAGE's migrations, run from it on app1 as its release's Job would (deployed, the instances
+# never migrate by themselves); a release's second run finds nothing to do.
+migrate_from() { # image rootfs
+  mapfile -t vars < <(instance_env 1)
+  on app1 env SECKILL_IMAGE="$1" SECKILL_IMAGE_ROOT="$2" "$root/scripts/image.sh" run "${vars[@]}" -- migrate >>"$dir/migrate.log" 2>&1 </dev/null ||
+    { tail -n 20 "$dir/migrate.log" >&2; fail "the migrations from $1 failed"; }
+}
+
+image_root() { # image -> its root filesystem, mounted (unmounted by `down`)
+  local rootfs
+  rootfs=$(SECKILL_IMAGE=$1 "$root/scripts/image.sh" root) || fail "no image $1 to run an instance from (make image)"
+  grep -qx "image $1" "$dir/made" || echo "image $1" >>"$dir/made"
+  echo "$rootfs"
 }
 
 instances_up() {
   local rootfs image n
   image=$("$root/scripts/image.sh" name)
-  rootfs=$("$root/scripts/image.sh" root) || fail "no image $image to run the instances from (make image)"
-  echo "image $image" >>"$dir/made"
+  rootfs=$(image_root "$image")
   echo "$rootfs" >"$dir/rootfs"
-  # The release's migrations first, from the image, as its migrations Job would (deployed, the
-  # instances never migrate by themselves).
-  mapfile -t vars < <(instance_env 1)
-  on app1 env SECKILL_IMAGE_ROOT="$rootfs" "$root/scripts/image.sh" run "${vars[@]}" -- migrate >"$dir/migrate.log" 2>&1 </dev/null ||
-    { cat "$dir/migrate.log" >&2; fail "the migrations from the image failed"; }
+  # The release's migrations first, from the image, as its migrations Job would.
+  migrate_from "$image" "$rootfs"
   for n in 1 2 3; do
-    mapfile -t vars < <(instance_env "$n")
-    # As a runtime would start it: the image's root, user and environment, our settings.
-    on "app$n" env SECKILL_IMAGE_ROOT="$rootfs" "$root/scripts/image.sh" run "${vars[@]}" -- serve >"$dir/app$n.log" 2>&1 </dev/null &
-    echo $! >"$dir/app$n.pid"
+    instance_start "$n" "$image" "$rootfs"
     ((n > 1)) || wait_until 120 "app1's /readyz" curl -fsS -o /dev/null "http://$(addr app1):3000/readyz"
   done
   for n in 2 3; do wait_until 120 "app$n's /readyz" curl -fsS -o /dev/null "http://$(addr "app$n"):3000/readyz"; done
@@ -328,6 +351,46 @@ down() {
   say "down: every host, link and process of make hosts removed"
 }
 
+# A rollout's step, as an orchestrator takes it: the new release's migrations (its Job), then
+# instance N stopped (SIGTERM: it drains what it holds; the front door sends the next requests to
+# the others) and started again from IMAGE, ready before the call returns.
+release_instance() { # N [image]
+  local n=$1 image=${2:-$("$root/scripts/image.sh" name)} rootfs deadline
+  [[ $n =~ ^[1-3]$ ]] || fail "release N [IMAGE]: N is 1, 2 or 3"
+  [ -f "$dir/up" ] || fail "the hosts are not up (make hosts)"
+  rootfs=$(image_root "$image")
+  migrate_from "$image" "$rootfs"
+  # Every process of the host (the instance and what started it there), as a runtime stops a
+  # container: the instance is the host's only tenant.
+  ip netns pids "${PREFIX_NS}app$n" | xargs -r kill -TERM 2>/dev/null || true
+  deadline=$((SECONDS + 60))
+  while [ -n "$(ip netns pids "${PREFIX_NS}app$n")" ]; do
+    if ((SECONDS >= deadline)); then
+      ip netns pids "${PREFIX_NS}app$n" | xargs -r kill -KILL 2>/dev/null || true
+      fail "app$n did not stop within 60 s of SIGTERM"
+    fi
+    sleep 0.1
+  done
+  echo "--- started from $image" >>"$dir/app$n.log"
+  instance_start "$n" "$image" "$rootfs"
+  wait_until 120 "app$n's /readyz" curl -fsS -o /dev/null "http://$(addr "app$n"):3000/readyz"
+  say "app$n runs $image"
+}
+
+# The edge's copy of the site replaced by IMAGE's: the new folder laid beside the old, then put
+# in its place (nginx reads the files as it serves them).
+edge_site() { # image
+  local rootfs
+  [ -f "$dir/up" ] || fail "the hosts are not up (make hosts)"
+  rootfs=$(image_root "$1")
+  rm -rf "$dir/edge-site.next" "$dir/edge-site.old"
+  cp -r "$rootfs/app/site" "$dir/edge-site.next"
+  mv "$dir/edge-site" "$dir/edge-site.old"
+  mv "$dir/edge-site.next" "$dir/edge-site"
+  rm -rf "$dir/edge-site.old"
+  say "the edge serves the site of $1"
+}
+
 # After `down`: fails naming whatever of ours is left (a namespace, a link, a process, the folder).
 gone() {
   local left=()
@@ -399,6 +462,8 @@ case "${1:-up}" in
   gone) gone ;;
   env) env_lines ;;
   exec) shift; h=$1; shift; on "$h" "$@" ;;
+  release) release_instance "${2:?release N [IMAGE]}" "${3:-}" ;;
+  edge-site) edge_site "${2:?edge-site IMAGE}" ;;
   cut) shift; cut "$@" ;;
   cut-oneway) cut_oneway "$2" "$3" ;;
   heal) heal ;;
@@ -407,5 +472,5 @@ case "${1:-up}" in
   resume) kill -CONT "$(redis_pid "$2")" ;;
   master-of) master_of "$2" ;;
   addr) addr "$2" ;;
-  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|addr HOST|cut A B...|cut-oneway A B|heal|pause HOST|resume HOST|master-of KEY|settle" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|gone|env|exec HOST CMD...|release N [IMAGE]|edge-site IMAGE|addr HOST|cut A B...|cut-oneway A B|heal|pause HOST|resume HOST|master-of KEY|settle" >&2; exit 2 ;;
 esac

@@ -6,7 +6,12 @@
 # shop's time zone is PostgreSQL's business).
 #
 #   scripts/image.sh build   seckill:<version> and seckill:<release> (<version>-<commit>) from
-#                            target/release/server and target/site, with its SBOM
+#                            target/release/server and target/site, with its SBOM; with
+#                            SECKILL_PREVIOUS_IMAGE (`make image PREVIOUS_IMAGE=…`: the release
+#                            before's image, local or in a registry) carrying that release's
+#                            hashed assets in /app/site/pkg-previous, served for the names this
+#                            release lacks, so the pages its instances rendered keep their assets
+#                            through a rollout (docs/deploy.md "Upgrades")
 #   scripts/image.sh push REGISTRY [OVERLAY]
 #                            pushes seckill:<release> to REGISTRY/seckill:<release> and prints
 #                            its reference by digest; with OVERLAY (a folder of
@@ -18,15 +23,25 @@
 #   scripts/image.sh size    the image's size in bytes
 #
 # Layout: /app/server (the entry), /app/hash.txt (the asset hashes, read next to the binary),
-# /app/site (LEPTOS_SITE_ROOT), /app/sbom.cdx.json (the SBOM: scripts/sbom.py). User 10001:10001. Entry `/app/server`, command `serve`; the
+# /app/site (LEPTOS_SITE_ROOT; /app/site/pkg-previous the release before's assets), /app/sbom.cdx.json (the SBOM: scripts/sbom.py). User 10001:10001. Entry `/app/server`, command `serve`; the
 # other commands (`worker`, `migrate`, `reconcile`, `create-merchant`, …) replace the command.
+#
+# SECKILL_IMAGE_FROM=DIR builds from another checkout's build (DIR/target/release/server, its
+# hash.txt, DIR/target/site; its version from DIR/Cargo.toml, else this checkout's; its commit
+# from DIR/.commit, else git): `make upgrade-check` makes the
+# release before's image so. SECKILL_IMAGE names the image (default seckill:<version>),
+# SECKILL_IMAGE_RELEASE its release tag (default <version>-<commit>).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-VERSION=$(awk -F'"' '/^\[workspace.package\]/{p=1} p && /^version/{print $2; exit}' "$root/Cargo.toml")
+from=$(cd "${SECKILL_IMAGE_FROM:-$root}" && pwd)
+manifest=$from/Cargo.toml; [ -f "$manifest" ] || manifest=$root/Cargo.toml
+VERSION=$(awk -F'"' '/^\[workspace.package\]/{p=1} p && /^version/{print $2; exit}' "$manifest")
 IMAGE=${SECKILL_IMAGE:-seckill:$VERSION}
+PREVIOUS=${SECKILL_PREVIOUS_IMAGE:-}
+revision() { cat "$from/.commit" 2>/dev/null || git -C "$from" rev-parse HEAD 2>/dev/null || echo unknown; }
 # A release is the version and the commit it was built from: a tag no other build reuses.
-release() { echo "$VERSION-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"; }
+release() { echo "${SECKILL_IMAGE_RELEASE:-$VERSION-$(revision | cut -c1-12)}"; }
 PY="$root/.venv/bin/python"
 UID_GID=10001:10001
 
@@ -39,9 +54,9 @@ need_buildah() {
 
 # The files of the image, laid out in a folder of its own.
 stage() { # folder
-  local out=$1 bin="$root/target/release/server" site="$root/target/site" lib
+  local out=$1 bin="$from/target/release/server" site="$from/target/site" lib
   [ -x "$bin" ] || fail "no release server at target/release/server (make build-release)"
-  [ -f "$root/target/release/hash.txt" ] || fail "no target/release/hash.txt: the release build names its assets there"
+  [ -f "$from/target/release/hash.txt" ] || fail "no target/release/hash.txt: the release build names its assets there"
   [ -d "$site/pkg" ] || fail "no site at target/site (make build-release)"
   ls "$site"/pkg/*.wasm.br >/dev/null 2>&1 || fail "the site's assets are not precompressed (scripts/precompress.sh)"
   rm -rf "$out"
@@ -49,12 +64,14 @@ stage() { # folder
   chmod 1777 "$out/tmp"
   install -m 0755 "$bin" "$out/app/server"
   strip --strip-debug "$out/app/server"
-  install -m 0644 "$root/target/release/hash.txt" "$out/app/hash.txt"
+  install -m 0644 "$from/target/release/hash.txt" "$out/app/hash.txt"
   cp -r "$site" "$out/app/site"
+  rm -rf "$out/app/site/pkg-previous"
   # TypeScript declarations of the wasm's bindings: for editors, not for browsers.
   find "$out/app/site" -name '*.d.*ts' -delete
   # Only what the pages and the server name: no source maps, no leftovers of older builds.
   LEPTOS_SITE_ROOT="$out/app/site" "$bin" check-assets >/dev/null
+  [ -z "$PREVIOUS" ] || previous_assets "$out/app/site"
   # The loader and every library it resolves for the binary, at the paths it resolves them.
   for lib in $(ldd "$bin" | awk '/=> \// {print $3} /^[ \t]*\/[^ ]*ld-linux/ {print $1}'); do
     mkdir -p "$out$(dirname "$lib")"
@@ -67,17 +84,43 @@ stage() { # folder
   printf 'hosts: files dns\n' >"$out/etc/nsswitch.conf"
   # The SBOM last: it hashes the server and names the packages of every library copied above.
   [ -x "$PY" ] || fail "no .venv (make py-tools): the SBOM is built with cyclonedx-python-lib"
-  "$PY" "$root/scripts/sbom.py" "$out" "$VERSION" "$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)" \
-    >"$out/app/sbom.cdx.json"
+  "$PY" "$root/scripts/sbom.py" "$out" "$VERSION" "$(revision)" >"$out/app/sbom.cdx.json"
   cp "$out/app/sbom.cdx.json" "$root/target/image-sbom.cdx.json"
 }
+
+# The release before's own assets (its pkg, not what it carried of the one before it: a rollout
+# has two releases live, never three), those this release lacks, into SITE/pkg-previous.
+previous_assets() { # site
+  local site=$1 prev f tls=()
+  case $PREVIOUS in 127.0.0.1:* | localhost:* | localhost/*) tls=(--tls-verify=false) ;; esac
+  podman image exists "$PREVIOUS" || podman pull --quiet "${tls[@]}" "$PREVIOUS" >/dev/null ||
+    fail "no image $PREVIOUS (SECKILL_PREVIOUS_IMAGE) here or in its registry"
+  prev=$(podman image mount "$PREVIOUS") || fail "the image $PREVIOUS cannot be mounted"
+  if [ ! -d "$prev/app/site/pkg" ]; then
+    podman image unmount "$PREVIOUS" >/dev/null
+    fail "$PREVIOUS has no /app/site/pkg: no image of this server"
+  fi
+  mkdir -p "$site/pkg-previous"
+  for f in "$prev/app/site/pkg"/*; do
+    [ -e "$site/pkg/${f##*/}" ] || cp -r "$f" "$site/pkg-previous/"
+  done
+  podman image unmount "$PREVIOUS" >/dev/null
+  echo "image: $(find "$site/pkg-previous" -type f | wc -l) files of $PREVIOUS's assets that this release lacks, in /app/site/pkg-previous"
+}
+
+# The release whose assets the image carries in /app/site/pkg-previous (its label), empty for none.
+carries() { podman image inspect --format '{{index .Labels "io.seckill.assets.previous"}}' "$IMAGE" 2>/dev/null | sed 's/<no value>//'; }
 
 build() {
   need_buildah
   [ -f /etc/ssl/certs/ca-certificates.crt ] || fail "no /etc/ssl/certs/ca-certificates.crt (apt-get install ca-certificates)"
-  local staged="$root/target/image-root" ctr revision before
+  local staged="$root/target/image-root" ctr revision before carried=""
   stage "$staged"
-  revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)
+  revision=$(revision)
+  if [ -n "$PREVIOUS" ]; then
+    carried=$(podman image inspect --format '{{index .Labels "io.seckill.release"}}' "$PREVIOUS" | sed 's/<no value>//')
+    [ -n "$carried" ] || carried=$(podman image inspect --format '{{index .Labels "org.opencontainers.image.version"}}-{{index .Labels "org.opencontainers.image.revision"}}' "$PREVIOUS" | cut -c1-60)
+  fi
   before=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
   ctr=$(buildah from scratch)
   trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
@@ -96,6 +139,8 @@ build() {
     --label org.opencontainers.image.description="The seckill flash-sale server" \
     --label org.opencontainers.image.version="$VERSION" \
     --label org.opencontainers.image.revision="$revision" \
+    --label io.seckill.release="$(release)" \
+    --label io.seckill.assets.previous="$carried" \
     "$ctr"
   buildah commit --quiet --rm "$ctr" "$IMAGE" >/dev/null
   podman tag "$IMAGE" "seckill:$(release)"
@@ -195,6 +240,7 @@ case "${1:-build}" in
   size) size ;;
   push) shift; push "$@" ;;
   release) release ;;
+  carries) carries ;;
   name) echo "$IMAGE" ;;
-  *) echo "usage: $0 build|root|run [VAR=value…] -- ARGS…|unmount|size|push REGISTRY [OVERLAY]|release|name" >&2; exit 2 ;;
+  *) echo "usage: $0 build|root|run [VAR=value…] -- ARGS…|unmount|size|push REGISTRY [OVERLAY]|release|carries|name" >&2; exit 2 ;;
 esac

@@ -198,8 +198,8 @@ async function buildFront(s) {
 }
 
 /// Every file of the pkg folder under its content hash, the JS's references rewritten, and the
-/// hash file the server reads.
-function hashSite(s, pkg) {
+/// hash file the server reads (scripts/site-variant.mjs hashes a variant's so).
+export function hashSite(s, pkg, hashFile = path.join(root, s.hashFile)) {
   const site = `${s.name}.css`;
   const hashes = new Map();
   const walk = (dir) => {
@@ -228,7 +228,6 @@ function hashSite(s, pkg) {
   }
   fs.writeFileSync(js, text);
   const of = (f) => hashes.get(path.join(pkg, f));
-  const hashFile = path.join(root, s.hashFile);
   fs.mkdirSync(path.dirname(hashFile), { recursive: true });
   fs.writeFileSync(hashFile, `js: ${of(`${s.name}.js`)}\nwasm: ${of(`${s.name}.wasm`)}\ncss: ${of(site)}\n`);
 }

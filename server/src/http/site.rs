@@ -37,6 +37,9 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 const HASH_FILE: &str = "hash.txt";
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// The site's folder of the release before's assets, served under `/pkg/` for the names this
+/// release lacks (scripts/image.sh puts them there).
+pub const PREVIOUS_PKG: &str = "pkg-previous";
 
 pub struct Site {
     pub options: LeptosOptions,

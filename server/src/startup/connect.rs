@@ -162,7 +162,8 @@ impl AppState {
             &config.secret.0,
             config.queue,
             blocks.clone(),
-        );
+        )
+        .accepting(config.secret_previous.as_ref().map(|s| &s.0[..]));
         let gate = Gate::new(
             config.gate,
             &config.secret.0,

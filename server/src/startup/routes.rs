@@ -91,12 +91,19 @@ fn api_router(layers: Layers) -> Router<AppState> {
 /// `/pkg`: the wasm, scripts and styles, precompressed; immutable when their names are hashed,
 /// and only when found: during a rollout a page of the next release may ask an instance of this
 /// one for an asset it does not have, and that 404 must never be kept (by a CDN, or the browser)
-/// for the year an asset is.
+/// for the year an asset is. A name this release lacks is looked for in `pkg-previous`, the
+/// release before's assets that the image carries (scripts/image.sh): a page that an instance of
+/// that release rendered gets its assets from an instance of this one.
 fn pkg_service(site: &Path, hashed: bool) -> axum::routing::MethodRouter {
     let found = HeaderValue::from_static(if hashed { site::IMMUTABLE } else { "no-cache" });
     let files = ServeDir::new(site.join("pkg"))
         .precompressed_br()
-        .precompressed_gzip();
+        .precompressed_gzip()
+        .fallback(
+            ServeDir::new(site.join(site::PREVIOUS_PKG))
+                .precompressed_br()
+                .precompressed_gzip(),
+        );
     axum::routing::get_service(files).layer(axum::middleware::map_response(
         move |mut resp: axum::response::Response| {
             let found = found.clone();

@@ -898,3 +898,83 @@ async fn the_turns_of_shoppers_who_left_lapse_and_those_behind_wait_less() {
     assert_eq!(app.remaining(with_leavers).await, 2);
     assert_eq!(app.remaining(without).await, 2);
 }
+
+/// A rotation of the secret (the new one in `SECKILL_SECRET`, the old in
+/// `SECKILL_SECRET_PREVIOUS`): an instance restarted with both keeps what the old one signed (a
+/// session, a buy path, a place in a sale's line) and signs anew with the new one; an instance
+/// given the new one alone refuses them (docs/deploy.md "The secret").
+#[tokio::test]
+async fn a_rotated_secret_keeps_the_sessions_paths_and_places_the_one_before_signed() {
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let sale = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let line = sale_with_line(&app, &merchant, 1, 1, 1000).await;
+    eventually(20, "the start", || async {
+        (board(&app, line).await["state"] == "admitting").then_some(())
+    })
+    .await;
+    let shopper = &shoppers(&app, 1).await[0];
+    let (joined, place) = join(&app, shopper, line).await;
+    assert_eq!(joined["place"].as_i64(), Some(1), "{joined}");
+    let path = app.path(&shopper.client, sale).await;
+
+    let new_secret = b"the secret after the rotation: thirty-two bytes or more".to_vec();
+    let mut config = app.config.clone();
+    config.secret = server::infra::config::Secret(new_secret.clone());
+    config.secret_previous = Some(server::infra::config::Secret(SECRET.to_vec()));
+    let rotated = spawn_instance(&config).await;
+    config.secret_previous = None;
+    let new_only = spawn_instance(&config).await;
+    // A session of the new secret, holding the place the old one signed.
+    let renewed = client_signed_with(
+        &new_secret,
+        shopper.id,
+        Role::Shopper,
+        0,
+        &format!("place={place}"),
+    );
+
+    let me = |instance: &TestApp, client: &Client| {
+        let request = client.get(instance.url("/api/me"));
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(me(&rotated, &shopper.client).await, 200, "the old session");
+    assert_eq!(me(&new_only, &shopper.client).await, 401, "the old session");
+    assert_eq!(me(&new_only, &renewed).await, 200, "a new session");
+
+    let (code, status, _) = poll(&rotated, &renewed, line).await;
+    assert_eq!(
+        (code, status["place"].as_i64()),
+        (200, Some(1)),
+        "the old place: {status}"
+    );
+    let (code, status, forgotten) = poll(&new_only, &renewed, line).await;
+    assert_eq!(code, 400, "the old place on the new secret alone: {status}");
+    assert_eq!(forgotten.as_deref(), Some(""), "{status}");
+
+    let refused = new_only.buy(&renewed, sale, json!({ "path": path })).await;
+    assert_error(refused, 400, "bad_path").await;
+    assert_eq!(app.remaining(sale).await, 5, "a refused buy takes nothing");
+    let (code, body) = json(
+        rotated
+            .buy(&shopper.client, sale, json!({ "path": path }))
+            .await,
+    )
+    .await;
+    assert_eq!(code, 202, "the old session and path: {body}");
+    assert_eq!(app.remaining(sale).await, 4);
+    // What the rotated instance signs now is the new secret's: the other instance takes it.
+    let other = &shoppers(&app, 1).await[0];
+    let session = client_signed_with(&new_secret, other.id, Role::Shopper, 0, "");
+    let new_path = rotated.path(&session, sale).await;
+    let (code, body) = json(
+        new_only
+            .buy(&session, sale, json!({ "path": new_path }))
+            .await,
+    )
+    .await;
+    assert_eq!(code, 202, "a path the rotated instance signed: {body}");
+    assert_eq!(app.remaining(sale).await, 3);
+}

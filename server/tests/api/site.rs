@@ -516,8 +516,10 @@ async fn an_order_page_follows_a_token_and_says_a_non_token_is_no_page() {
 
 /// A hashed asset found is kept a year (`immutable`); one that is not there, as a page of the next
 /// release asks an instance of this one during a rollout, is `404` and kept nowhere: a CDN or a
-/// browser that kept that answer a year would break the page long after the rollout. The
-/// release server itself (it finds its assets' hashes beside its binary).
+/// browser that kept that answer a year would break the page long after the rollout. An asset
+/// of the release before, which the image carries in `pkg-previous`, is served as this release's
+/// own are: a page that release rendered gets its assets from this one. The release server
+/// itself (it finds its assets' hashes beside its binary).
 #[tokio::test]
 async fn an_asset_is_immutable_only_when_found_and_a_missing_one_is_never_kept() {
     let app = spawn_app_with(|c| c.run_workers = false).await;
@@ -526,9 +528,21 @@ async fn an_asset_is_immutable_only_when_found_and_a_missing_one_is_never_kept()
         .local_addr()
         .unwrap()
         .port();
+    // The site as the image lays it out: this release's assets, and the release before's in
+    // pkg-previous (here one stylesheet under a name this release lacks, with its brotli copy).
+    let built = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site");
+    let site = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("site-{port}"));
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::create_dir_all(site.join("pkg-previous")).unwrap();
+    std::os::unix::fs::symlink(std::path::Path::new(built).join("pkg"), site.join("pkg")).unwrap();
+    let before = "/pkg/seckill.0release-before0.css";
+    let before_file = site.join(format!("pkg-previous/{}", &before[5..]));
+    std::fs::write(&before_file, "body{color:#123}").unwrap();
+    std::fs::write(format!("{}.br", before_file.display()), [0x0b, 0x07, 0x80]).unwrap();
     let mut server = server_command(&app, "serve")
         .env("SECKILL_ADDR", format!("127.0.0.1:{port}"))
         .env("SECKILL_NO_WORKERS", "1")
+        .env("LEPTOS_SITE_ROOT", &site)
         .spawn()
         .expect("the server starts");
     let base = format!("http://127.0.0.1:{port}");
@@ -546,6 +560,13 @@ async fn an_asset_is_immutable_only_when_found_and_a_missing_one_is_never_kept()
     let found = http.get(format!("{base}{css}")).send().await.unwrap();
     let missing = css.replace("/pkg/", "/pkg/0000");
     let absent = http.get(format!("{base}{missing}")).send().await.unwrap();
+    let previous = http.get(format!("{base}{before}")).send().await.unwrap();
+    let previous_br = http
+        .get(format!("{base}{before}"))
+        .header("accept-encoding", "br")
+        .send()
+        .await
+        .unwrap();
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(found.status(), 200, "{css}");
@@ -556,4 +577,15 @@ async fn an_asset_is_immutable_only_when_found_and_a_missing_one_is_never_kept()
     );
     assert_eq!(absent.status(), 404, "{missing}");
     assert_eq!(absent.headers()["cache-control"], "no-store", "{missing}");
+    // The release before's asset: found in pkg-previous, as immutable as this release's own.
+    assert_eq!(previous.status(), 200, "{before}");
+    assert_eq!(
+        previous.headers()["cache-control"],
+        "public, max-age=31536000, immutable",
+        "{before}"
+    );
+    assert_eq!(previous.text().await.unwrap(), "body{color:#123}");
+    assert_eq!(previous_br.status(), 200, "{before} in brotli");
+    assert_eq!(previous_br.headers()["content-encoding"], "br", "{before}");
+    let _ = std::fs::remove_dir_all(&site);
 }

@@ -130,6 +130,12 @@ impl WaitingRoom {
         }
     }
 
+    /// Places signed with the secret before a rotation are still held (`SECKILL_SECRET_PREVIOUS`).
+    pub fn accepting(mut self, previous: Option<&[u8]>) -> WaitingRoom {
+        self.places = self.places.accepting(previous);
+        self
+    }
+
     pub fn tickets(&self) -> &Tickets {
         &self.tickets
     }

@@ -14,6 +14,8 @@ pub const COOKIE: &str = "place";
 #[derive(Clone)]
 pub struct Places {
     key: Arc<[u8]>,
+    /// The secret before a rotation (`SECKILL_SECRET_PREVIOUS`): a place it signed still holds.
+    previous: Option<Arc<[u8]>>,
 }
 
 /// What a held place value says.
@@ -29,17 +31,29 @@ pub enum Held {
 
 impl Places {
     pub fn new(secret: &[u8]) -> Places {
-        Places { key: secret.into() }
+        Places {
+            key: secret.into(),
+            previous: None,
+        }
     }
 
-    fn mac(&self, user: i64, activity: i64, place: i64) -> Hmac<Sha256> {
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
+    /// Places signed with `previous` too (the secret before a rotation): a shopper who waits in
+    /// a line while the instances restart with a new secret keeps their place.
+    pub fn accepting(mut self, previous: Option<&[u8]>) -> Places {
+        self.previous = previous.map(Into::into);
+        self
+    }
+
+    fn mac(key: &[u8], user: i64, activity: i64, place: i64) -> Hmac<Sha256> {
+        let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
         mac.update(format!("place\0{user}\0{activity}\0{place}").as_bytes());
         mac
     }
 
     pub fn sign(&self, user: i64, activity: i64, place: i64) -> String {
-        let mac = self.mac(user, activity, place).finalize().into_bytes();
+        let mac = Self::mac(&self.key, user, activity, place)
+            .finalize()
+            .into_bytes();
         format!("{user}.{place}.{}", B64.encode(&mac[..18]))
     }
 
@@ -54,12 +68,14 @@ impl Places {
         else {
             return Held::Forged;
         };
+        let signed_with = |key: &[u8]| {
+            Self::mac(key, owner, activity, place)
+                .verify_truncated_left(&mac)
+                .is_ok()
+        };
         if mac.len() != 18
             || place < 0
-            || self
-                .mac(owner, activity, place)
-                .verify_truncated_left(&mac)
-                .is_err()
+            || !(signed_with(&self.key) || self.previous.as_deref().is_some_and(signed_with))
         {
             return Held::Forged;
         }
@@ -96,5 +112,18 @@ mod tests {
         ] {
             assert_eq!(places.read(junk, 7, 9), Held::Forged, "{junk:?}");
         }
+    }
+
+    #[test]
+    fn a_place_signed_before_a_rotation_still_holds() {
+        let before = b"the secret before the rotation..";
+        let held = Places::new(before).sign(7, 9, 120);
+        let rotated = Places::new(b"0123456789abcdef0123456789abcdef");
+        assert_eq!(rotated.read(&held, 7, 9), Held::Forged, "not accepted");
+        let rotated = rotated.accepting(Some(before));
+        assert_eq!(rotated.read(&held, 7, 9), Held::Place(120));
+        assert_eq!(rotated.read(&held, 7, 10), Held::Forged, "another sale");
+        let other = Places::new(b"another secret of thirty-two byt").sign(7, 9, 120);
+        assert_eq!(rotated.read(&other, 7, 9), Held::Forged, "another secret");
     }
 }
