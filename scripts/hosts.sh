@@ -151,10 +151,12 @@ redis_up() {
   for i in 1 2 3 4 5 6; do
     h=redis$i a=$(addr "$h")
     mkdir -p "$dir/$h"
+    # As docs/deploy.md has a shop set them: AOF every second, a memory ceiling past which writes
+    # are refused (never a key evicted), a password asked of every client and replica.
     on "$h" redis-server --bind "$a" --port 6379 --dir "$dir/$h" --cluster-enabled yes \
       --cluster-config-file "$dir/$h/nodes.conf" --cluster-node-timeout 2000 \
       --requirepass "$REDIS_PASS" --masterauth "$REDIS_PASS" \
-      --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+      --appendonly yes --appendfsync everysec --maxmemory 1gb --maxmemory-policy noeviction \
       --save "" --daemonize yes --pidfile "$dir/$h/redis.pid" --logfile "$dir/$h/redis.log"
     nodes+=("$a:6379")
   done
