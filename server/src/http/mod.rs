@@ -15,6 +15,7 @@ pub(crate) mod error;
 pub(crate) mod exports;
 pub(crate) mod forms;
 pub(crate) mod input;
+pub(crate) mod observe;
 pub(crate) mod operator;
 pub mod ops;
 pub(crate) mod orders;

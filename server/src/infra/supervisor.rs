@@ -88,6 +88,8 @@ impl Supervisor {
     {
         let name = name.into();
         let stop = self.stops[&stage].clone();
+        // Its restart counter exists from the start, at 0: an increase over it is then a number.
+        self.metrics.worker_restarts(&name);
         let (metrics, runs, worker) = (self.metrics.clone(), self.runs.clone(), name.clone());
         let handle = tokio::spawn(async move {
             let mut backoff = FIRST_BACKOFF;

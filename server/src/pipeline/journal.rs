@@ -145,6 +145,8 @@ struct Round {
     pending: Vec<(usize, Vec<String>, PublisherConfirm)>,
     /// Per journal, the entries to acknowledge (unreadable ones from the start).
     done: Vec<(String, Vec<String>)>,
+    /// When its last message was published (for the confirm's latency).
+    published: Instant,
 }
 
 impl Relay {
@@ -395,7 +397,11 @@ impl Relay {
             }
             done.push((journal.to_string(), unreadable));
         }
-        Ok(Round { pending, done })
+        Ok(Round {
+            pending,
+            done,
+            published: Instant::now(),
+        })
     }
 
     /// One persistent message of reservations on a reservations queue, named by its first token.
@@ -426,7 +432,12 @@ impl Relay {
 
     /// Awaits a round's confirms, then acknowledges (and deletes) its confirmed journal entries.
     async fn settle(&self, round: Round) -> anyhow::Result<()> {
-        let Round { pending, mut done } = round;
+        let Round {
+            pending,
+            mut done,
+            published,
+        } = round;
+        let confirms = !pending.is_empty();
         let mut failed = 0;
         for (index, ids, confirm) in pending {
             match tokio::time::timeout(CONFIRM_TIMEOUT, confirm).await {
@@ -438,6 +449,11 @@ impl Relay {
                 Ok(Err(e)) => return Err(e).context("awaiting a confirm"),
                 Err(_) => anyhow::bail!("no confirm from RabbitMQ within {CONFIRM_TIMEOUT:?}"),
             }
+        }
+        if confirms {
+            self.metrics
+                .publish_confirm
+                .observe(published.elapsed().as_secs_f64());
         }
         let mut confirmed = 0;
         for (journal, ids) in done.iter().filter(|(_, ids)| !ids.is_empty()) {

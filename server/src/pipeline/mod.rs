@@ -5,6 +5,7 @@
 //! topology, metrics), never the whole application state.
 
 pub mod deadline;
+pub mod gauges;
 pub mod giveback;
 pub mod journal;
 pub mod persister;
@@ -57,6 +58,7 @@ impl Pipeline {
         let topology = Topology::new(&config.amqp_prefix, config.queue_expires_ms)
             .with_reservation_queues(config.reservation_queues);
         let metrics = Metrics::new();
+        metrics.watch_pool(&db);
         let deadlines = Deadlines::new(
             db.clone(),
             redis.clone(),
@@ -89,7 +91,7 @@ impl Pipeline {
     }
 
     /// Starts the relay, the persisters (every reservations queue consumed), the dead-letter
-    /// consumer, the payment deadlines and the reconciler under `supervisor`.
+    /// consumer, the payment deadlines, the reconciler and the sales' gauges under `supervisor`.
     pub fn start(&self, supervisor: &Supervisor) {
         let instance = uuid::Uuid::new_v4().simple().to_string();
         let relay = Relay {
@@ -135,6 +137,14 @@ impl Pipeline {
         let (reconciler, every) = (self.reconciler.clone(), self.reconcile_every);
         supervisor.spawn("reconciler", Stage::Rest, move || {
             reconciler.clone().run_periodically(every)
+        });
+        let gauges = gauges::SaleGauges {
+            db: self.db.clone(),
+            redis: self.redis.clone(),
+            metrics: self.metrics.clone(),
+        };
+        supervisor.spawn("sale-gauges", Stage::Rest, move || {
+            gauges.clone().run_periodically(Duration::from_secs(1))
         });
     }
 }

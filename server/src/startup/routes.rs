@@ -166,7 +166,14 @@ fn with_layers(mut app: Router<AppState>, state: &AppState, layers: Layers) -> R
         ));
     }
     if layers.on("trace") {
-        app = app.layer(TraceLayer::new_for_http());
+        app = app.layer(TraceLayer::new_for_http().make_span_with(http::observe::request_span));
     }
-    app
+    if layers.on("http_metrics") {
+        app = app.layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            http::observe::measure,
+        ));
+    }
+    // Outermost: the id is there for every layer inside and on every answer, a timeout's too.
+    app.layer(middleware::from_fn(http::observe::request_id))
 }

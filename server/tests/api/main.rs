@@ -21,6 +21,7 @@ mod keepalive;
 mod lifecycle;
 mod limits;
 mod line;
+mod metrics;
 mod queue;
 mod reconcile;
 mod reminders;

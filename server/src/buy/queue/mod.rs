@@ -25,8 +25,7 @@ mod health;
 mod places;
 pub mod ticket_keys;
 
-use board::LineMeta;
-pub use board::{Boards, FRESH_FOR};
+pub use board::{Boards, LineMeta, FRESH_FOR};
 use health::Hold;
 pub use health::{health, HELD_REASONS};
 use parking_lot::Mutex;

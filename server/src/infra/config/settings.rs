@@ -253,6 +253,11 @@ pub struct Settings {
     /// one is named and the process exits non-zero.
     #[arg(long, env = "SECKILL_DEPLOYED", value_parser = BoolishValueParser::new())]
     pub deployed: bool,
+    /// How log lines are written: `json`, one object a line with the request's id on each line of
+    /// a request (for a log collector), or `text` (for a person). Unset: JSON when deployed, text
+    /// on a developer's box.
+    #[arg(long, env = "SECKILL_LOG_FORMAT", value_parser = ["json", "text"])]
+    pub log_format: Option<String>,
     /// How long an admitted shopper has to come for the turn (open the buy panel) before the
     /// admission lapses and goes to the next in line, in milliseconds (1,000 to 90,000).
     #[arg(long, env = "SECKILL_QUEUE_CLAIM_MS", default_value_t = 15_000,
