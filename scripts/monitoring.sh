@@ -45,7 +45,13 @@ packages() {
 launch() { # name port command...
   local name=$1 port=$2
   shift 2
-  if answers "$port"; then return; fi
+  if answers "$port"; then
+    # Ours from an earlier `up`: kept. Anything else on the port (another checkout's Prometheus)
+    # would be checked in our place: refused.
+    if [ -f "$dir/$name.pid" ] && kill -0 "$(cat "$dir/$name.pid")" 2>/dev/null; then return; fi
+    echo "monitoring: port $port ($name) is taken by a process this shape did not start" >&2
+    exit 1
+  fi
   setsid "$@" >>"$dir/$name.log" 2>&1 </dev/null &
   echo $! >"$dir/$name.pid"
 }
