@@ -218,17 +218,17 @@ redis_before=$(grep -o '[0-9.]* requests per second' "$out/redis-before.txt" | a
 # a proof of work's spent mark, unused here).
 SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/infra/scripts/gate.lua)")
 # (gate.lua decides a batch of buys; here each call is a batch of one: the shard's five keys and
-# rules, then the buy's five keys and seven arguments.)
+# rules, then the buy's five keys and eight arguments, the last an empty traceparent.)
 redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 10 \
   "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}unsettled" \
   "${P}tok:__rand_int__" "${P}unused" "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}unused" \
-  5 1 400 200 30 60000 60 60 1 1000000000 1 __rand_int__ 1 tok-__rand_int__ 1700000000000 0 0 0 >"$out/redis.txt" 2>&1
+  5 1 400 200 30 60000 60 60 1 1000000000 1 __rand_int__ 1 tok-__rand_int__ 1700000000000 0 0 0 "" >"$out/redis.txt" 2>&1
 redis_ceiling=$(grep -o '[0-9.]* requests per second' "$out/redis.txt" | awk '{print int($1)}' | tail -1)
 # The same with a proof of work to spend on each buy (flag 3: SET NX of its challenge, 10 min).
 redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 10 \
   "${P}stock" "${P}meta" "${P}users" "${P}journal" "${P}unsettled" \
   "${P}tok:__rand_int__" "${P}unused" "${P}r:u:__rand_int__" "${P}r:ip:__rand_int__" "${P}pow:__rand_int__" \
-  5 1 400 200 30 60000 60 60 1 1000000000 1 __rand_int__ 1 tok-__rand_int__ 1700000000000 3 0 1700000600000 >"$out/redis-pow.txt" 2>&1
+  5 1 400 200 30 60000 60 60 1 1000000000 1 __rand_int__ 1 tok-__rand_int__ 1700000000000 3 0 1700000600000 "" >"$out/redis-pow.txt" 2>&1
 redis_pow=$(grep -o '[0-9.]* requests per second' "$out/redis-pow.txt" | awk '{print int($1)}' | tail -1)
 redis-cli -p 56379 --scan --pattern "${P}*" | xargs -r -n 1000 redis-cli -p 56379 DEL >/dev/null
 echo "   before $redis_before, after $redis_ceiling scripts/s, spending a proof of work $redis_pow scripts/s"

@@ -97,36 +97,60 @@ fn print_reconciliation(report: &[server::pipeline::reconcile::Drift]) {
 }
 
 /// Log lines as the settings say (`SECKILL_LOG_FORMAT`): JSON objects with the spans they are
-/// in (a request's carries its `request_id`), or text; filtered by `RUST_LOG`.
-fn start_logging(settings: &server::infra::config::Settings) {
+/// in (a request's carries its `request_id`, and its `trace_id` when traced), or text; filtered
+/// by `RUST_LOG`. With an OTLP endpoint configured, spans are exported too (infra/telemetry.rs):
+/// the provider is returned, to be flushed at exit.
+fn start_logging(
+    settings: &server::infra::config::Settings,
+) -> anyhow::Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>> {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, Layer};
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into());
     let json = settings
         .log_format
         .as_deref()
         .map_or(settings.deployed, |format| format == "json");
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
-    if json {
-        logs.json()
+    let lines = if json {
+        tracing_subscriber::fmt::layer()
+            .json()
             .with_current_span(true)
             .with_span_list(false)
-            .init();
+            .boxed()
     } else {
-        logs.init();
+        tracing_subscriber::fmt::layer().boxed()
+    };
+    let provider = server::infra::telemetry::otlp_from_env().context("OTEL_EXPORTER_OTLP_*")?;
+    let spans = provider
+        .as_ref()
+        .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("seckill")));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .with(spans)
+        .init();
+    if provider.is_some() {
+        server::infra::telemetry::enable();
     }
+    Ok(provider)
 }
 
 fn main() -> anyhow::Result<()> {
     server::infra::config::forget_empty_settings();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    start_logging(&cli.settings);
+    let traces = start_logging(&cli.settings)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(run(
+    let ran = runtime.block_on(run(
         cli.command.unwrap_or(Command::Serve),
         cli.settings,
         &matches,
-    ))
+    ));
+    // The spans still in the batch go out before the process ends.
+    if let Some(provider) = traces {
+        let _ = provider.shutdown();
+    }
+    ran
 }
 
 /// `server worker`: the pipeline, and its probes and metrics on `SECKILL_WORKER_ADDR`, until

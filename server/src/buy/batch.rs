@@ -45,6 +45,8 @@ pub struct GateBuy {
     /// The names of the buyer's rate buckets: the shopper (`u:ID`) and their address.
     pub who_user: String,
     pub who_ip: String,
+    /// The buy's W3C traceparent, carried into its journal entry (empty when not traced).
+    pub traceparent: String,
 }
 
 /// The stock shard of a sale a batch is decided on, and the sale's rules the script applies.
@@ -193,7 +195,8 @@ pub async fn decide(
             .arg(buy.now_ms)
             .arg(buy.bot_check)
             .arg(u8::from(buy.idempotency.is_some()))
-            .arg(buy.challenge.as_ref().map_or(0, |(_, expires)| *expires));
+            .arg(buy.challenge.as_ref().map_or(0, |(_, expires)| *expires))
+            .arg(&buy.traceparent);
     }
     let flat: Vec<String> = call.invoke_async(&mut redis.conn()).await?;
     if flat.len() != 2 * buys.len() {

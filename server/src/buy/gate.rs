@@ -18,7 +18,10 @@ use super::{
     queue::WaitingRoom,
     soldout::SoldOut,
 };
-use crate::{domain::activity::ActivityRow, infra::scripts};
+use crate::{
+    domain::activity::ActivityRow,
+    infra::{scripts, telemetry},
+};
 use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
@@ -502,6 +505,8 @@ impl Gate {
 
     /// The Redis side of one buy: the captcha answer, the home shard's decision (which spends
     /// a proof of work), and when the home shard is out of units, the other shards in turn.
+    /// Its span (`gate`) is the parent of the journal entry's (docs/operations.md "Traces").
+    #[tracing::instrument(name = "gate", skip_all, fields(activity = activity.id))]
     async fn ask(
         &self,
         activity: &ActivityRow,
@@ -532,6 +537,7 @@ impl Gate {
             challenge: spent.map(|s| (s.nonce, s.expires_ms)),
             who_user: who_user.to_string(),
             who_ip: who_ip.to_string(),
+            traceparent: telemetry::traceparent(&tracing::Span::current()),
         };
         let answer = self.batcher.submit(sale, buy).await?;
         if let Answer::Ok(_) = answer {

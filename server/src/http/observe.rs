@@ -3,7 +3,10 @@
 //! (`/api/activities/{id}`), never the path a client sent: random ids and a scanner's paths all
 //! land on the few routes there are, or on `unmatched`, and the series stay bounded.
 
-use crate::infra::metrics::{HttpLabels, Metrics, UNMATCHED};
+use crate::infra::{
+    metrics::{HttpLabels, Metrics, UNMATCHED},
+    telemetry,
+};
 use axum::{
     extract::{MatchedPath, Request, State},
     http::{HeaderValue, Method},
@@ -94,17 +97,27 @@ pub async fn request_id(mut request: Request, next: Next) -> Response {
 }
 
 /// The span every line a request logs is in: its method, path (without the query, which may
-/// carry a token) and id.
+/// carry a token) and id; traced, its trace id, and the caller's span (`traceparent`) as parent.
 pub fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
     let id = request
         .headers()
         .get(REQUEST_ID)
         .and_then(|id| id.to_str().ok())
         .unwrap_or("");
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "request",
         method = %request.method(),
         path = %request.uri().path(),
         request_id = %id,
-    )
+        trace_id = tracing::field::Empty,
+    );
+    if telemetry::enabled() {
+        let parent = request
+            .headers()
+            .get("traceparent")
+            .and_then(|v| v.to_str().ok());
+        telemetry::follow(&span, parent);
+        span.record("trace_id", telemetry::trace_id(&span));
+    }
+    span
 }

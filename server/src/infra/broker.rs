@@ -381,3 +381,24 @@ async fn bind(channel: &lapin::Channel, queue: &str, exchange: &str) -> lapin::R
         )
         .await
 }
+
+/// AMQP headers of one text value (a message's `traceparent`).
+pub fn text_header(name: &str, value: &str) -> lapin::types::FieldTable {
+    let mut headers = lapin::types::FieldTable::default();
+    headers.insert(
+        name.into(),
+        lapin::types::AMQPValue::LongString(value.into()),
+    );
+    headers
+}
+
+/// A text header of a delivery, if it has one.
+pub fn header_text(delivery: &lapin::message::Delivery, name: &str) -> Option<String> {
+    let headers = delivery.properties.headers().as_ref()?;
+    match headers.inner().get(name)? {
+        lapin::types::AMQPValue::LongString(text) => {
+            Some(String::from_utf8_lossy(text.as_bytes()).into_owned())
+        }
+        _ => None,
+    }
+}

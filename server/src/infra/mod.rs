@@ -14,3 +14,4 @@ pub mod replication;
 pub(crate) mod retry;
 pub mod scripts;
 pub mod supervisor;
+pub mod telemetry;

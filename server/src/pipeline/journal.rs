@@ -19,10 +19,11 @@
 
 use crate::domain::activity;
 use crate::infra::{
-    broker::{Broker, Topology},
+    broker::{self, Broker, Topology},
     metrics::Metrics,
     redis::Redis,
     replication::{Confirmed, Replication},
+    telemetry,
 };
 use anyhow::Context;
 use lapin::{options::*, BasicProperties, Channel, Confirmation, PublisherConfirm};
@@ -38,6 +39,7 @@ use std::{
     time::{Duration, Instant},
 };
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 const GROUP: &str = "relay";
 const BATCH: usize = 2_000;
@@ -380,7 +382,11 @@ impl Relay {
             let mut readable = Vec::with_capacity(entries.len());
             for entry in entries {
                 match Reservation::from_entry(entry) {
-                    Some(reservation) => readable.push((entry.id.clone(), reservation)),
+                    Some(reservation) => readable.push((
+                        entry.id.clone(),
+                        reservation,
+                        field::<String>(entry, "traceparent"),
+                    )),
                     None => {
                         // Only the gate scripts write here; an unreadable entry cannot become an order.
                         tracing::error!(journal.id = %entry.id, "unreadable journal entry dropped");
@@ -389,10 +395,16 @@ impl Relay {
                 }
             }
             for chunk in readable.chunks(PER_MESSAGE) {
-                let (ids, reservations): (Vec<String>, Vec<Reservation>) =
-                    chunk.iter().cloned().unzip();
+                let ids: Vec<String> = chunk.iter().map(|(id, _, _)| id.clone()).collect();
+                let reservations: Vec<Reservation> =
+                    chunk.iter().map(|(_, r, _)| r.clone()).collect();
+                let traced: Vec<&str> = chunk.iter().filter_map(|(_, _, t)| t.as_deref()).collect();
                 let queue = self.topology.reservation_queue_of(journal);
-                let confirm = self.publish_one(channel, queue, &reservations).await?;
+                let span = telemetry::span_following("relay", &traced);
+                let confirm = self
+                    .publish_one(channel, queue, &reservations, &span)
+                    .instrument(span.clone())
+                    .await?;
                 pending.push((done.len(), ids, confirm));
             }
             done.push((journal.to_string(), unreadable));
@@ -404,17 +416,23 @@ impl Relay {
         })
     }
 
-    /// One persistent message of reservations on a reservations queue, named by its first token.
+    /// One persistent message of reservations on a reservations queue, named by its first token;
+    /// when traced, its `traceparent` header names the relay's span (`span`).
     async fn publish_one(
         &self,
         channel: &Channel,
         queue: &str,
         reservations: &[Reservation],
+        span: &tracing::Span,
     ) -> anyhow::Result<PublisherConfirm> {
-        let properties = BasicProperties::default()
+        let mut properties = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into())
             .with_message_id(reservations[0].token.to_string().into());
+        let traceparent = telemetry::traceparent(span);
+        if !traceparent.is_empty() {
+            properties = properties.with_headers(broker::text_header("traceparent", &traceparent));
+        }
         channel
             .basic_publish(
                 "".into(),

@@ -18,10 +18,11 @@ use crate::{
     buy::soldout::SoldOut,
     domain::rfc3339,
     infra::{
-        broker::{Broker, Consuming, Topology},
+        broker::{self, Broker, Consuming, Topology},
         keys::TOKEN_TTL_SECS,
         metrics::Metrics,
         redis::Redis,
+        telemetry,
     },
 };
 use anyhow::Context;
@@ -31,6 +32,7 @@ use lapin::{message::Delivery, options::*, BasicProperties, Confirmation};
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Messages in flight to one consumer (each up to `journal::PER_MESSAGE` reservations).
 const PREFETCH: u16 = 64;
@@ -176,7 +178,13 @@ impl Persister {
         if reservations.is_empty() {
             return Ok(());
         }
-        let refused = self.persist(&reservations).await;
+        let traced: Vec<String> = good
+            .iter()
+            .filter_map(|(delivery, _)| broker::header_text(delivery, "traceparent"))
+            .collect();
+        let traced: Vec<&str> = traced.iter().map(String::as_str).collect();
+        let span = telemetry::span_following("persist", &traced);
+        let refused = self.persist(&reservations).instrument(span).await;
         self.answer(good, &refused.into_iter().collect()).await
     }
 
@@ -301,6 +309,7 @@ impl Persister {
 
     /// Inserts the batch and marks its tokens in Redis; returns the tokens that could not become
     /// orders (their activity or user does not exist).
+    #[tracing::instrument(name = "commit", skip_all, fields(reservations = batch.len()))]
     async fn write(&self, batch: &[Reservation]) -> Result<Vec<uuid::Uuid>, Failure> {
         let tokens: Vec<uuid::Uuid> = batch.iter().map(|r| r.token).collect();
         let activities: Vec<i64> = batch.iter().map(|r| r.activity_id).collect();

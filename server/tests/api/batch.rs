@@ -142,6 +142,7 @@ fn buy_of(op: &Op, token: uuid::Uuid, now_ms: i64) -> GateBuy {
         who_user: format!("u:{shopper}"),
         // Two shoppers to an address: an address bucket shared inside a batch.
         who_ip: format!("ip:10.0.0.{}", shopper % 2),
+        traceparent: String::new(),
     }
 }
 

@@ -222,18 +222,50 @@ pub async fn spawn_app_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
     start(config).await
 }
 
+/// The spans the instances of this test binary exported, kept in memory (docs/operations.md
+/// "Traces"). Only traces a request asked for are sampled (its `traceparent` says so): the other
+/// tests' requests make spans nobody keeps.
+static SPANS: std::sync::OnceLock<opentelemetry_sdk::trace::InMemorySpanExporter> =
+    std::sync::OnceLock::new();
+
+/// Every span finished so far, of every test of this binary.
+pub fn finished_spans() -> Vec<opentelemetry_sdk::trace::SpanData> {
+    SPANS
+        .get()
+        .map_or_else(Vec::new, |spans| spans.get_finished_spans().unwrap())
+}
+
 /// The server's warnings and errors in the test's output, shown when it fails (`RUST_LOG`
 /// chooses others). A test's spawned tasks log there too when its runtime has one thread, as
-/// `#[tokio::test]`'s has.
+/// `#[tokio::test]`'s has. And the server's spans to an in-memory exporter, as a deployed
+/// process's to its OTLP endpoint.
 fn logs() {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+    use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, Layer};
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let filter = tracing_subscriber::EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
+        let exporter = SPANS.get_or_init(Default::default).clone();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter)
+            .with_sampler(Sampler::ParentBased(Box::new(Sampler::AlwaysOff)))
+            .build();
+        let spans = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("seckill"))
+            .with_filter(tracing_subscriber::EnvFilter::new("server=info"));
+        let lines = tracing_subscriber::fmt::layer()
             .with_test_writer()
-            .try_init();
+            .with_filter(filter);
+        if tracing_subscriber::registry()
+            .with(lines)
+            .with(spans)
+            .try_init()
+            .is_ok()
+        {
+            server::infra::telemetry::enable();
+        }
     });
 }
 

@@ -202,6 +202,7 @@ async fn crashed_borrow(
         challenge: None,
         who_user: "u:crashed".into(),
         who_ip: "ip:crashed".into(),
+        traceparent: String::new(),
     };
     let answer = server::buy::batch::decide(&app.redis, &limits, &sale, &[buy])
         .await

@@ -31,5 +31,6 @@ mod seckill;
 mod sessions;
 mod shards;
 mod site;
+mod traces;
 mod transactions;
 mod workers;

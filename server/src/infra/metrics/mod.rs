@@ -5,7 +5,10 @@
 //! base units (seconds, bytes), `_total` on counters, labels of a bounded set of values only.
 //! docs/operations.md "Metrics" lists them, and the alert rules and the dashboard read them.
 
+mod atomic;
 mod collect;
+
+pub use atomic::Histogram;
 
 use prometheus_client::{
     encoding::{
@@ -13,11 +16,7 @@ use prometheus_client::{
         EncodeLabelSet,
     },
     metrics::{
-        counter::Counter,
-        family::Family,
-        gauge::Gauge,
-        histogram::{exponential_buckets, Histogram},
-        info::Info,
+        counter::Counter, family::Family, gauge::Gauge, histogram::exponential_buckets, info::Info,
     },
     registry::{Registry, Unit},
 };

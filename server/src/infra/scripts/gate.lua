@@ -8,11 +8,12 @@
 --       +5 the spent mark of a proof of work's challenge
 -- ARGV: 1/2 user bucket capacity / refill per s, 3/4 address bucket capacity / refill per s,
 --       5 strikes before a block, 6 strike window and block (ms), 7 token status ttl (s),
---       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale; then seven
---       per buy, the i-th from 11 + 7(i - 1): +1 user id, +2 quantity, +3 token, +4 now (ms),
+--       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale; then eight
+--       per buy, the i-th from 11 + 8(i - 1): +1 user id, +2 quantity, +3 token, +4 now (ms),
 --       +5 bot check (0 not asked, 1 captcha right, 2 wrong, 3 proof of work verified by the
 --       caller: good if its challenge is unspent), +6 idempotency key given (0/1),
---       +7 the challenge's expiry (ms)
+--       +7 the challenge's expiry (ms), +8 the buy's W3C traceparent ('' when not traced: the
+--       journal entry then has no such field)
 -- Returns {code, detail} per buy, flat: ok + token, borrow + 'token quantity', sold_out,
 -- rate_limited + ms, blocked + 'user ms' or 'address ms' (the caller blocks that client
 -- everywhere), paused, captcha_invalid, limit_reached, not_warm, bad_args.
@@ -26,7 +27,7 @@
 -- batch and written once at its end; the rate buckets are strings ('tokens ts strikes since'),
 -- read by one MGET and written by one SET each; the unsettled tokens take one ZADD per batch.
 
-local COMMON, PER_BUY = 11, 7
+local COMMON, PER_BUY = 11, 8
 local count = (#ARGV - COMMON) / PER_BUY
 if count < 1 or count ~= math.floor(count) or #KEYS ~= 5 + 5 * count then
   return redis.error_reply('gate: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments')
@@ -178,8 +179,12 @@ local function decide(k, a)
     left = left - qty
     redis.call('HSET', KEYS[k + 1], 'status', 'queued', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
     redis.call('EXPIRE', KEYS[k + 1], n[7])
-    redis.call('XADD', KEYS[4], '*', 'token', token, 'activity_id', ARGV[9], 'user_id', user,
-      'quantity', qty, 'reserved_ms', now)
+    local entry = {'token', token, 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty, 'reserved_ms', now}
+    if ARGV[a + 8] ~= '' then
+      entry[#entry + 1] = 'traceparent'
+      entry[#entry + 1] = ARGV[a + 8]
+    end
+    redis.call('XADD', KEYS[4], '*', unpack(entry))
     unsettled[#unsettled + 1] = now
     unsettled[#unsettled + 1] = token
     if keyed then keep_record(KEYS[k + 2], token) end
