@@ -31,7 +31,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli procps curl
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: monitoring-check monitoring-live image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: bench-compare monitoring-check monitoring-live image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -514,6 +514,19 @@ endef
 
 # Each deliberate breakage of mutants/mutations.toml applied to a copy of the product, and the tests
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.
+# This checkout's server against revision BEFORE's, turn about in one sitting (scripts/bench-compare.sh):
+# BEFORE's server is built from a worktree of it in this target folder (the dependencies shared),
+# kept as target/server-before, then this checkout's is built again.
+BEFORE ?= HEAD~1
+bench-compare: setup test-tools build-release load-tool
+	rm -rf target/compare-before && git worktree prune
+	git worktree add -f --detach target/compare-before $(BEFORE) >/dev/null
+	(cd target/compare-before && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --release -p server --no-default-features --features app/ssr 2>&1 | tail -1)
+	cp target/release/server target/server-before
+	git worktree remove --force target/compare-before
+	touch server/src/main.rs && cargo build --release -p server --no-default-features --features app/ssr 2>&1 | tail -1
+	scripts/bench-compare.sh target/server-before target/release/server
+
 mutants: setup test-tools build-release
 	$(debug_site)
 	python3 scripts/mutants.py $(if $(ONLY),--only "$(ONLY)")
