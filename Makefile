@@ -516,16 +516,18 @@ endef
 # that guard it run: every one must fail them (docs/tests.md "Mutations"). Long: not in `make test`.
 # This checkout's server against revision BEFORE's, turn about in one sitting (scripts/bench-compare.sh):
 # BEFORE's server is built from a worktree of it in this target folder (the dependencies shared),
-# kept as target/server-before, then this checkout's is built again.
+# kept as target/compare/server (beside the site's hash file, which it reads from its own folder:
+# the two must share the site, so BEFORE must not change the app), then this checkout's is built again.
 BEFORE ?= HEAD~1
 bench-compare: setup test-tools build-release load-tool
+	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
 	rm -rf target/compare-before && git worktree prune
 	git worktree add -f --detach target/compare-before $(BEFORE) >/dev/null
 	(cd target/compare-before && CARGO_TARGET_DIR=$(CURDIR)/target cargo build --release -p server --no-default-features --features app/ssr 2>&1 | tail -1)
-	cp target/release/server target/server-before
+	mkdir -p target/compare && cp target/release/server target/release/hash.txt target/compare/
 	git worktree remove --force target/compare-before
 	touch server/src/main.rs && cargo build --release -p server --no-default-features --features app/ssr 2>&1 | tail -1
-	scripts/bench-compare.sh target/server-before target/release/server
+	scripts/bench-compare.sh target/compare/server target/release/server
 
 mutants: setup test-tools build-release
 	$(debug_site)

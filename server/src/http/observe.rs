@@ -81,14 +81,23 @@ fn acceptable(id: &HeaderValue) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// Gives every request an id (the one it came with, if acceptable, else a new UUID), which the
+/// A new request id: 32 hex digits, a random prefix of this process and a counter (unique
+/// without asking the system for randomness on every request).
+fn fresh_id() -> HeaderValue {
+    static PREFIX: std::sync::LazyLock<u64> = std::sync::LazyLock::new(rand::random);
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    HeaderValue::try_from(format!("{:016x}{n:016x}", *PREFIX))
+        .expect("hex digits are a valid header value")
+}
+
+/// Gives every request an id (the one it came with, if acceptable, else a new one), which the
 /// request's log lines carry (the trace layer's span, `startup/routes.rs`) and the response
 /// returns in `x-request-id`.
 pub async fn request_id(mut request: Request, next: Next) -> Response {
     let id = match request.headers().get(REQUEST_ID) {
         Some(id) if acceptable(id) => id.clone(),
-        _ => HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
-            .expect("a UUID is a valid header value"),
+        _ => fresh_id(),
     };
     request.headers_mut().insert(REQUEST_ID, id.clone());
     let mut response = next.run(request).await;
@@ -96,18 +105,18 @@ pub async fn request_id(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// The span every line a request logs is in: its method, path (without the query, which may
-/// carry a token) and id; traced, its trace id, and the caller's span (`traceparent`) as parent.
+/// The span every line a request logs is in: the request's id; traced, its trace id, and the
+/// caller's span (`traceparent`) as parent.
 pub fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
     let id = request
         .headers()
         .get(REQUEST_ID)
         .and_then(|id| id.to_str().ok())
         .unwrap_or("");
+    // Its id only: a span's fields are formatted for the log lines as it is made, on every
+    // request (the edge's access log, joined on the id, has the method and path).
     let span = tracing::info_span!(
         "request",
-        method = %request.method(),
-        path = %request.uri().path(),
         request_id = %id,
         trace_id = tracing::field::Empty,
     );

@@ -164,7 +164,8 @@ async fn every_answer_carries_a_request_id_kept_from_the_edge_only_when_plain() 
     };
     let fresh = app.get("/healthz").await;
     let fresh = id_of(&fresh).expect("an id on an answer to a request without one");
-    assert!(uuid::Uuid::parse_str(&fresh).is_ok(), "{fresh}");
+    let made_here = |id: &str| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    assert!(made_here(&fresh), "{fresh}");
     let again = id_of(&app.get("/healthz").await).unwrap();
     assert_ne!(fresh, again, "each request its own id");
     for (sent, kept) in [
@@ -249,9 +250,7 @@ async fn json_logs_carry_the_request_id_on_each_line_of_a_request() {
         lines.len()
     );
     assert!(
-        of_request
-            .iter()
-            .all(|l| l["span"]["path"] == "/api/activities"),
+        of_request.iter().all(|l| l["span"]["name"] == "request"),
         "{of_request:?}"
     );
 }
