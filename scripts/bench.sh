@@ -183,10 +183,12 @@ echo "   max $(fig "${soldout_max_runs[@]}") req/s; at $soldout_rate req/s p99 $
 
 echo "== what each layer of the stack costs: /healthz and the sold-out buy without it, 3 runs each"
 layer_rows=""
-for layer in none trace connection timeout compression security_headers cache_policy guard_pages require_json all; do
+# Every layer SECKILL_BENCH_WITHOUT_LAYERS names (server/src/infra/config LAYERS).
+ALL_LAYERS=request_id,http_metrics,trace,connection,timeout,compression,security_headers,cache_policy,guard_pages,require_json
+for layer in none ${ALL_LAYERS//,/ } all; do
   case $layer in
     none) off="" ;;
-    all) off="trace,connection,timeout,compression,security_headers,cache_policy,guard_pages,require_json" ;;
+    all) off=$ALL_LAYERS ;;
     *) off=$layer ;;
   esac
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
@@ -254,7 +256,7 @@ done
 
 echo "== the in-stock buy path without any layer (SECKILL_BENCH_WITHOUT_LAYERS=all of them), 3 runs"
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
-SERVE_BIN=$BENCH_BIN serve env SECKILL_BENCH_WITHOUT_LAYERS=trace,connection,timeout,compression,security_headers,cache_policy,guard_pages,require_json
+SERVE_BIN=$BENCH_BIN serve env SECKILL_BENCH_WITHOUT_LAYERS=$ALL_LAYERS
 bare_runs=()
 for run in 1 2 3; do
   crowd --users 30000 --stock 30000 --concurrency 1000 --lead-secs 2 >"$out/instock-bare-$run.txt"

@@ -105,8 +105,24 @@ fn start_logging(
 ) -> anyhow::Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>> {
     use opentelemetry::trace::TracerProvider as _;
     use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, Layer};
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into());
+    // A filter by target and level (`Targets`) when RUST_LOG asks no more: it decides once per
+    // call site, where an `EnvFilter` also looks up every span it is told of on each entry and
+    // exit (a lock read per poll of every request). An `EnvFilter` when RUST_LOG names spans or
+    // fields, which only it can match.
+    let wanted = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|w| !w.trim().is_empty())
+        .unwrap_or_else(|| "info,tower_http=warn,sqlx=warn".to_string());
+    let (targets, fields) = match wanted.parse::<tracing_subscriber::filter::Targets>() {
+        Ok(targets) => (Some(targets), None),
+        Err(_) => match tracing_subscriber::EnvFilter::try_new(&wanted) {
+            Ok(fields) => (None, Some(fields)),
+            Err(e) => {
+                eprintln!("RUST_LOG={wanted} is no filter ({e}); logging at info");
+                (Some("info,tower_http=warn,sqlx=warn".parse()?), None)
+            }
+        },
+    };
     let json = settings
         .log_format
         .as_deref()
@@ -125,7 +141,8 @@ fn start_logging(
         .as_ref()
         .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("seckill")));
     tracing_subscriber::registry()
-        .with(filter)
+        .with(targets)
+        .with(fields)
         .with(lines)
         .with(spans)
         .init();

@@ -41,6 +41,7 @@ use signing::{
 use sqlx::PgPool;
 use std::{net::IpAddr, sync::Arc, time::Instant};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 mod borrow;
 
@@ -503,11 +504,39 @@ impl Gate {
         }
     }
 
-    /// The Redis side of one buy: the captcha answer, the home shard's decision (which spends
-    /// a proof of work), and when the home shard is out of units, the other shards in turn.
-    /// Its span (`gate`) is the parent of the journal entry's (docs/operations.md "Traces").
-    #[tracing::instrument(name = "gate", skip_all, fields(activity = activity.id))]
+    /// The Redis side of one buy, in its span (`gate`), the parent of the journal entry's
+    /// (docs/operations.md "Traces") when traced. Only then: the span's one reader is the trace
+    /// (a line the gate logs is in the request's span already), and made on every buy it would
+    /// cost the untraced server.
     async fn ask(
+        &self,
+        activity: &ActivityRow,
+        user: i64,
+        quantity: i64,
+        proof: Proof<'_>,
+        idempotency: Option<&str>,
+        (who_user, who_ip): (&str, &str),
+    ) -> redis::RedisResult<Answer> {
+        let span = if telemetry::enabled() {
+            tracing::info_span!("gate", activity = activity.id)
+        } else {
+            tracing::Span::none()
+        };
+        self.ask_redis(
+            activity,
+            user,
+            quantity,
+            proof,
+            idempotency,
+            (who_user, who_ip),
+        )
+        .instrument(span)
+        .await
+    }
+
+    /// The captcha answer, the home shard's decision (which spends a proof of work), and when
+    /// the home shard is out of units, the other shards in turn.
+    async fn ask_redis(
         &self,
         activity: &ActivityRow,
         user: i64,

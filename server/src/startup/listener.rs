@@ -19,9 +19,10 @@ impl Application {
         use hyper_util::rt::{TokioIo, TokioTimer};
         let listener = self.listener;
         let drain = self.state.config.drain;
-        let mut make_service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
+        let mut make_service =
+            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+                SocketAddr,
+            >(self.server);
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(self.state.config.header_read_timeout);

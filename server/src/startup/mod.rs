@@ -18,13 +18,12 @@ use crate::{
     infra::config::Config,
 };
 use anyhow::Context;
-use axum::Router;
 use std::{net::SocketAddr, sync::Arc};
 use tokio::net::TcpListener;
 
 pub struct Application {
     listener: TcpListener,
-    router: Router,
+    server: routes::Server,
     pub state: AppState,
 }
 
@@ -51,7 +50,7 @@ impl Application {
             .await
             .with_context(|| format!("binding {}", state.config.addr))?;
         Ok(Application {
-            router: routes::router(state.clone()),
+            server: routes::server(state.clone()),
             listener,
             state,
         })

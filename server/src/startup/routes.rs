@@ -6,12 +6,19 @@ use crate::{
     http::{self, site, state::AppState},
 };
 use axum::{
+    extract::Request,
     http::{header, HeaderValue, StatusCode},
-    middleware, Router,
+    middleware,
+    response::{IntoResponse, Response},
+    Router,
 };
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use std::path::Path;
+use std::{convert::Infallible, path::Path};
+use tower::{
+    util::{BoxCloneSyncService, Either, MapResponse},
+    Layer, Service, ServiceExt,
+};
 use tower_http::{
     compression::{
         predicate::{NotForContentType, Predicate, SizeAbove},
@@ -20,7 +27,6 @@ use tower_http::{
     services::{ServeDir, ServeFile},
     set_header::SetResponseHeaderLayer,
     timeout::TimeoutLayer,
-    trace::TraceLayer,
 };
 
 /// Whether a middleware is on: all are, unless a measurement leaves one out (infra/config, LAYERS).
@@ -33,7 +39,7 @@ impl Layers<'_> {
     }
 }
 
-pub(super) fn router(state: AppState) -> Router {
+pub(super) fn server(state: AppState) -> Server {
     let layers = Layers(&state.config.layers_off);
     if !state.config.layers_off.is_empty() {
         tracing::warn!(layers = ?state.config.layers_off, "middleware left out for a measurement (SECKILL_BENCH_WITHOUT_LAYERS); never in production");
@@ -64,7 +70,11 @@ pub(super) fn router(state: AppState) -> Router {
         .nest_service("/pkg", pkg_service(&site, state.hashed_assets))
         .route_service("/favicon.ico", ServeFile::new(site.join("favicon.ico")))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell));
-    with_layers(app, &state, layers).with_state(state)
+    // The route template an answer's request matched, for the metrics outside the router.
+    let app = app
+        .layer(http::observe::MarkRouteLayer)
+        .with_state(state.clone());
+    with_layers(app, &state, layers)
 }
 
 /// `/api`: every JSON route, JSON in and out, nothing cached once signed in.
@@ -121,59 +131,95 @@ fn pkg_service(site: &Path, hashed: bool) -> axum::routing::MethodRouter {
     ))
 }
 
-/// The middleware around every route, innermost first.
-fn with_layers(mut app: Router<AppState>, state: &AppState, layers: Layers) -> Router<AppState> {
-    if layers.on("guard_pages") {
-        app = app.layer(middleware::from_fn_with_state(
-            state.sessions.clone(),
-            http::admin::guard_pages,
-        ));
+/// The server as one service: the router inside the middleware every request passes.
+pub(super) type Server = BoxCloneSyncService<Request, Response, Infallible>;
+
+/// An answer as axum's [`Response`], whatever body a layer wrapped it in.
+type Answering<S> = MapResponse<S, fn(<S as Service<Request>>::Response) -> Response>;
+
+fn answering<S>(service: S) -> Answering<S>
+where
+    S: Service<Request>,
+    S::Response: IntoResponse,
+{
+    service.map_response(IntoResponse::into_response as fn(S::Response) -> Response)
+}
+
+/// `layer` around `service` when on (all are, unless a measurement leaves one out), else the
+/// service as it is.
+fn around<S, L>(
+    service: S,
+    on: bool,
+    layer: impl FnOnce() -> L,
+) -> Either<Answering<L::Service>, Answering<S>>
+where
+    S: Service<Request, Error = Infallible>,
+    S::Response: IntoResponse,
+    L: Layer<S>,
+    L::Service: Service<Request, Error = Infallible>,
+    <L::Service as Service<Request>>::Response: IntoResponse,
+{
+    if on {
+        Either::Left(answering(layer().layer(service)))
+    } else {
+        Either::Right(answering(service))
     }
-    if layers.on("cache_policy") {
-        app = app.layer(middleware::from_fn(site::html_cache_policy));
-    }
-    if layers.on("security_headers") {
-        app = app.layer(site::security_headers());
-        // Served over HTTPS (the cookie is `Secure`): browsers keep to HTTPS from then on.
-        if state.config.cookie_secure {
-            app = app.layer(SetResponseHeaderLayer::overriding(
+}
+
+/// The middleware around the router, innermost first. Outside it, not on its routes
+/// (`Router::layer`): axum clones a route's whole stack of boxed services on every call, once per
+/// layer, so each layer there costs every request as much again as the layers under it
+/// (docs/benchmarks.md "What seeing costs"); out here a request clones each layer once, without
+/// allocating. The one thing only a route knows, the template it matched, the route marks on its
+/// answer (`observe::MarkRouteLayer`) for the metrics.
+fn with_layers(app: Router, state: &AppState, layers: Layers) -> Server {
+    let app = around(app, layers.on("guard_pages"), || {
+        middleware::from_fn_with_state(state.sessions.clone(), http::admin::guard_pages)
+    });
+    let app = around(app, layers.on("cache_policy"), || {
+        middleware::from_fn(site::html_cache_policy)
+    });
+    let app = around(app, layers.on("security_headers"), site::security_headers);
+    // Served over HTTPS (the cookie is `Secure`): browsers keep to HTTPS from then on.
+    let app = around(
+        app,
+        layers.on("security_headers") && state.config.cookie_secure,
+        || {
+            SetResponseHeaderLayer::overriding(
                 header::STRICT_TRANSPORT_SECURITY,
                 HeaderValue::from_static("max-age=31536000; includeSubDomains"),
-            ));
+            )
+        },
+    );
+    // Not below 1 KiB: the buy path's small JSON answers gain nothing from it (an encoder per
+    // answer, and a compressed body of a hundred bytes is hardly smaller).
+    let app = around(app, layers.on("compression"), || {
+        CompressionLayer::new().compress_when(
+            SizeAbove::new(1024)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::IMAGES)
+                .and(NotForContentType::SSE),
+        )
+    });
+    let app = around(app, layers.on("timeout"), || {
+        TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout)
+    });
+    let app = around(app, layers.on("connection"), || {
+        middleware::from_fn(http::connection::close_when_body_unread)
+    });
+    // Outermost: the id and the span are there for every layer inside and on every answer, a
+    // timeout's too, and the duration is the whole of a request's.
+    let (ids, spans, metrics) = (
+        layers.on("request_id"),
+        layers.on("trace"),
+        layers.on("http_metrics"),
+    );
+    let app = around(app, ids || spans || metrics, || {
+        http::observe::ObserveLayer {
+            ids,
+            spans,
+            metrics: metrics.then(|| state.metrics.clone()),
         }
-    }
-    if layers.on("compression") {
-        // Not below 1 KiB: the buy path's small JSON answers gain nothing from it (an encoder
-        // per answer, and a compressed body of a hundred bytes is hardly smaller).
-        app = app.layer(
-            CompressionLayer::new().compress_when(
-                SizeAbove::new(1024)
-                    .and(NotForContentType::GRPC)
-                    .and(NotForContentType::IMAGES)
-                    .and(NotForContentType::SSE),
-            ),
-        );
-    }
-    if layers.on("timeout") {
-        app = app.layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            state.config.request_timeout,
-        ));
-    }
-    if layers.on("connection") {
-        app = app.layer(middleware::from_fn(
-            http::connection::close_when_body_unread,
-        ));
-    }
-    if layers.on("trace") {
-        app = app.layer(TraceLayer::new_for_http().make_span_with(http::observe::request_span));
-    }
-    if layers.on("http_metrics") {
-        app = app.layer(middleware::from_fn_with_state(
-            state.metrics.clone(),
-            http::observe::measure,
-        ));
-    }
-    // Outermost: the id is there for every layer inside and on every answer, a timeout's too.
-    app.layer(middleware::from_fn(http::observe::request_id))
+    });
+    BoxCloneSyncService::new(app)
 }

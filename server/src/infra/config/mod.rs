@@ -103,7 +103,8 @@ pub struct Config {
 }
 
 /// The middleware of the server's stack, by the names `SECKILL_BENCH_WITHOUT_LAYERS` takes.
-pub const LAYERS: [&str; 9] = [
+pub const LAYERS: [&str; 10] = [
+    "request_id",
     "http_metrics",
     "trace",
     "connection",
