@@ -109,17 +109,7 @@ up() {
   echo "Open http://127.0.0.1:$PORT  (nginx → instances on $(instance_port 1)-$(instance_port 3), $PROFILE build)"
 }
 
-stop_instance() { # number
-  local pidfile="$dir/instance-$1.pid" pid
-  [ -f "$pidfile" ] || return 0
-  pid=$(cat "$pidfile")
-  if kill "$pid" 2>/dev/null; then
-    local deadline=$((SECONDS + 15))
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile"
-}
+stop_instance() { "$services" stop-pidfile "$dir/instance-$1.pid"; } # number
 
 down() {
   for n in 1 2 3; do stop_instance "$n"; done

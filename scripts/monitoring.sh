@@ -156,16 +156,9 @@ up() {
 }
 
 down() {
-  local name pid
+  local name
   for name in prometheus redis-exporter postgres-exporter node-exporter; do
-    [ -f "$dir/$name.pid" ] || continue
-    pid=$(cat "$dir/$name.pid")
-    if kill "$pid" 2>/dev/null; then
-      local deadline=$((SECONDS + 15))
-      while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$dir/$name.pid"
+    "$root/scripts/services.sh" stop-pidfile "$dir/$name.pid"
   done
 }
 

@@ -376,6 +376,17 @@ nginx_restart() {
   nginx -c "$NGINX_DIR/nginx.conf" -p "$NGINX_DIR"
 }
 
+stop_pidfile() { # file: the process it names asked to stop, killed after 15 s; the file removed
+  [ -f "$1" ] || return 0
+  local pid deadline=$((SECONDS + 15))
+  pid=$(cat "$1")
+  if kill "$pid" 2>/dev/null; then
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$1"
+}
+
 stop_all() {
   nginx_stop
   stop_rabbitmq_cluster
@@ -461,6 +472,7 @@ case "${1:-start}" in
   rabbitmq-node-start) rabbit_node_start "$2" ;;
   nginx-start) shift; nginx_start "$@" ;;
   nginx-stop) nginx_stop ;;
+  stop-pidfile) stop_pidfile "$2" ;;
   nginx-restart) nginx_restart ;;
   rabbitmq-down) rabbitmq_app stop_app ;;
   rabbitmq-up) rabbitmq_app start_app ;;
@@ -468,5 +480,5 @@ case "${1:-start}" in
   redis-kill) redis_kill ;;
   redis-start) redis_restart ;;
   postgres-restart) postgres_crash_restart ;;
-  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|redis-cluster-kill-master KEY|redis-cluster-pause-master KEY|rabbitmq-cluster|rabbitmq-cluster-stop|rabbitmq-node-kill N|rabbitmq-node-start N|nginx-start PORT SITE UPSTREAM...|nginx-stop|nginx-restart|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|redis-cluster|redis-cluster-stop|redis-cluster-kill-master KEY|redis-cluster-pause-master KEY|rabbitmq-cluster|rabbitmq-cluster-stop|rabbitmq-node-kill N|rabbitmq-node-start N|nginx-start PORT SITE UPSTREAM...|nginx-stop|nginx-restart|stop-pidfile FILE|rabbitmq-down|rabbitmq-up|rabbitmq-drop-connections|redis-kill|redis-start|postgres-restart" >&2; exit 2 ;;
 esac

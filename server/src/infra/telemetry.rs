@@ -107,17 +107,14 @@ pub fn trace_id(span: &tracing::Span) -> String {
     format!("{id}")
 }
 
-/// A span for work done for reservations that arrived traced (`traceparents`, one per buy): a
-/// child of the first, linked to the others (a batch serves many buys, a span has one parent).
-pub fn span_following(name: &'static str, traceparents: &[&str]) -> tracing::Span {
-    let span = match name {
-        "relay" => tracing::info_span!("relay", reservations = traceparents.len()),
-        _ => tracing::info_span!("persist", reservations = traceparents.len()),
-    };
+/// Makes `span`, work done for reservations that arrived traced (`traceparents`, one per buy),
+/// a child of the first and linked to the others (a batch serves many buys, a span has one
+/// parent).
+pub fn follow_batch(span: &tracing::Span, traceparents: &[&str]) {
     if !enabled() {
-        return span;
+        return;
     }
-    follow(&span, traceparents.first().copied());
+    follow(span, traceparents.first().copied());
     for other in traceparents.iter().skip(1) {
         let context = TraceContextPropagator::new().extract(&One(Some(other)));
         let linked = context.span().span_context().clone();
@@ -125,5 +122,4 @@ pub fn span_following(name: &'static str, traceparents: &[&str]) -> tracing::Spa
             span.add_link(linked);
         }
     }
-    span
 }

@@ -400,7 +400,8 @@ impl Relay {
                     chunk.iter().map(|(_, r, _)| r.clone()).collect();
                 let traced: Vec<&str> = chunk.iter().filter_map(|(_, _, t)| t.as_deref()).collect();
                 let queue = self.topology.reservation_queue_of(journal);
-                let span = telemetry::span_following("relay", &traced);
+                let span = tracing::info_span!("relay", reservations = traced.len());
+                telemetry::follow_batch(&span, &traced);
                 let confirm = self
                     .publish_one(channel, queue, &reservations, &span)
                     .instrument(span.clone())

@@ -183,7 +183,8 @@ impl Persister {
             .filter_map(|(delivery, _)| broker::header_text(delivery, "traceparent"))
             .collect();
         let traced: Vec<&str> = traced.iter().map(String::as_str).collect();
-        let span = telemetry::span_following("persist", &traced);
+        let span = tracing::info_span!("persist", reservations = traced.len());
+        telemetry::follow_batch(&span, &traced);
         let refused = self.persist(&reservations).instrument(span).await;
         self.answer(good, &refused.into_iter().collect()).await
     }

@@ -557,9 +557,21 @@ impl TestApp {
         key: &str,
         body: Value,
     ) -> (u16, Value) {
+        self.buy_with_header(client, activity, ("Idempotency-Key", key), body)
+            .await
+    }
+
+    /// A buy sent with one more header (`(name, value)`).
+    pub async fn buy_with_header(
+        &self,
+        client: &Client,
+        activity: i64,
+        (name, value): (&str, &str),
+        body: Value,
+    ) -> (u16, Value) {
         let resp = client
             .post(self.url(&format!("/api/activities/{activity}/buy")))
-            .header("Idempotency-Key", key)
+            .header(name, value)
             .json(&body)
             .send()
             .await

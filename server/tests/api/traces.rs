@@ -16,15 +16,15 @@ async fn one_buy_is_one_trace_from_the_request_to_the_orders_commit() {
     // The caller's span (a browser's, an edge's): sampled, so the whole buy is kept.
     let trace_id = format!("{:032x}", uuid::Uuid::new_v4().as_u128());
     let caller = "00f067aa0ba902b7";
-    let resp = shopper
-        .client
-        .post(app.url(&format!("/api/activities/{id}/buy")))
-        .header("traceparent", format!("00-{trace_id}-{caller}-01"))
-        .json(&json!({"path": path}))
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = json(resp).await;
+    let traceparent = format!("00-{trace_id}-{caller}-01");
+    let (status, body) = app
+        .buy_with_header(
+            &shopper.client,
+            id,
+            ("traceparent", &traceparent),
+            json!({"path": path}),
+        )
+        .await;
     assert_eq!(status, 202, "{body}");
     let token = body["token"].as_str().unwrap().to_string();
     assert_settled(&app, id, &[token]).await;
