@@ -38,11 +38,11 @@ fn method_label(method: &Method) -> &'static str {
 
 /// Each request's id, span and measure, outermost around the router: the id (the one a request
 /// came with, if acceptable, else a new one) in the request and on the answer in `x-request-id`;
-/// the span every line the request logs is in ([`request_span`]), entered whenever the request is
-/// worked on, with a line for its answer (at debug; an error for a 5xx); the duration by route, method and status, and
-/// the requests in flight. A service of its own rather than `from_fn` and tower-http's trace
-/// layer: it calls the stack inside without cloning it, boxing a future or wrapping the body
-/// (every request passes here).
+/// the span every line the request logs is in ([`request_span`]), entered whenever the request
+/// is worked on, with a line for its answer (at debug; an error for a 5xx); the duration by
+/// route, method and status, and the requests in flight. A service of its own rather than
+/// `from_fn` and tower-http's trace layer: it calls the stack inside without cloning it, boxing
+/// a future or wrapping the body (every request passes here).
 #[derive(Clone)]
 pub struct ObserveLayer {
     /// Whether to give requests their ids, and their spans (a measurement may leave either out,
