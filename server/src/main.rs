@@ -96,6 +96,9 @@ fn print_reconciliation(report: &[server::pipeline::reconcile::Drift]) {
     println!("{} live activities, {drifting} drifting", report.len());
 }
 
+/// What is logged when `RUST_LOG` says nothing (or nothing a filter can be made of).
+const DEFAULT_LOG_FILTER: &str = "info,tower_http=warn,sqlx=warn";
+
 /// Log lines as the settings say (`SECKILL_LOG_FORMAT`): JSON objects with the spans they are
 /// in (a request's carries its `request_id`, and its `trace_id` when traced), or text; filtered
 /// by `RUST_LOG`. With an OTLP endpoint configured, spans are exported too (infra/telemetry.rs):
@@ -112,14 +115,14 @@ fn start_logging(
     let wanted = std::env::var("RUST_LOG")
         .ok()
         .filter(|w| !w.trim().is_empty())
-        .unwrap_or_else(|| "info,tower_http=warn,sqlx=warn".to_string());
+        .unwrap_or_else(|| DEFAULT_LOG_FILTER.to_string());
     let (targets, fields) = match wanted.parse::<tracing_subscriber::filter::Targets>() {
         Ok(targets) => (Some(targets), None),
         Err(_) => match tracing_subscriber::EnvFilter::try_new(&wanted) {
             Ok(fields) => (None, Some(fields)),
             Err(e) => {
                 eprintln!("RUST_LOG={wanted} is no filter ({e}); logging at info");
-                (Some("info,tower_http=warn,sqlx=warn".parse()?), None)
+                (Some(DEFAULT_LOG_FILTER.parse()?), None)
             }
         },
     };
