@@ -145,11 +145,16 @@ impl Case<'_> {
                         .unwrap()
                 };
                 eventually(60, "the order to cancel is persisted", stored).await;
-                sqlx::query("UPDATE orders SET pay_by = now() WHERE token = $1")
-                    .bind(uuid)
-                    .execute(&app.db)
-                    .await
-                    .unwrap();
+                // Closed, never moved later: two give-backs of one token in one round each
+                // close it, and a `pay_by = now()` written after the other's cancel began would
+                // be later than that cancel's clock, which then finds nothing overdue (seen).
+                let closed =
+                    sqlx::query("UPDATE orders SET pay_by = LEAST(pay_by, now()) WHERE token = $1")
+                        .bind(uuid)
+                        .execute(&app.db)
+                        .await
+                        .unwrap();
+                assert_eq!(closed.rows_affected(), 1, "the order to cancel is there");
                 app.state.deadlines.expire(uuid).await.unwrap();
                 // Cancelled by this call, an earlier give-back of the same token or the
                 // deadline sweeper: its units went back once.
