@@ -222,6 +222,62 @@ async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
     assert_eq!(owners, buyer_ids);
 }
 
+/// The gate keeps its rate buckets on the master alone (`redis.set_repl`): a failover forgets
+/// them, which no promise depends on. What a promise depends on (the stock, the holders' counts,
+/// the token, the key's record) is on the replica once the 202 is said.
+#[tokio::test]
+async fn rate_buckets_stay_on_the_master_and_what_a_promise_needs_reaches_the_replica() {
+    let (master, replica) = master_and_replica().await;
+    let app = spawn_app_with(|c| {
+        c.redis = Target::Single(master.url());
+        c.redis_wait_replicas = 1;
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let activity = live_activity(&app, &merchant, 10, json!({"per_user_limit": 2})).await;
+    let id = activity["id"].as_i64().unwrap();
+    let buyer = &shoppers(&app, 1).await[0];
+    let path = app.path(&buyer.client, id).await;
+    let (status, body) = app
+        .buy_keyed(
+            &buyer.client,
+            id,
+            "kept",
+            json!({"path": path, "quantity": 2}),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}");
+    let token: uuid::Uuid = body["token"].as_str().unwrap().parse().unwrap();
+
+    let shard = app.redis.keys.shard(id, 0, 1);
+    // The buyer's bucket and the address's (every test client comes from 127.0.0.1).
+    let buckets = [
+        shard.rate(&format!("u:{}", buyer.id)),
+        shard.rate("ip:127.0.0.1"),
+    ];
+    for key in &buckets {
+        assert!(master.exists(key).await, "{key} is not on the master");
+        assert!(!replica.exists(key).await, "{key} reached the replica");
+    }
+    for key in [
+        shard.stock(),
+        shard.holders(),
+        shard.token(&token),
+        shard.idempotency(buyer.id, "kept"),
+    ] {
+        assert!(replica.exists(&key).await, "{key} is not on the replica");
+    }
+    let held: Option<String> = replica
+        .ask(&["HGET", &shard.holders(), &buyer.id.to_string()])
+        .await
+        .unwrap();
+    assert_eq!(
+        held.as_deref(),
+        Some("2"),
+        "the holder's count on the replica"
+    );
+}
+
 /// `WAIT` counts the replicas that acknowledged the last write *of its own connection*, as of its
 /// previous command: on a connection kept for waiting, which writes nothing, it answered at once
 /// for a write made after its last wait, whatever the replica held. A write made while the

@@ -23,9 +23,11 @@
 -- units from another shard (`lend.lua`) and settled (`settle.lua`). The quantity borrowed is the
 -- one first asked for, whatever a keyed retry asks: it is what the holders count holds.
 --
--- Lean by design: the shard's stock, pause switch and each holder's count are read once per
--- batch and written once at its end; the rate buckets are strings ('tokens ts strikes since'),
--- read by one MGET and written by one SET each; the unsettled tokens take one ZADD per batch.
+-- Lean by design: the shard's stock and pause switch are read once per batch, the holders'
+-- counts by one HMGET, and each is written once at its end (one DECRBY, one HSET); the rate
+-- buckets are strings ('tokens ts strikes since'), read by one MGET and written by one SET each,
+-- kept out of the AOF and the replicas (a failover forgets them: docs/reliability.md); the
+-- unsettled tokens take one ZADD per batch.
 
 local COMMON, PER_BUY = 11, 8
 local count = (#ARGV - COMMON) / PER_BUY
@@ -83,12 +85,17 @@ local function keep_record(key, value)
   records[key] = value
 end
 
-local function holding(user)
-  if held[user] == nil then
-    held[user] = tonumber(redis.call('HGET', KEYS[3], user) or '0')
-    holders[#holders + 1] = user
+-- The holders' counts of the whole batch in one read, when a buy can get as far as them.
+if not (shards == 1 and left and left <= 0) and not common_bad then
+  for i = 1, count do
+    local user = ARGV[COMMON + PER_BUY * (i - 1) + 1]
+    if held[user] == nil then
+      held[user] = false
+      holders[#holders + 1] = user
+    end
   end
-  return held[user]
+  local counts = redis.call('HMGET', KEYS[3], unpack(holders))
+  for j, user in ipairs(holders) do held[user] = tonumber(counts[j] or '0') end
 end
 
 local function hold(user, qty)
@@ -170,7 +177,7 @@ local function decide(k, a)
     end
   end
 
-  if holding(user) + qty > n[10] then return {'limit_reached', ''} end
+  if held[user] + qty > n[10] then return {'limit_reached', ''} end
   if not left then return {'not_warm', ''} end
   if left < qty and shards == 1 then return {'sold_out', tostring(left)} end
 
@@ -205,13 +212,21 @@ end
 
 -- What the batch changed, written once.
 if left ~= left_at_start then redis.call('DECRBY', KEYS[1], left_at_start - left) end
+local counts = {}
 for _, user in ipairs(holders) do
-  if held_change[user] then redis.call('HINCRBY', KEYS[3], user, held_change[user]) end
+  if held_change[user] then
+    counts[#counts + 1] = user
+    counts[#counts + 1] = tostring(held[user])
+  end
 end
+if #counts > 0 then redis.call('HSET', KEYS[3], unpack(counts)) end
+-- A bucket lost at a failover or a restart starts full again: no promise rests on it.
+redis.set_repl(redis.REPL_NONE)
 for _, key in ipairs(bucket_order) do
   local b = buckets[key]
   redis.call('SET', key, tostring(b[1]) .. ' ' .. tostring(b[2]) .. ' ' .. tostring(b[3]) .. ' ' .. tostring(b[4]),
     'PX', b.ttl)
 end
+redis.set_repl(redis.REPL_ALL)
 if #unsettled > 0 then redis.call('ZADD', KEYS[5], unpack(unsettled)) end
 return answers
