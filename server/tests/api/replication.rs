@@ -128,14 +128,19 @@ async fn master_and_replica() -> (RedisProcess, RedisProcess) {
     (master, replica)
 }
 
-#[tokio::test]
-async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
-    let (master, replica) = master_and_replica().await;
-    let app = spawn_app_with(|c| {
+/// An instance on this master, answering a buy once its writes are on one replica.
+async fn app_on(master: &RedisProcess) -> TestApp {
+    spawn_app_with(|c| {
         c.redis = Target::Single(master.url());
         c.redis_wait_replicas = 1;
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
+    let (master, replica) = master_and_replica().await;
+    let app = app_on(&master).await;
     let merchant = merchant(&app).await;
     let activity = live_activity(&app, &merchant, 10, json!({})).await;
     let id = activity["id"].as_i64().unwrap();
@@ -228,11 +233,7 @@ async fn a_buy_is_answered_once_its_reservation_is_on_the_replica() {
 #[tokio::test]
 async fn rate_buckets_stay_on_the_master_and_what_a_promise_needs_reaches_the_replica() {
     let (master, replica) = master_and_replica().await;
-    let app = spawn_app_with(|c| {
-        c.redis = Target::Single(master.url());
-        c.redis_wait_replicas = 1;
-    })
-    .await;
+    let app = app_on(&master).await;
     let merchant = merchant(&app).await;
     let activity = live_activity(&app, &merchant, 10, json!({"per_user_limit": 2})).await;
     let id = activity["id"].as_i64().unwrap();
@@ -370,11 +371,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
 #[tokio::test]
 async fn the_relay_ships_no_reservation_its_replica_has_not_acknowledged() {
     let (master, replica) = master_and_replica().await;
-    let app = spawn_app_with(|c| {
-        c.redis = Target::Single(master.url());
-        c.redis_wait_replicas = 1;
-    })
-    .await;
+    let app = app_on(&master).await;
     let merchant = merchant(&app).await;
     let activity = live_activity(&app, &merchant, 10, json!({})).await;
     let id = activity["id"].as_i64().unwrap();
