@@ -10,7 +10,8 @@
 //! | `{a:ID.S}:stock` | units for sale in shard S |
 //! | `{a:ID.S}:meta` | switches the gate reads (`paused`) |
 //! | `{a:ID.S}:users` | units each user whose home is S holds |
-//! | `{a:ID.S}:journal` | reservations shard S granted, for the relay |
+//! | `{a:ID.S}:granted` | reservations shard S granted, for the relay: one stream entry per gate call |
+//! | `{a:ID.S}:journal` | the same of releases before, one entry per reservation: still drained |
 //! | `{a:ID.S}:tok:UUID` | a reservation's status; the token names its sale and home shard |
 //! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
 //! | `{a:ID.S}:lent:UUID` | shard S's one answer to another shard's buyer: `1` lent, `0` refused |
@@ -147,8 +148,20 @@ impl ShardKeys {
     pub fn holders(&self) -> String {
         self.key("users")
     }
+    /// The journal the gate and the lenders write: one entry per script call, whatever the
+    /// reservations it granted (`pipeline/journal.rs` reads it).
     pub fn journal(&self) -> String {
+        self.key("granted")
+    }
+    /// The journal releases before batch entries wrote, one entry per reservation: nothing of
+    /// this release writes it, but during a rolling upgrade the release before's gates do, so the
+    /// relay drains it and every reader of the journals counts it.
+    pub fn per_buy_journal(&self) -> String {
         self.key("journal")
+    }
+    /// Both journals of this shard: every entry the relay has yet to carry is in one of them.
+    pub fn journals(&self) -> [String; 2] {
+        [self.journal(), self.per_buy_journal()]
     }
     /// The tokens this home shard's gate granted that are neither orders nor returned yet,
     /// scored by their reservation time (ms): what is in flight between the gate and the
@@ -369,6 +382,7 @@ mod tests {
             s.meta(),
             s.holders(),
             s.journal(),
+            s.per_buy_journal(),
             s.token(&token),
             s.returned(&token),
             s.lent(&token),

@@ -81,30 +81,32 @@ impl SaleGauges {
         );
     }
 
-    /// Each shard's oldest journal entry's time (its id's milliseconds): the entries the broker
-    /// confirmed are trimmed away (`ack.lua`), so the oldest left is the oldest not carried.
+    /// Each journal's oldest entry's time (its id's milliseconds), both journals of every shard:
+    /// the entries the broker confirmed are trimmed away (`ack.lua`), so the oldest left is the
+    /// oldest not carried.
     async fn oldest_journal_entries(
         &self,
         shards: &[ShardKeys],
     ) -> redis::RedisResult<Vec<Option<i64>>> {
-        let reads = shards.iter().map(|shard| {
-            let mut conn = self.redis.conn();
-            let journal = shard.journal();
-            async move {
-                let first: StreamRangeReply = redis::cmd("XRANGE")
-                    .arg(&journal)
-                    .arg("-")
-                    .arg("+")
-                    .arg("COUNT")
-                    .arg(1)
-                    .query_async(&mut conn)
-                    .await?;
-                Ok(first
-                    .ids
-                    .first()
-                    .and_then(|entry| entry.id.split('-').next().and_then(|ms| ms.parse().ok())))
-            }
-        });
+        let reads = shards
+            .iter()
+            .flat_map(|shard| shard.journals())
+            .map(|journal| {
+                let mut conn = self.redis.conn();
+                async move {
+                    let first: StreamRangeReply = redis::cmd("XRANGE")
+                        .arg(&journal)
+                        .arg("-")
+                        .arg("+")
+                        .arg("COUNT")
+                        .arg(1)
+                        .query_async(&mut conn)
+                        .await?;
+                    Ok(first.ids.first().and_then(|entry| {
+                        entry.id.split('-').next().and_then(|ms| ms.parse().ok())
+                    }))
+                }
+            });
         futures_util::future::join_all(reads)
             .await
             .into_iter()

@@ -85,16 +85,82 @@ pub fn encode(reservations: &[Reservation]) -> serde_json::Result<Vec<u8>> {
     }
 }
 
-impl Reservation {
-    fn from_entry(entry: &StreamId) -> Option<Reservation> {
-        Some(Reservation {
-            token: field(entry, "token")?,
-            activity_id: field(entry, "activity_id")?,
-            user_id: field(entry, "user_id")?,
-            quantity: field(entry, "quantity")?,
-            reserved_ms: field(entry, "reserved_ms")?,
-        })
+/// A reservation read from a journal, with the W3C traceparent of its buy when it was traced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Journaled {
+    pub reservation: Reservation,
+    pub traceparent: Option<String>,
+}
+
+/// What one journal entry holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Entry {
+    /// Its reservations, in the order they were granted.
+    pub reservations: Vec<Journaled>,
+    /// Lines of a batch entry that could not be read (only the scripts write here: a bug).
+    pub unreadable: usize,
+}
+
+/// A journal entry's reservations. An entry of this release (`gate.lua`, `lend.lua`) is one
+/// script call's: `activity_id`, and `reservations`, a line `token user quantity reserved_ms`
+/// (then the traceparent when traced) per reservation. An entry of releases before, which the
+/// release before's gates still write during a rolling upgrade, is one reservation, a field each.
+pub fn read_entry(entry: &StreamId) -> Entry {
+    let Some(lines) = field::<String>(entry, "reservations") else {
+        let traceparent = field::<String>(entry, "traceparent");
+        return match per_buy(entry) {
+            Some(reservation) => Entry {
+                reservations: vec![Journaled {
+                    reservation,
+                    traceparent,
+                }],
+                unreadable: 0,
+            },
+            None => Entry {
+                reservations: Vec::new(),
+                unreadable: 1,
+            },
+        };
+    };
+    let activity_id = field::<i64>(entry, "activity_id");
+    let mut read = Entry::default();
+    for line in lines.split('\n') {
+        match activity_id.and_then(|activity_id| line_of(activity_id, line)) {
+            Some(journaled) => read.reservations.push(journaled),
+            None => read.unreadable += 1,
+        }
     }
+    read
+}
+
+fn line_of(activity_id: i64, line: &str) -> Option<Journaled> {
+    let mut parts = line.split(' ');
+    let reservation = Reservation {
+        token: parts.next()?.parse().ok()?,
+        activity_id,
+        user_id: parts.next()?.parse().ok()?,
+        quantity: parts.next()?.parse().ok()?,
+        reserved_ms: parts.next()?.parse().ok()?,
+    };
+    let traceparent = parts.next().map(str::to_string);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(Journaled {
+        reservation,
+        traceparent,
+    })
+}
+
+/// An entry of releases before batch entries: one reservation, a field each.
+fn per_buy(entry: &StreamId) -> Option<Reservation> {
+    Some(Reservation {
+        token: field(entry, "token")?,
+        activity_id: field(entry, "activity_id")?,
+        user_id: field(entry, "user_id")?,
+        quantity: field(entry, "quantity")?,
+        reserved_ms: field(entry, "reserved_ms")?,
+    })
 }
 
 #[derive(Clone)]
@@ -140,11 +206,20 @@ fn due(at: Option<Instant>, every: Duration) -> bool {
 /// while the broker writes the last one to its log.
 const ROUNDS_IN_FLIGHT: usize = 3;
 
+/// One message published, awaiting its confirm.
+struct Message {
+    /// Its journal's index in the round's `done`.
+    journal: usize,
+    /// The journal entries it carries reservations of (whole or in part), in order.
+    ids: Vec<String>,
+    reservations: usize,
+    confirm: PublisherConfirm,
+}
+
 /// One round's messages, published, awaiting the broker's confirms before their journal entries
 /// are acknowledged.
 struct Round {
-    /// (index in `done`, the journal entries of one message, its confirm)
-    pending: Vec<(usize, Vec<String>, PublisherConfirm)>,
+    pending: Vec<Message>,
     /// Per journal, the entries to acknowledge (unreadable ones from the start).
     done: Vec<(String, Vec<String>)>,
     /// When its last message was published (for the confirm's latency).
@@ -214,7 +289,7 @@ impl Relay {
                     .keys
                     .shards(id, shards)
                     .iter()
-                    .map(|s| s.journal()),
+                    .flat_map(|s| s.journals()),
             );
         }
         (journals.hot, journals.cold) = (hot, cold);
@@ -368,8 +443,9 @@ impl Relay {
         Ok(batches)
     }
 
-    /// Publishes the entries, `PER_MESSAGE` reservations a message, without awaiting the
-    /// confirms; unreadable entries are only acknowledged.
+    /// Publishes the entries' reservations, up to `PER_MESSAGE` a message, without awaiting the
+    /// confirms; entries with nothing readable are only acknowledged. An entry whose reservations
+    /// span two messages is acknowledged only once both are confirmed (`settle`).
     async fn publish(
         &self,
         channel: &Channel,
@@ -379,26 +455,31 @@ impl Relay {
         let mut done: Vec<(String, Vec<String>)> = Vec::new();
         for (journal, entries) in batches {
             let mut unreadable = Vec::new();
-            let mut readable = Vec::with_capacity(entries.len());
+            let mut readable: Vec<(&str, Journaled)> = Vec::with_capacity(entries.len());
             for entry in entries {
-                match Reservation::from_entry(entry) {
-                    Some(reservation) => readable.push((
-                        entry.id.clone(),
-                        reservation,
-                        field::<String>(entry, "traceparent"),
-                    )),
-                    None => {
-                        // Only the gate scripts write here; an unreadable entry cannot become an order.
-                        tracing::error!(journal.id = %entry.id, "unreadable journal entry dropped");
-                        unreadable.push(entry.id.clone());
-                    }
+                let read = read_entry(entry);
+                if read.unreadable > 0 {
+                    // Only the gate scripts write here; an unreadable line cannot become an order.
+                    tracing::error!(journal.id = %entry.id, lines = read.unreadable, "unreadable journal lines dropped");
                 }
+                if read.reservations.is_empty() {
+                    unreadable.push(entry.id.clone());
+                }
+                readable.extend(
+                    read.reservations
+                        .into_iter()
+                        .map(|r| (entry.id.as_str(), r)),
+                );
             }
             for chunk in readable.chunks(PER_MESSAGE) {
-                let ids: Vec<String> = chunk.iter().map(|(id, _, _)| id.clone()).collect();
+                let mut ids: Vec<String> = chunk.iter().map(|(id, _)| id.to_string()).collect();
+                ids.dedup();
                 let reservations: Vec<Reservation> =
-                    chunk.iter().map(|(_, r, _)| r.clone()).collect();
-                let traced: Vec<&str> = chunk.iter().filter_map(|(_, _, t)| t.as_deref()).collect();
+                    chunk.iter().map(|(_, r)| r.reservation.clone()).collect();
+                let traced: Vec<&str> = chunk
+                    .iter()
+                    .filter_map(|(_, r)| r.traceparent.as_deref())
+                    .collect();
                 let queue = self.topology.reservation_queue_of(journal);
                 let span = tracing::info_span!("relay", reservations = traced.len());
                 telemetry::follow_batch(&span, &traced);
@@ -406,7 +487,12 @@ impl Relay {
                     .publish_one(channel, queue, &reservations, &span)
                     .instrument(span.clone())
                     .await?;
-                pending.push((done.len(), ids, confirm));
+                pending.push(Message {
+                    journal: done.len(),
+                    ids,
+                    reservations: reservations.len(),
+                    confirm,
+                });
             }
             done.push((journal.to_string(), unreadable));
         }
@@ -458,12 +544,19 @@ impl Relay {
         } = round;
         let confirms = !pending.is_empty();
         let mut failed = 0;
-        for (index, ids, confirm) in pending {
-            match tokio::time::timeout(CONFIRM_TIMEOUT, confirm).await {
-                Ok(Ok(Confirmation::Ack(None))) => done[index].1.extend(ids),
+        let mut taken = Vec::new();
+        let mut not_taken: HashSet<String> = HashSet::new();
+        let mut relayed = 0;
+        for message in pending {
+            match tokio::time::timeout(CONFIRM_TIMEOUT, message.confirm).await {
+                Ok(Ok(Confirmation::Ack(None))) => {
+                    relayed += message.reservations;
+                    taken.push((message.journal, message.ids));
+                }
                 Ok(Ok(other)) => {
-                    failed += ids.len();
-                    tracing::warn!(journal.id = %ids[0], reservations = ids.len(), confirmation = ?other, "broker did not take the reservations");
+                    failed += message.reservations;
+                    tracing::warn!(journal.id = %message.ids[0], reservations = message.reservations, confirmation = ?other, "broker did not take the reservations");
+                    not_taken.extend(message.ids);
                 }
                 Ok(Err(e)) => return Err(e).context("awaiting a confirm"),
                 Err(_) => anyhow::bail!("no confirm from RabbitMQ within {CONFIRM_TIMEOUT:?}"),
@@ -474,19 +567,24 @@ impl Relay {
                 .publish_confirm
                 .observe(published.elapsed().as_secs_f64());
         }
-        let mut confirmed = 0;
-        for (journal, ids) in done.iter().filter(|(_, ids)| !ids.is_empty()) {
+        // An entry is acknowledged once every message carrying its reservations is confirmed.
+        for (journal, ids) in taken {
+            done[journal]
+                .1
+                .extend(ids.into_iter().filter(|id| !not_taken.contains(id)));
+        }
+        for (journal, ids) in done.iter_mut().filter(|(_, ids)| !ids.is_empty()) {
+            ids.dedup();
             let _: i64 = self
                 .ack
-                .key(journal)
+                .key(&*journal)
                 .arg(GROUP)
-                .arg(ids)
+                .arg(&*ids)
                 .invoke_async(&mut self.redis.conn())
                 .await
                 .context("acknowledging journal entries")?;
-            confirmed += ids.len();
         }
-        self.metrics.relayed.inc_by(confirmed as u64);
+        self.metrics.relayed.inc_by(relayed as u64);
         if failed > 0 {
             anyhow::bail!(
                 "{failed} reservations were not confirmed; they stay pending and will be re-sent"
@@ -564,8 +662,19 @@ mod tests {
         }
     }
 
+    fn one(reservation: Reservation, traceparent: Option<&str>) -> Entry {
+        Entry {
+            reservations: vec![Journaled {
+                reservation,
+                traceparent: traceparent.map(str::to_string),
+            }],
+            unreadable: 0,
+        }
+    }
+
     #[test]
-    fn a_journal_entry_reads_as_its_reservation_whatever_form_redis_gives_each_field() {
+    fn an_entry_of_the_release_before_reads_as_its_reservation_whatever_form_redis_gives_each_field(
+    ) {
         let token = uuid::Uuid::from_u128(9);
         let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let full = entry(&[
@@ -575,26 +684,97 @@ mod tests {
             ("quantity", bulk("2")),
             ("reserved_ms", bulk("1700000000000")),
         ]);
-        assert_eq!(
-            Reservation::from_entry(&full),
-            Some(Reservation {
-                token,
-                activity_id: 7,
-                user_id: 42,
-                quantity: 2,
-                reserved_ms: 1_700_000_000_000,
-            })
-        );
+        let expected = Reservation {
+            token,
+            activity_id: 7,
+            user_id: 42,
+            quantity: 2,
+            reserved_ms: 1_700_000_000_000,
+        };
+        assert_eq!(read_entry(&full), one(expected.clone(), None));
+        let mut traced = full.clone();
+        traced.map.insert("traceparent".into(), bulk("00-ab-cd-01"));
+        assert_eq!(read_entry(&traced), one(expected, Some("00-ab-cd-01")));
         // A field missing, unreadable or of another type: no reservation, not a made-up one.
+        let unreadable = Entry {
+            reservations: Vec::new(),
+            unreadable: 1,
+        };
         let mut missing = full.clone();
         missing.map.remove("quantity");
-        assert_eq!(Reservation::from_entry(&missing), None);
+        assert_eq!(read_entry(&missing), unreadable);
         let mut garbled = full.clone();
         garbled.map.insert("user_id".into(), bulk("forty-two"));
-        assert_eq!(Reservation::from_entry(&garbled), None);
+        assert_eq!(read_entry(&garbled), unreadable);
         let mut nil = full;
         nil.map.insert("activity_id".into(), Value::Nil);
-        assert_eq!(Reservation::from_entry(&nil), None);
+        assert_eq!(read_entry(&nil), unreadable);
+    }
+
+    #[test]
+    fn a_batch_entry_reads_as_its_reservations_in_order_and_drops_only_its_unreadable_lines() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let (a, b) = (uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2));
+        let lines = format!("{a} 42 2 1700000000000\n{b} 43 1 1700000000005 00-ab-cd-01");
+        let batch = entry(&[("activity_id", bulk("7")), ("reservations", bulk(&lines))]);
+        let reservation = |token, user_id, quantity, reserved_ms| Reservation {
+            token,
+            activity_id: 7,
+            user_id,
+            quantity,
+            reserved_ms,
+        };
+        assert_eq!(
+            read_entry(&batch),
+            Entry {
+                reservations: vec![
+                    Journaled {
+                        reservation: reservation(a, 42, 2, 1_700_000_000_000),
+                        traceparent: None,
+                    },
+                    Journaled {
+                        reservation: reservation(b, 43, 1, 1_700_000_000_005),
+                        traceparent: Some("00-ab-cd-01".into()),
+                    },
+                ],
+                unreadable: 0,
+            }
+        );
+        for bad in [
+            "not-a-token 42 2 1700000000000",
+            "{a} 42 2",
+            "{a} 42 two 1700000000000",
+            "{a} 42 2 1700000000000 00-ab-cd-01 more",
+            "",
+        ] {
+            let bad = bad.replace("{a}", &a.to_string());
+            let mixed = entry(&[
+                ("activity_id", bulk("7")),
+                (
+                    "reservations",
+                    bulk(&format!("{bad}\n{b} 43 1 1700000000005")),
+                ),
+            ]);
+            assert_eq!(
+                read_entry(&mixed),
+                Entry {
+                    reservations: vec![Journaled {
+                        reservation: reservation(b, 43, 1, 1_700_000_000_005),
+                        traceparent: None,
+                    }],
+                    unreadable: 1,
+                },
+                "{bad:?}"
+            );
+        }
+        let no_sale = entry(&[("reservations", bulk(&lines))]);
+        assert_eq!(
+            read_entry(&no_sale),
+            Entry {
+                reservations: Vec::new(),
+                unreadable: 2,
+            }
+        );
     }
 
     #[test]

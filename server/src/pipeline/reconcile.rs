@@ -94,7 +94,7 @@ impl Reconciler {
         let unsettled = self.unsettled(&shards).await?;
         let journals: Vec<String> = shards
             .iter()
-            .map(|s| s.journal())
+            .flat_map(|s| s.journals())
             .chain([self.redis.keys.legacy_journal()])
             .collect();
         let journal = super::journal::entries(&self.redis, &journals).await?;

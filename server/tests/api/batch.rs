@@ -15,6 +15,7 @@ use server::{
         keys::{Keys, ShardKeys},
         redis::{connect, Redis},
     },
+    pipeline::journal::{read_entry, Entry},
 };
 
 const SHOPPERS: usize = 4;
@@ -283,16 +284,23 @@ async fn snapshot(redis: &Redis, sale: &GateShard, tokens: &[uuid::Uuid]) -> Vec
                 format!("{v:?}")
             }
             "stream" => {
-                let v: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                // Its reservations, in order, whatever entries carry them: a batch journals the
+                // reservations of its buys in one entry, buys one at a time one entry each.
+                let v: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
                     .arg(&name)
                     .arg("-")
                     .arg("+")
                     .query_async(&mut conn)
                     .await
                     .unwrap();
+                let entries: Vec<Entry> = v.ids.iter().map(read_entry).collect();
+                assert!(entries.iter().all(|e| e.unreadable == 0), "{entries:?}");
                 format!(
                     "{:?}",
-                    v.into_iter().map(|(_, fields)| fields).collect::<Vec<_>>()
+                    entries
+                        .into_iter()
+                        .flat_map(|e| e.reservations)
+                        .collect::<Vec<_>>()
                 )
             }
             other => format!("type {other}"),
@@ -398,4 +406,78 @@ async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_deci
         codes.into_inner().unwrap().into_iter().collect::<Vec<_>>(),
         every
     );
+}
+
+/// A batch journals what it granted in one entry, whatever it refused between: the relay gets
+/// the reservations in the order granted, each with its buy's traceparent when traced; a batch
+/// that granted nothing journals nothing.
+#[tokio::test]
+async fn a_batch_journals_its_reservations_in_one_entry() {
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let redis = redis_with_prefix(&format!("test:{run_id}:")).await;
+    let sale = GateShard {
+        activity: ACTIVITY,
+        shard: SHARD,
+        shards: 1,
+        per_user_limit: 1,
+    };
+    let shard = redis.keys.shard(sale.activity, sale.shard, sale.shards);
+    let _: () = redis::cmd("SET")
+        .arg(shard.stock())
+        .arg(3)
+        .query_async(&mut redis.conn())
+        .await
+        .unwrap();
+    let now = chrono::Utc::now().timestamp_millis();
+    let buy = |shopper: usize, at: i64| {
+        let op = Op::Buy {
+            shopper,
+            quantity: 1,
+            key: None,
+            check: Check::None,
+            after_ms: 0,
+            then_cut: false,
+        };
+        buy_of(&op, uuid::Uuid::new_v4(), now + at)
+    };
+    // The second shopper's second buy is past the limit, between two granted ones.
+    let mut buys = vec![buy(0, 0), buy(1, 1), buy(1, 2), buy(2, 3)];
+    buys[3].traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into();
+    let answers = decide(&redis, &limits(), &sale, &buys).await.unwrap();
+    let codes: Vec<&str> = answers.iter().map(Answer::code).collect();
+    assert_eq!(codes, ["ok", "ok", "limit_reached", "ok"]);
+    // Sold out: nothing granted, nothing journaled.
+    let refused = decide(&redis, &limits(), &sale, &[buy(3, 4)])
+        .await
+        .unwrap();
+    assert_eq!(refused[0].code(), "sold_out");
+
+    let journal: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(shard.journal())
+        .arg("-")
+        .arg("+")
+        .query_async(&mut redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(journal.ids.len(), 1, "one entry for the batch");
+    let entry = read_entry(&journal.ids[0]);
+    let granted: Vec<(uuid::Uuid, i64, i64, Option<&str>)> = entry
+        .reservations
+        .iter()
+        .map(|j| {
+            let r = &j.reservation;
+            assert_eq!((r.activity_id, r.quantity), (ACTIVITY, 1));
+            (r.token, r.user_id, r.reserved_ms, j.traceparent.as_deref())
+        })
+        .collect();
+    let expected: Vec<(uuid::Uuid, i64, i64, Option<&str>)> = [0, 1, 3]
+        .iter()
+        .map(|&i| {
+            let b = &buys[i];
+            let traced = (!b.traceparent.is_empty()).then_some(b.traceparent.as_str());
+            (b.token, b.user, b.now_ms, traced)
+        })
+        .collect();
+    assert_eq!(granted, expected);
+    assert_eq!(entry.unreadable, 0);
 }

@@ -984,6 +984,120 @@ async fn entries_a_dead_relay_left_unacknowledged_become_orders_once() {
     assert_eq!(app.remaining(id).await, 6);
 }
 
+/// A rolling upgrade has the release before's gates and this release's granting at once: the
+/// release before journals one entry per reservation (in the shard's per-buy journal, or in the
+/// one journal of releases before shards), this release one entry per gate call, however many
+/// reservations it holds. The relay reads every shape, and each reservation becomes one order;
+/// every journal ends empty.
+#[tokio::test]
+async fn the_journals_of_a_rolling_upgrade_both_releases_entries_all_become_orders() {
+    let app = spawn_app_with(|c| c.run_workers = false).await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let mut tokens = Vec::new();
+    for s in &shoppers(&app, 6).await {
+        let path = app.path(&s.client, id).await;
+        let (status, body) = json(app.buy(&s.client, id, json!({"path": path})).await).await;
+        assert_eq!(status, 202, "{body}");
+        tokens.push(body["token"].as_str().unwrap().to_string());
+    }
+    // The six reservations as the gates granted them (stock, holders, unsettled tokens), their
+    // entries taken out of the journal and written back in the shapes of both releases.
+    let shard = app.shard_keys(id).await.remove(0);
+    let mut conn = app.redis.conn();
+    let granted: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(shard.journal())
+        .arg("-")
+        .arg("+")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let read: Vec<server::pipeline::journal::Journaled> = granted
+        .ids
+        .iter()
+        .flat_map(|e| server::pipeline::journal::read_entry(e).reservations)
+        .collect();
+    assert_eq!(read.len(), 6, "one reservation a buy");
+    let _: () = redis::cmd("DEL")
+        .arg(shard.journal())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let per_buy = |journal: String, r: &server::pipeline::journal::Reservation| {
+        let mut xadd = redis::cmd("XADD");
+        xadd.arg(journal)
+            .arg("*")
+            .arg("token")
+            .arg(r.token.to_string())
+            .arg("activity_id")
+            .arg(r.activity_id)
+            .arg("user_id")
+            .arg(r.user_id)
+            .arg("quantity")
+            .arg(r.quantity)
+            .arg("reserved_ms")
+            .arg(r.reserved_ms);
+        xadd
+    };
+    // Two by a shard's gate of the release before, one in the journal of releases before shards.
+    for (journal, r) in [
+        (shard.per_buy_journal(), &read[0]),
+        (shard.per_buy_journal(), &read[1]),
+        (app.redis.keys.legacy_journal(), &read[2]),
+    ] {
+        let _: String = per_buy(journal, &r.reservation)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    // Three in one entry, as this release's gate journals a batch.
+    let lines: Vec<String> = read[3..]
+        .iter()
+        .map(|j| {
+            let r = &j.reservation;
+            format!("{} {} {} {}", r.token, r.user_id, r.quantity, r.reserved_ms)
+        })
+        .collect();
+    let _: String = redis::cmd("XADD")
+        .arg(shard.journal())
+        .arg("*")
+        .arg("activity_id")
+        .arg(id)
+        .arg("reservations")
+        .arg(lines.join("\n"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    app.state.spawn_workers();
+    assert_settled(&app, id, &tokens).await;
+    let orders: i64 = sqlx::query_scalar("SELECT count(*) FROM orders WHERE activity_id = $1")
+        .bind(id)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(orders, 6, "each reservation became one order");
+    assert_eq!(app.remaining(id).await, 4);
+    eventually(30, "every journal emptied", || async {
+        let mut left = 0;
+        for journal in shard
+            .journals()
+            .into_iter()
+            .chain([app.redis.keys.legacy_journal()])
+        {
+            left += redis::cmd("XLEN")
+                .arg(journal)
+                .query_async::<i64>(&mut app.redis.conn())
+                .await
+                .unwrap();
+        }
+        (left == 0).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_poison_reservation_ends_in_the_dead_letters_with_its_stock_returned() {
     let app = spawn_app().await;

@@ -356,7 +356,7 @@ impl Metrics {
         let journal_lag = Gauge::default();
         pipeline.register(
             "journal_lag",
-            "Reservations in the journal not yet confirmed by RabbitMQ",
+            "Journal entries (one per gate call) not yet confirmed by RabbitMQ",
             journal_lag.clone(),
         );
         let relayed = counter(

@@ -6,14 +6,16 @@
 -- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 unsettled tokens; then five per buy, the i-th
 --       from 5 + 5(i - 1): +1 token status, +2 idempotency record, +3 user rate, +4 address rate,
 --       +5 the spent mark of a proof of work's challenge
+--       (the journal takes one entry per call: `activity_id`, and `reservations`, a line
+--       'token user quantity reserved_ms[ traceparent]' per reservation granted, in order)
 -- ARGV: 1/2 user bucket capacity / refill per s, 3/4 address bucket capacity / refill per s,
 --       5 strikes before a block, 6 strike window and block (ms), 7 token status ttl (s),
 --       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale; then eight
 --       per buy, the i-th from 11 + 8(i - 1): +1 user id, +2 quantity, +3 token, +4 now (ms),
 --       +5 bot check (0 not asked, 1 captcha right, 2 wrong, 3 proof of work verified by the
 --       caller: good if its challenge is unspent), +6 idempotency key given (0/1),
---       +7 the challenge's expiry (ms), +8 the buy's W3C traceparent ('' when not traced: the
---       journal entry then has no such field)
+--       +7 the challenge's expiry (ms), +8 the buy's W3C traceparent ('' when not traced: its
+--       journal line then ends with the reserved time)
 -- Returns {code, detail} per buy, flat: ok + token, borrow + 'token quantity', sold_out,
 -- rate_limited + ms, blocked + 'user ms' or 'address ms' (the caller blocks that client
 -- everywhere), paused, captcha_invalid, limit_reached, not_warm, bad_args.
@@ -27,7 +29,7 @@
 -- counts by one HMGET, and each is written once at its end (one DECRBY, one HSET); the rate
 -- buckets are strings ('tokens ts strikes since'), read by one MGET and written by one SET each,
 -- kept out of the AOF and the replicas (a failover forgets them: docs/reliability.md); the
--- unsettled tokens take one ZADD per batch.
+-- journal takes one XADD and the unsettled tokens one ZADD per batch.
 
 local COMMON, PER_BUY = 11, 8
 local count = (#ARGV - COMMON) / PER_BUY
@@ -52,6 +54,7 @@ local held, held_change, holders = {}, {}, {}
 local records = {}
 local buckets, bucket_order = {}, {}
 local unsettled = {}
+local granted = {}
 
 -- The rate buckets of the whole batch in one read, unless no buy can get that far (a sold-out
 -- shard of a sale with one shard answers before the buckets).
@@ -141,7 +144,9 @@ local function decide(k, a)
   local user, qty, token, now = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
   local check, keyed = ARGV[a + 5], ARGV[a + 6] == '1'
   if common_bad then return {'bad_args', common_bad} end
-  if not qty or qty < 1 or not now or user == '' or token == '' then return {'bad_args', ''} end
+  if not qty or qty < 1 or not now or not string.match(user, '^%d+$') or not string.match(token, '^%S+$') then
+    return {'bad_args', ''}
+  end
 
   -- A retry of a request that was already granted gets the same token back and takes nothing;
   -- one whose units are still being borrowed resumes the borrowing.
@@ -186,12 +191,9 @@ local function decide(k, a)
     left = left - qty
     redis.call('HSET', KEYS[k + 1], 'status', 'queued', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
     redis.call('EXPIRE', KEYS[k + 1], n[7])
-    local entry = {'token', token, 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty, 'reserved_ms', now}
-    if ARGV[a + 8] ~= '' then
-      entry[#entry + 1] = 'traceparent'
-      entry[#entry + 1] = ARGV[a + 8]
-    end
-    redis.call('XADD', KEYS[4], '*', unpack(entry))
+    local line = string.format('%s %s %d %d', token, user, qty, now)
+    if ARGV[a + 8] ~= '' then line = line .. ' ' .. ARGV[a + 8] end
+    granted[#granted + 1] = line
     unsettled[#unsettled + 1] = now
     unsettled[#unsettled + 1] = token
     if keyed then keep_record(KEYS[k + 2], token) end
@@ -228,5 +230,8 @@ for _, key in ipairs(bucket_order) do
     'PX', b.ttl)
 end
 redis.set_repl(redis.REPL_ALL)
+if #granted > 0 then
+  redis.call('XADD', KEYS[4], '*', 'activity_id', ARGV[9], 'reservations', table.concat(granted, '\n'))
+end
 if #unsettled > 0 then redis.call('ZADD', KEYS[5], unpack(unsettled)) end
 return answers
