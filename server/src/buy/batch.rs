@@ -161,11 +161,16 @@ pub async fn decide(
     let keys = &redis.keys;
     let home: ShardKeys = keys.shard(sale.activity, sale.shard, sale.shards);
     let mut call = scripts::gate().prepare_invoke();
+    // The buckets' generation is the batch's last buy's: its buys arrived in order.
+    let generation = limits.bucket_generation(buys.iter().map(|b| b.now_ms).max().unwrap_or(0));
     call.key(home.stock())
         .key(home.meta())
         .key(home.holders())
         .key(home.journal())
-        .key(home.unsettled());
+        .key(home.unsettled())
+        .key(home.rates(generation - 1))
+        .key(home.rates(generation))
+        .key(home.rates(generation + 1));
     call.arg(limits.user_burst)
         .arg(limits.user_per_sec)
         .arg(limits.ip_burst)
@@ -176,15 +181,15 @@ pub async fn decide(
         .arg(IDEMPOTENCY_TTL_SECS)
         .arg(sale.activity)
         .arg(sale.per_user_limit)
-        .arg(sale.shards);
+        .arg(sale.shards)
+        // A generation's hash lives on while a later batch may read it (two generations on).
+        .arg(3 * limits.bucket_generation_ms());
     for buy in buys {
         call.key(home.token(&buy.token))
             .key(match &buy.idempotency {
                 Some(k) => home.idempotency(buy.user, k),
                 None => keys.unused(&home),
             })
-            .key(home.rate(&buy.who_user))
-            .key(home.rate(&buy.who_ip))
             .key(match &buy.challenge {
                 Some((nonce, _)) => home.spent_challenge(nonce),
                 None => keys.unused(&home),
@@ -196,7 +201,9 @@ pub async fn decide(
             .arg(buy.bot_check)
             .arg(u8::from(buy.idempotency.is_some()))
             .arg(buy.challenge.as_ref().map_or(0, |(_, expires)| *expires))
-            .arg(&buy.traceparent);
+            .arg(&buy.traceparent)
+            .arg(&buy.who_user)
+            .arg(&buy.who_ip);
     }
     let flat: Vec<String> = call.invoke_async(&mut redis.conn()).await?;
     if flat.len() != 2 * buys.len() {

@@ -17,7 +17,7 @@
 //! | `{a:ID.S}:lent:UUID` | shard S's one answer to another shard's buyer: `1` lent, `0` refused |
 //! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
 //! | `{a:ID.S}:pow:NONCE` | a proof-of-work challenge already used (until it expires) |
-//! | `{a:ID.S}:rate:WHO` | token bucket and strikes of a user or an address, per sale shard |
+//! | `{a:ID.S}:rates:GEN` | hash: the token bucket and strikes of each user and address (`u:42`, `ip:…`) the shard saw in one generation of time |
 //!
 //! A sale's waiting room is one slot of its own, `{q:ID}` (every instance serves the same line):
 //!
@@ -191,9 +191,10 @@ impl ShardKeys {
     pub fn idempotency(&self, user: i64, key: &str) -> String {
         self.key(&format!("idem:{user}:{key}"))
     }
-    /// Token bucket and strikes of one client (`u:42` or `ip:1.2.3.4`) on this shard.
-    pub fn rate(&self, who: &str) -> String {
-        self.key(&format!("rate:{who}"))
+    /// The token buckets and strikes of the clients (`u:42`, `ip:1.2.3.4`: the fields) this
+    /// shard's gate saw in one generation of time (`GateLimits::bucket_generation`).
+    pub fn rates(&self, generation: i64) -> String {
+        self.key(&format!("rates:{generation}"))
     }
 }
 
@@ -387,7 +388,7 @@ mod tests {
             s.returned(&token),
             s.lent(&token),
             s.idempotency(7, "k"),
-            s.rate("ip:1.2.3.4"),
+            s.rates(29_000_001),
             keys.unused(&s),
         ]
         .iter()

@@ -6,7 +6,7 @@
 //! the gate writes must be the same. On one Redis, and on the Redis Cluster when the suite runs
 //! there.
 
-use crate::helpers::test_config;
+use crate::helpers::{rate_bucket, rate_generations, test_config};
 use proptest::{prelude::*, test_runner::TestRunner};
 use server::{
     buy::batch::{decide, Answer, GateBuy, GateShard},
@@ -222,8 +222,15 @@ async fn apply(redis: &Redis, shard: &ShardKeys, op: &Op) {
 }
 
 /// Every key a run's gate may have written, named without the run's prefix, with what it holds
-/// (a stream by its entries' fields, whose ids are times) and whether it expires.
-async fn snapshot(redis: &Redis, sale: &GateShard, tokens: &[uuid::Uuid]) -> Vec<String> {
+/// (a stream by its reservations, whose entry ids are times) and whether it expires; and each
+/// client's rate bucket as a gate call at the run's end (`end_ms`) finds it, whichever
+/// generation's hash holds it.
+async fn snapshot(
+    redis: &Redis,
+    sale: &GateShard,
+    tokens: &[uuid::Uuid],
+    end_ms: i64,
+) -> Vec<String> {
     let keys = &redis.keys;
     let shard = keys.shard(sale.activity, sale.shard, sale.shards);
     let mut names = vec![
@@ -236,13 +243,12 @@ async fn snapshot(redis: &Redis, sale: &GateShard, tokens: &[uuid::Uuid]) -> Vec
     ];
     names.extend(tokens.iter().map(|t| shard.token(t)));
     for shopper in 0..SHOPPERS {
-        names.push(shard.rate(&format!("u:{shopper}")));
         names.extend(
             (0..KEYS_PER_SHOPPER)
                 .map(|k| shard.idempotency(1000 + shopper as i64, &format!("key-{k}"))),
         );
     }
-    names.extend((0..2).map(|a| shard.rate(&format!("ip:10.0.0.{a}"))));
+    names.extend(rate_generations(&limits(), &shard, end_ms));
     names.extend((0..NONCES).map(|n| shard.spent_challenge(&format!("n{n}"))));
     let base = shard.stock().trim_end_matches("stock").to_string();
     let mut conn = redis.conn();
@@ -310,11 +316,25 @@ async fn snapshot(redis: &Redis, sale: &GateShard, tokens: &[uuid::Uuid]) -> Vec
             .query_async(&mut conn)
             .await
             .unwrap();
+        // Which generation holds a bucket depends on when each call came: the buckets are
+        // compared below, the hashes only by whether they expire.
+        let value = if name.contains(":rates:") {
+            String::new()
+        } else {
+            format!(" = {value}")
+        };
         out.push(format!(
-            "{} = {value} (expires: {})",
+            "{}{value} (expires: {})",
             name.trim_start_matches(&base),
-            ttl > 0
+            ttl > 0 || kind == "none"
         ));
+    }
+    let clients = (0..SHOPPERS)
+        .map(|shopper| format!("u:{shopper}"))
+        .chain((0..2).map(|a| format!("ip:10.0.0.{a}")));
+    for who in clients {
+        let bucket = rate_bucket(redis, &limits(), &shard, &who, end_ms).await;
+        out.push(format!("bucket {who} = {bucket:?}"));
     }
     out
 }
@@ -352,6 +372,14 @@ async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_deci
         };
         let tokens: Vec<uuid::Uuid> = ops.iter().map(|_| uuid::Uuid::new_v4()).collect();
         let start_ms = chrono::Utc::now().timestamp_millis();
+        let end_ms = start_ms
+            + ops
+                .iter()
+                .map(|op| match op {
+                    Op::Buy { after_ms, .. } => *after_ms,
+                    _ => 0,
+                })
+                .sum::<i64>();
         let (alone, together, alone_keys, together_keys) = tokio::task::block_in_place(|| {
             handle.block_on(async {
                 let alone = run(&one_by_one, &sale, stock, &ops, &tokens, start_ms, false).await;
@@ -359,8 +387,8 @@ async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_deci
                 (
                     alone,
                     together,
-                    snapshot(&one_by_one, &sale, &tokens).await,
-                    snapshot(&in_batches, &sale, &tokens).await,
+                    snapshot(&one_by_one, &sale, &tokens, end_ms).await,
+                    snapshot(&in_batches, &sale, &tokens, end_ms).await,
                 )
             })
         });
@@ -480,4 +508,79 @@ async fn a_batch_journals_its_reservations_in_one_entry() {
         .collect();
     assert_eq!(granted, expected);
     assert_eq!(entry.unreadable, 0);
+}
+
+/// A client's bucket across the turn of a generation (`gate.lua`): a call in the next generation
+/// finds what the last one wrote, and a call timed in the generation before (another instance's
+/// clock, a little behind) finds, and writes back, the newest.
+#[tokio::test]
+async fn a_rate_bucket_holds_across_the_turn_of_its_generation_and_a_clock_behind() {
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let redis = redis_with_prefix(&format!("test:{run_id}:")).await;
+    let limits = GateLimits {
+        user_burst: 2,
+        user_per_sec: 1.0,
+        ip_burst: 1_000_000,
+        ip_per_sec: 1_000_000.0,
+        strikes_before_block: 100,
+        block_ms: 1_000,
+        ..Default::default()
+    };
+    let generation_ms = limits.bucket_generation_ms();
+    assert_eq!(
+        generation_ms, 3_000,
+        "two tokens at one a second, and a second"
+    );
+    let sale = GateShard {
+        activity: ACTIVITY,
+        shard: SHARD,
+        shards: 1,
+        per_user_limit: 100,
+    };
+    let shard = redis.keys.shard(sale.activity, sale.shard, sale.shards);
+    let _: () = redis::cmd("SET")
+        .arg(shard.stock())
+        .arg(100)
+        .query_async(&mut redis.conn())
+        .await
+        .unwrap();
+    // 5 ms before the turn of the generation after the present one.
+    let now = chrono::Utc::now().timestamp_millis();
+    let turn = (limits.bucket_generation(now) + 1) * generation_ms;
+    let at = |ms: i64| {
+        let op = Op::Buy {
+            shopper: 0,
+            quantity: 1,
+            key: None,
+            check: Check::None,
+            after_ms: 0,
+            then_cut: false,
+        };
+        buy_of(&op, uuid::Uuid::new_v4(), turn + ms)
+    };
+    let mut codes = Vec::new();
+    for ms in [-5, 5, 15, -100] {
+        let answer = decide(&redis, &limits, &sale, &[at(ms)]).await.unwrap();
+        codes.push(answer[0].code());
+    }
+    // Two tokens: the first buy's before the turn, the second's after; the third is refused on
+    // the bucket the second wrote, and the one timed before the turn on the newest too.
+    assert_eq!(codes, ["ok", "ok", "rate_limited", "rate_limited"]);
+    let bucket = rate_bucket(&redis, &limits, &shard, "u:0", turn + 20)
+        .await
+        .expect("the shopper's bucket");
+    let strikes = bucket.split(' ').nth(2);
+    assert_eq!(strikes, Some("2"), "both refusals counted: {bucket}");
+    // The hashes written expire: two generations after their last write at the latest.
+    for key in rate_generations(&limits, &shard, turn) {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut redis.conn())
+            .await
+            .unwrap();
+        assert!(
+            ttl == -2 || (0 < ttl && ttl <= 3 * generation_ms),
+            "{key}: {ttl}"
+        );
+    }
 }

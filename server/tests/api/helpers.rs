@@ -1082,3 +1082,36 @@ pub async fn sold(app: &TestApp, activity: i64) -> i64 {
         .await
         .unwrap()
 }
+
+/// The rate buckets' hashes a gate call at `now_ms` reads (`gate.lua`): the generations before
+/// its own, its own, and after.
+pub fn rate_generations(
+    limits: &server::infra::config::GateLimits,
+    shard: &ShardKeys,
+    now_ms: i64,
+) -> [String; 3] {
+    let generation = limits.bucket_generation(now_ms);
+    [-1, 0, 1].map(|d| shard.rates(generation + d))
+}
+
+/// A client's rate bucket (`u:42`, `ip:…`) on a shard as a gate call at `now_ms` finds it: from
+/// the newest generation it is in.
+pub async fn rate_bucket(
+    redis: &Redis,
+    limits: &server::infra::config::GateLimits,
+    shard: &ShardKeys,
+    who: &str,
+    now_ms: i64,
+) -> Option<String> {
+    let mut found = None;
+    for key in rate_generations(limits, shard, now_ms) {
+        let value: Option<String> = redis::cmd("HGET")
+            .arg(key)
+            .arg(who)
+            .query_async(&mut redis.conn())
+            .await
+            .unwrap();
+        found = value.or(found);
+    }
+    found
+}

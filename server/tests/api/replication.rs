@@ -251,14 +251,19 @@ async fn rate_buckets_stay_on_the_master_and_what_a_promise_needs_reaches_the_re
     let token: uuid::Uuid = body["token"].as_str().unwrap().parse().unwrap();
 
     let shard = app.redis.keys.shard(id, 0, 1);
-    // The buyer's bucket and the address's (every test client comes from 127.0.0.1).
-    let buckets = [
-        shard.rate(&format!("u:{}", buyer.id)),
-        shard.rate("ip:127.0.0.1"),
-    ];
-    for key in &buckets {
-        assert!(master.exists(key).await, "{key} is not on the master");
-        assert!(!replica.exists(key).await, "{key} reached the replica");
+    // The buyer's bucket and the address's (every test client comes from 127.0.0.1), in the
+    // hash of the buy's generation.
+    let limits = test_config().gate;
+    let now = chrono::Utc::now().timestamp_millis();
+    let bucket = rate_bucket(&app.redis, &limits, &shard, &format!("u:{}", buyer.id), now).await;
+    assert!(bucket.is_some(), "the buyer's bucket is not on the master");
+    let address = rate_bucket(&app.redis, &limits, &shard, "ip:127.0.0.1", now).await;
+    assert!(
+        address.is_some(),
+        "the address's bucket is not on the master"
+    );
+    for key in rate_generations(&limits, &shard, now) {
+        assert!(!replica.exists(&key).await, "{key} reached the replica");
     }
     for key in [
         shard.stock(),

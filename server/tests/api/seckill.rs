@@ -1383,11 +1383,14 @@ async fn a_fresh_idempotency_key_on_every_request_is_no_way_around_the_sold_out_
     assert_eq!((status, &again["token"]), (202, &first["token"]));
     let home = server::infra::keys::home_shard(hammer.id, app.shards_of(id).await);
     // No bucket at all: nothing of the hammering after the end reached the gate script.
-    let bucket: Option<String> = redis::cmd("GET")
-        .arg(app.shard_keys(id).await[home as usize].rate(&format!("u:{}", hammer.id)))
-        .query_async(&mut app.redis.conn())
-        .await
-        .unwrap();
+    let bucket = rate_bucket(
+        &app.redis,
+        &test_config().gate,
+        &app.shard_keys(id).await[home as usize],
+        &format!("u:{}", hammer.id),
+        chrono::Utc::now().timestamp_millis(),
+    )
+    .await;
     assert_eq!(bucket, None, "no strikes for asking after the end");
     assert_eq!(app.remaining(id).await, 0);
 }

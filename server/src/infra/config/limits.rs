@@ -127,6 +127,27 @@ pub struct Batching {
     pub in_flight: usize,
 }
 
+impl GateLimits {
+    /// How long one generation of a shard's rate buckets lasts (`gate.lua`): at least as long as
+    /// any bucket takes to fill again, and the strike window, and a second more. A bucket left
+    /// untouched for a whole generation is as good as new, so the gate reads only the
+    /// generations around a batch's and lets older ones expire.
+    pub fn bucket_generation_ms(&self) -> i64 {
+        let refill =
+            |burst: u32, per_sec: f64| (f64::from(burst) * 1000.0 / per_sec.max(0.001)).ceil();
+        let longest = refill(self.user_burst, self.user_per_sec)
+            .max(refill(self.ip_burst, self.ip_per_sec))
+            .max(self.block_ms as f64)
+            .min(365.0 * 86_400_000.0);
+        longest as i64 + 1000
+    }
+
+    /// A batch's bucket generation: the one its last buy's time falls in.
+    pub fn bucket_generation(&self, now_ms: i64) -> i64 {
+        now_ms.div_euclid(self.bucket_generation_ms())
+    }
+}
+
 impl Default for GateLimits {
     fn default() -> Self {
         GateLimits::from(&Settings::defaults())

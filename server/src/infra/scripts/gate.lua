@@ -3,19 +3,22 @@
 -- writes, the next one reads. Every key below shares one hash tag, so on a Redis Cluster this
 -- runs on one master. Every argument is checked before the first write: a script cannot roll back.
 --
--- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 unsettled tokens; then five per buy, the i-th
---       from 5 + 5(i - 1): +1 token status, +2 idempotency record, +3 user rate, +4 address rate,
---       +5 the spent mark of a proof of work's challenge
+-- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 unsettled tokens, 6/7/8 the rate buckets of
+--       the generations before the batch's, the batch's, and after it; then three per buy, the
+--       i-th from 8 + 3(i - 1): +1 token status, +2 idempotency record, +3 the spent mark of a
+--       proof of work's challenge
 --       (the journal takes one entry per call: `activity_id`, and `reservations`, a line
 --       'token user quantity reserved_ms[ traceparent]' per reservation granted, in order)
 -- ARGV: 1/2 user bucket capacity / refill per s, 3/4 address bucket capacity / refill per s,
 --       5 strikes before a block, 6 strike window and block (ms), 7 token status ttl (s),
---       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale; then eight
---       per buy, the i-th from 11 + 8(i - 1): +1 user id, +2 quantity, +3 token, +4 now (ms),
+--       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale,
+--       12 a generation of rate buckets' ttl (ms); then ten per buy, the i-th from 12 + 10(i - 1):
+--       +1 user id, +2 quantity, +3 token, +4 now (ms),
 --       +5 bot check (0 not asked, 1 captcha right, 2 wrong, 3 proof of work verified by the
 --       caller: good if its challenge is unspent), +6 idempotency key given (0/1),
 --       +7 the challenge's expiry (ms), +8 the buy's W3C traceparent ('' when not traced: its
---       journal line then ends with the reserved time)
+--       journal line then ends with the reserved time), +9/+10 the names of its user's and its
+--       address's rate buckets
 -- Returns {code, detail} per buy, flat: ok + token, borrow + 'token quantity', sold_out,
 -- rate_limited + ms, blocked + 'user ms' or 'address ms' (the caller blocks that client
 -- everywhere), paused, captcha_invalid, limit_reached, not_warm, bad_args.
@@ -27,13 +30,21 @@
 --
 -- Lean by design: the shard's stock and pause switch are read once per batch, the holders'
 -- counts by one HMGET, and each is written once at its end (one DECRBY, one HSET); the rate
--- buckets are strings ('tokens ts strikes since'), read by one MGET and written by one SET each,
--- kept out of the AOF and the replicas (a failover forgets them: docs/reliability.md); the
--- journal takes one XADD and the unsettled tokens one ZADD per batch.
+-- buckets ('tokens ts strikes since', a field per client) by one HMGET per generation and one
+-- HSET (and PEXPIRE) into the newest generation each bucket is in, kept out of the AOF and the
+-- replicas (a failover forgets them: docs/reliability.md); the journal takes one XADD and the
+-- unsettled tokens one ZADD per batch.
+--
+-- The buckets' generations: a shard's buckets live in one hash per generation of time, long
+-- enough that a bucket untouched for one is as good as new (full, no strikes). A batch reads the
+-- generations around its own (the one before, its own, the one after: another instance's clock
+-- or batch may be ahead) and takes each bucket from the newest it is in; it writes a bucket back
+-- there, or into its own generation if that is newer. So each bucket has one home at a time, as
+-- with a key of its own, and the hashes of generations past expire whole.
 
-local COMMON, PER_BUY = 11, 8
+local COMMON, PER_BUY, FIRST_KEYS, KEYS_PER_BUY = 12, 10, 8, 3
 local count = (#ARGV - COMMON) / PER_BUY
-if count < 1 or count ~= math.floor(count) or #KEYS ~= 5 + 5 * count then
+if count < 1 or count ~= math.floor(count) or #KEYS ~= FIRST_KEYS + KEYS_PER_BUY * count then
   return redis.error_reply('gate: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments')
 end
 local n = {}
@@ -45,6 +56,7 @@ for i = 1, COMMON do
   if i ~= 9 and not n[i] then common_bad = tostring(i) end
 end
 if ARGV[9] == '' then common_bad = '9' end
+if n[12] and n[12] < 1 then common_bad = '12' end
 
 local left = tonumber(redis.call('GET', KEYS[1]))
 local left_at_start = left
@@ -56,24 +68,26 @@ local buckets, bucket_order = {}, {}
 local unsettled = {}
 local granted = {}
 
--- The rate buckets of the whole batch in one read, unless no buy can get that far (a sold-out
--- shard of a sale with one shard answers before the buckets).
+-- The rate buckets of the whole batch, one read per generation, unless no buy can get that far
+-- (a sold-out shard of a sale with one shard answers before the buckets).
 if not (shards == 1 and left and left <= 0) and not common_bad then
-  local rate_keys = {}
+  local names = {}
   for i = 1, count do
-    local k = 5 + 5 * (i - 1)
-    rate_keys[#rate_keys + 1] = KEYS[k + 3]
-    rate_keys[#rate_keys + 1] = KEYS[k + 4]
-  end
-  local values = redis.call('MGET', unpack(rate_keys))
-  for j, key in ipairs(rate_keys) do
-    if buckets[key] == nil then
-      local b = {}
-      if values[j] then
-        local t, ts, s, since = string.match(values[j], '^(%S+) (%S+) (%S+) (%S+)$')
-        b = {tonumber(t), tonumber(ts), tonumber(s), tonumber(since)}
+    local a = COMMON + PER_BUY * (i - 1)
+    for _, who in ipairs({ARGV[a + 9], ARGV[a + 10]}) do
+      if buckets[who] == nil then
+        buckets[who] = {}
+        names[#names + 1] = who
       end
-      buckets[key] = b
+    end
+  end
+  for generation = 6, 8 do
+    local values = redis.call('HMGET', KEYS[generation], unpack(names))
+    for j, who in ipairs(names) do
+      if values[j] then
+        local t, ts, st, since = string.match(values[j], '^(%S+) (%S+) (%S+) (%S+)$')
+        buckets[who] = {tonumber(t), tonumber(ts), tonumber(st), tonumber(since), home = generation}
+      end
     end
   end
 end
@@ -108,8 +122,8 @@ end
 
 -- Token buckets; a client that keeps hammering past its bucket collects strikes, and after
 -- enough of them within the window the caller blocks it everywhere.
-local function take(key, who, cap, refill, now)
-  local b = buckets[key]
+local function take(name, who, cap, refill, now)
+  local b = buckets[name]
   local tokens = b[1] or cap
   local ts = b[2] or now
   local strikes = b[3] or 0
@@ -130,8 +144,7 @@ local function take(key, who, cap, refill, now)
   end
   if not b.touched then
     b.touched = true
-    b.ttl = math.max(math.ceil(cap * 1000 / refill) + 1000, n[6])
-    bucket_order[#bucket_order + 1] = key
+    bucket_order[#bucket_order + 1] = name
   end
   -- Kept as the string it is written as, so that the next buy of this batch reads what the next
   -- batch would.
@@ -144,7 +157,8 @@ local function decide(k, a)
   local user, qty, token, now = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
   local check, keyed = ARGV[a + 5], ARGV[a + 6] == '1'
   if common_bad then return {'bad_args', common_bad} end
-  if not qty or qty < 1 or not now or not string.match(user, '^%d+$') or not string.match(token, '^%S+$') then
+  if not qty or qty < 1 or not now or not string.match(user, '^%d+$') or not string.match(token, '^%S+$')
+    or ARGV[a + 9] == '' or ARGV[a + 10] == '' then
     return {'bad_args', ''}
   end
 
@@ -166,8 +180,8 @@ local function decide(k, a)
   -- Sold out (one shard): said before the buckets, so it costs no token and no strike.
   if shards == 1 and left and left <= 0 then return {'sold_out', '0'} end
 
-  local refused = take(KEYS[k + 3], 'user', n[1], n[2], now)
-    or take(KEYS[k + 4], 'address', n[3], n[4], now)
+  local refused = take(ARGV[a + 9], 'user', n[1], n[2], now)
+    or take(ARGV[a + 10], 'address', n[3], n[4], now)
   if refused then return refused end
 
   if paused == nil then paused = redis.call('HGET', KEYS[2], 'paused') == '1' end
@@ -177,7 +191,7 @@ local function decide(k, a)
   if check == '3' then
     local expires = tonumber(ARGV[a + 7])
     if not expires or expires <= now then return {'captcha_invalid', ''} end
-    if not redis.call('SET', KEYS[k + 5], '1', 'NX', 'PX', expires - now) then
+    if not redis.call('SET', KEYS[k + 3], '1', 'NX', 'PX', expires - now) then
       return {'captcha_invalid', ''}
     end
   end
@@ -207,7 +221,7 @@ end
 
 local answers = {}
 for i = 1, count do
-  local answer = decide(5 + 5 * (i - 1), COMMON + PER_BUY * (i - 1))
+  local answer = decide(FIRST_KEYS + KEYS_PER_BUY * (i - 1), COMMON + PER_BUY * (i - 1))
   answers[#answers + 1] = answer[1]
   answers[#answers + 1] = answer[2]
 end
@@ -224,10 +238,20 @@ end
 if #counts > 0 then redis.call('HSET', KEYS[3], unpack(counts)) end
 -- A bucket lost at a failover or a restart starts full again: no promise rests on it.
 redis.set_repl(redis.REPL_NONE)
-for _, key in ipairs(bucket_order) do
-  local b = buckets[key]
-  redis.call('SET', key, tostring(b[1]) .. ' ' .. tostring(b[2]) .. ' ' .. tostring(b[3]) .. ' ' .. tostring(b[4]),
-    'PX', b.ttl)
+local into = {}
+for _, name in ipairs(bucket_order) do
+  local b = buckets[name]
+  local home = math.max(b.home or 7, 7)
+  into[home] = into[home] or {}
+  local fields = into[home]
+  fields[#fields + 1] = name
+  fields[#fields + 1] = tostring(b[1]) .. ' ' .. tostring(b[2]) .. ' ' .. tostring(b[3]) .. ' ' .. tostring(b[4])
+end
+for home = 7, 8 do
+  if into[home] then
+    redis.call('HSET', KEYS[home], unpack(into[home]))
+    redis.call('PEXPIRE', KEYS[home], n[12])
+  end
 end
 redis.set_repl(redis.REPL_ALL)
 if #granted > 0 then
