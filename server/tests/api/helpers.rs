@@ -632,10 +632,29 @@ impl TestApp {
             .await
     }
 
-    /// Entries waiting in the journals of every shard of a sale.
+    /// Reservations waiting in the journals of every shard of a sale (a gate call journals
+    /// those it granted in one entry; the release before's journal, one entry each, too).
     pub async fn journal_len(&self, activity: i64) -> i64 {
-        self.count_over_shards(activity, "XLEN", ShardKeys::journal)
+        let mut total = 0;
+        for journal in self
+            .shard_keys(activity)
             .await
+            .iter()
+            .flat_map(ShardKeys::journals)
+        {
+            let entries: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+                .arg(journal)
+                .arg("-")
+                .arg("+")
+                .query_async(&mut self.redis.conn())
+                .await
+                .unwrap();
+            for entry in &entries.ids {
+                let read = server::pipeline::journal::read_entry(entry);
+                total += (read.reservations.len() + read.unreadable) as i64;
+            }
+        }
+        total
     }
 
     /// Orders of an activity by status, and the activity's `sold`.
