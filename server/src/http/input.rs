@@ -7,10 +7,15 @@ use app::api::BadId;
 use axum::{
     extract::{FromRequest, Request},
     http::{header, HeaderMap, Method, StatusCode},
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use serde::de::DeserializeOwned;
+use std::{
+    convert::Infallible,
+    future::Future,
+    pin::Pin,
+    task::{ready, Context, Poll},
+};
 
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
 
@@ -47,17 +52,17 @@ pub(crate) fn cross_origin(headers: &HeaderMap) -> bool {
 }
 
 /// Every mutating API request must come from this site, say it is JSON (which also keeps
-/// cross-site HTML forms out) and announce no more than 16 KiB.
-pub async fn require_json(req: Request, next: Next) -> Response {
+/// cross-site HTML forms out) and announce no more than 16 KiB: the refusal, if any.
+fn refusal(req: &Request) -> Option<HttpRefusal> {
     let mutating = matches!(
         *req.method(),
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     );
     if mutating && cross_origin(req.headers()) {
-        return HttpRefusal::CrossOrigin.into_response();
+        return Some(HttpRefusal::CrossOrigin);
     }
-    if mutating && !is_json(&req) {
-        return HttpRefusal::UnsupportedMediaType.into_response();
+    if mutating && !is_json(req) {
+        return Some(HttpRefusal::UnsupportedMediaType);
     }
     let announced = req
         .headers()
@@ -65,26 +70,25 @@ pub async fn require_json(req: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return HttpRefusal::PayloadTooLarge.into_response();
+        return Some(HttpRefusal::PayloadTooLarge);
     }
-    next.run(req).await
+    None
 }
 
 /// The extractors' own refusals (a query string axum cannot decode, a repeated query field, a
-/// path segment that is not UTF-8…) come as `400 text/plain`: they are turned into the API's
-/// JSON `400 invalid_input`, their explanation kept as the message.
-pub async fn json_rejections(req: Request, next: Next) -> Response {
-    let resp = next.run(req).await;
-    let plain = matches!(
+/// path segment that is not UTF-8…) come as `400 text/plain`.
+fn plain_rejection(resp: &Response) -> bool {
+    matches!(
         resp.status(),
         StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY
     ) && resp
         .headers()
         .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/plain"));
-    if !plain {
-        return resp;
-    }
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/plain"))
+}
+
+/// Such a refusal as the API's JSON `400 invalid_input`, its explanation kept as the message.
+async fn as_invalid_input(resp: Response) -> Response {
     let text = axum::body::to_bytes(resp.into_body(), 4096)
         .await
         .unwrap_or_default();
@@ -101,9 +105,7 @@ pub async fn json_rejections(req: Request, next: Next) -> Response {
 /// Every API answer to a request that carried a cookie is the signed-in user's own: never
 /// stored by a browser or a proxy, unless the handler said otherwise (the public reads set
 /// their own caching).
-pub async fn no_store_when_signed_in(req: Request, next: Next) -> Response {
-    let signed_in = req.headers().contains_key(header::COOKIE);
-    let mut resp = next.run(req).await;
+fn no_store_when_signed_in(signed_in: bool, mut resp: Response) -> Response {
     if signed_in && !resp.headers().contains_key(header::CACHE_CONTROL) {
         resp.headers_mut().insert(
             header::CACHE_CONTROL,
@@ -111,6 +113,120 @@ pub async fn no_store_when_signed_in(req: Request, next: Next) -> Response {
         );
     }
     resp
+}
+
+/// Whether a path is one the API's router answers: `/api`, or under it (`/api/` itself is the
+/// site's, as the router nests it).
+fn is_api(path: &str) -> bool {
+    path.strip_prefix("/api")
+        .is_some_and(|rest| rest.is_empty() || (rest.starts_with('/') && rest.len() > 1))
+}
+
+/// The API's edge, around every `/api` request, outside the router (startup/routes.rs says
+/// why): a mutating request's origin, content type and announced size ([`refusal`], unless a
+/// measurement leaves it out), the extractors' plain-text refusals turned into the API's JSON,
+/// and `private, no-store` on the answers to a signed-in request. Other paths pass untouched.
+/// One service of its own: it calls the router without cloning it or boxing a future, but for
+/// the rare answer it rewrites.
+#[derive(Clone, Copy)]
+pub struct ApiEdgeLayer {
+    pub require_json: bool,
+}
+
+impl<S> tower::Layer<S> for ApiEdgeLayer {
+    type Service = ApiEdge<S>;
+
+    fn layer(&self, inner: S) -> ApiEdge<S> {
+        ApiEdge {
+            inner,
+            require_json: self.require_json,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct ApiEdge<S> {
+    inner: S,
+    require_json: bool,
+}
+
+impl<S> tower::Service<Request> for ApiEdge<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ApiAnswer<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        if !is_api(req.uri().path()) {
+            return ApiAnswer::Passed {
+                inner: self.inner.call(req),
+            };
+        }
+        let signed_in = req.headers().contains_key(header::COOKIE);
+        if self.require_json {
+            if let Some(refusal) = refusal(&req) {
+                return ApiAnswer::Refused {
+                    answer: Some(no_store_when_signed_in(signed_in, refusal.into_response())),
+                };
+            }
+        }
+        ApiAnswer::Api {
+            inner: self.inner.call(req),
+            signed_in,
+        }
+    }
+}
+
+type Rewrite = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+pin_project_lite::pin_project! {
+    /// [`ApiEdge`]'s answer.
+    #[project = ApiAnswerProj]
+    pub enum ApiAnswer<F> {
+        Passed { #[pin] inner: F },
+        Refused { answer: Option<Response> },
+        Api { #[pin] inner: F, signed_in: bool },
+        Rewriting { rewrite: Rewrite, signed_in: bool },
+    }
+}
+
+impl<F> Future for ApiAnswer<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let rewrite = match self.as_mut().project() {
+                ApiAnswerProj::Passed { inner } => return inner.poll(cx),
+                ApiAnswerProj::Refused { answer } => {
+                    return Poll::Ready(Ok(answer.take().expect("polled after its answer")))
+                }
+                ApiAnswerProj::Api { inner, signed_in } => {
+                    let Ok(resp) = ready!(inner.poll(cx));
+                    if !plain_rejection(&resp) {
+                        return Poll::Ready(Ok(no_store_when_signed_in(*signed_in, resp)));
+                    }
+                    ApiAnswer::Rewriting {
+                        rewrite: Box::pin(as_invalid_input(resp)),
+                        signed_in: *signed_in,
+                    }
+                }
+                ApiAnswerProj::Rewriting { rewrite, signed_in } => {
+                    let resp = ready!(rewrite.as_mut().poll(cx));
+                    return Poll::Ready(Ok(no_store_when_signed_in(*signed_in, resp)));
+                }
+            };
+            self.set(rewrite);
+        }
+    }
 }
 
 /// A JSON body decoded into `T`; errors name the field (`quantity: invalid type …`).
@@ -203,6 +319,23 @@ mod tests {
     struct Sample {
         username: String,
         quantity: u32,
+    }
+
+    #[test]
+    fn the_api_edge_takes_the_paths_the_api_router_answers() {
+        for api in ["/api", "/api/me", "/api/activities/7/buy", "/api/nope/"] {
+            assert!(is_api(api), "{api}");
+        }
+        for site in [
+            "/",
+            "/api/",
+            "/apis",
+            "/apix/me",
+            "/pkg/api",
+            "/activities/7",
+        ] {
+            assert!(!is_api(site), "{site}");
+        }
     }
 
     fn message(e: ApiError) -> String {

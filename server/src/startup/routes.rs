@@ -54,7 +54,7 @@ pub(super) fn server(state: AppState) -> Server {
         state.activities.clone(),
     );
     let app = Router::new()
-        .nest("/api", api_router(layers))
+        .nest("/api", api_router())
         .merge(http::ops::router())
         .route("/language", axum::routing::post(site::choose_language))
         .merge(http::forms::router())
@@ -77,9 +77,10 @@ pub(super) fn server(state: AppState) -> Server {
     with_layers(app, &state, layers)
 }
 
-/// `/api`: every JSON route, JSON in and out, nothing cached once signed in.
-fn api_router(layers: Layers) -> Router<AppState> {
-    let mut api = Router::new()
+/// `/api`: every JSON route, JSON in and out, nothing cached once signed in (its edge,
+/// `http::input::ApiEdge`, is outside the router with the other middleware).
+fn api_router() -> Router<AppState> {
+    Router::new()
         .merge(http::accounts::router())
         .merge(http::activities::router())
         .merge(http::buy::router())
@@ -90,12 +91,7 @@ fn api_router(layers: Layers) -> Router<AppState> {
         .merge(http::admin::audit::router())
         .merge(http::admin::shop::router())
         .merge(http::operator::router())
-        .fallback(|| async { ApiError::NotFound });
-    if layers.on("require_json") {
-        api = api.layer(middleware::from_fn(http::input::require_json));
-    }
-    api.layer(middleware::from_fn(http::input::json_rejections))
-        .layer(middleware::from_fn(http::input::no_store_when_signed_in))
+        .fallback(|| async { ApiError::NotFound })
 }
 
 /// `/pkg`: the wasm, scripts and styles, precompressed; immutable when their names are hashed,
@@ -173,6 +169,11 @@ where
 /// allocating. The one thing only a route knows, the template it matched, the route marks on its
 /// answer (`observe::MarkRouteLayer`) for the metrics.
 fn with_layers(app: Router, state: &AppState, layers: Layers) -> Server {
+    // Innermost: what the API's answers need of the router's, before any layer outside sees them.
+    let app = http::input::ApiEdgeLayer {
+        require_json: layers.on("require_json"),
+    }
+    .layer(app);
     let app = around(app, layers.on("guard_pages"), || {
         middleware::from_fn_with_state(state.sessions.clone(), http::admin::guard_pages)
     });
