@@ -436,6 +436,18 @@ async fn buys_decided_in_batches_get_the_answers_and_leave_the_keys_of_buys_deci
     );
 }
 
+/// The sale's one stock shard, holding `units`.
+async fn stock_one_shard(redis: &Redis, sale: &GateShard, units: i64) -> ShardKeys {
+    let shard = redis.keys.shard(sale.activity, sale.shard, sale.shards);
+    let _: () = redis::cmd("SET")
+        .arg(shard.stock())
+        .arg(units)
+        .query_async(&mut redis.conn())
+        .await
+        .unwrap();
+    shard
+}
+
 /// A batch journals what it granted in one entry, whatever it refused between: the relay gets
 /// the reservations in the order granted, each with its buy's traceparent when traced; a batch
 /// that granted nothing journals nothing.
@@ -449,13 +461,7 @@ async fn a_batch_journals_its_reservations_in_one_entry() {
         shards: 1,
         per_user_limit: 1,
     };
-    let shard = redis.keys.shard(sale.activity, sale.shard, sale.shards);
-    let _: () = redis::cmd("SET")
-        .arg(shard.stock())
-        .arg(3)
-        .query_async(&mut redis.conn())
-        .await
-        .unwrap();
+    let shard = stock_one_shard(&redis, &sale, 3).await;
     let now = chrono::Utc::now().timestamp_millis();
     let buy = |shopper: usize, at: i64| {
         let op = Op::Buy {
@@ -537,13 +543,7 @@ async fn a_rate_bucket_holds_across_the_turn_of_its_generation_and_a_clock_behin
         shards: 1,
         per_user_limit: 100,
     };
-    let shard = redis.keys.shard(sale.activity, sale.shard, sale.shards);
-    let _: () = redis::cmd("SET")
-        .arg(shard.stock())
-        .arg(100)
-        .query_async(&mut redis.conn())
-        .await
-        .unwrap();
+    let shard = stock_one_shard(&redis, &sale, 100).await;
     // 5 ms before the turn of the generation after the present one.
     let now = chrono::Utc::now().timestamp_millis();
     let turn = (limits.bucket_generation(now) + 1) * generation_ms;
