@@ -18,7 +18,11 @@ export default defineConfig({
   reporter: [["list"], ["html", { outputFolder: "playwright-report", open: "never" }]],
   use: {
     baseURL,
-    trace: "retain-on-failure",
+    // A failed test keeps its trace: each action's DOM snapshots, the network, the console. Not
+    // the screencast: it encodes a frame of every open page each time one paints, and a test
+    // that keeps 30 live pages open spent most of a core on it, enough on a busy machine to
+    // leave a page unhydrated for 10 s. The failure's own screenshot is still taken.
+    trace: { mode: "retain-on-failure", screenshots: false },
     screenshot: "only-on-failure",
     launchOptions: {
       executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
