@@ -70,6 +70,8 @@ async fn order_status(
         Some(OrderStatus::Queued) if owner == Some(user.user_id) => {
             from_cache(token, &cached, OrderStatus::Queued)
         }
+        // No record (an order now: the persister removed it; or no such token), or a final state:
+        // the database says.
         _ => {
             match order::by_token(&db, token).await? {
                 Some(row) if row.user_id == user.user_id => Some(row.into_view()?),
@@ -168,14 +170,8 @@ async fn pay(
         payments.refund(&charge).await?;
         return Err(ApiError::PaymentWindowClosed);
     }
-    if let Some(key) = redis.keys.token(&token) {
-        let _: () = redis::cmd("HSET")
-            .arg(key)
-            .arg("status")
-            .arg(OrderStatus::Paid.as_str())
-            .query_async(&mut redis.conn())
-            .await?;
-    }
+    // The order's state is the database's alone once it is an order (the persister removed its
+    // record from Redis): nothing to mark there.
     tracing::info!(order.token = %token, "order paid");
     Ok(paid)
 }

@@ -12,7 +12,7 @@
 //! | `{a:ID.S}:users` | units each user whose home is S holds |
 //! | `{a:ID.S}:granted` | reservations shard S granted, for the relay: one stream entry per gate call |
 //! | `{a:ID.S}:journal` | the same of releases before, one entry per reservation: still drained |
-//! | `{a:ID.S}:tok:UUID` | a reservation's status; the token names its sale and home shard |
+//! | `{a:ID.S}:tok:UUID` | a reservation's status until it is an order (the persister deletes it then); the token names its sale and home shard |
 //! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
 //! | `{a:ID.S}:lent:UUID` | shard S's one answer to another shard's buyer: `1` lent, `0` refused |
 //! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |

@@ -16,10 +16,8 @@ use super::{
 use crate::domain::order;
 use crate::{
     buy::soldout::SoldOut,
-    domain::rfc3339,
     infra::{
         broker::{self, Broker, Consuming, Topology},
-        keys::TOKEN_TTL_SECS,
         metrics::Metrics,
         redis::Redis,
         telemetry,
@@ -102,11 +100,12 @@ async fn dead_letter_unreadable(
     Ok(good)
 }
 
-/// What the persister marks in Redis after a commit: an order on its token, or the tokens of one
-/// home shard out of its unsettled set.
-enum Mark<'a> {
-    Order(&'a order::Persisted),
-    Settled(&'a String, &'a Vec<String>),
+/// What the persister clears in Redis after a commit, per home shard: its tokens out of the
+/// unsettled set, and their records (`keys`), which only a reservation not yet an order needs.
+struct Settled {
+    unsettled: String,
+    tokens: Vec<String>,
+    records: Vec<String>,
 }
 
 impl Persister {
@@ -359,53 +358,37 @@ impl Persister {
             .collect())
     }
 
-    /// The orders' state on their tokens in Redis (what a status poll reads), and their tokens
-    /// out of the unsettled set, one `ZREM` per home shard: one pipeline per slot (on a cluster a
-    /// pipeline goes to one node; a home shard's keys share its slot).
+    /// The orders out of Redis: per home shard, their tokens out of the unsettled set (one `ZREM`)
+    /// and their reservation records deleted (one `DEL`), in one pipeline per slot (on a cluster a
+    /// pipeline goes to one node; a home shard's keys share its slot). An order's state is the
+    /// database's from now on: a poll that finds no record in Redis asks it (`http/orders.rs`).
+    /// Two commands a shard and batch, where each order cost two (`HSET`, `EXPIRE`) before.
     async fn mark_in_redis(&self, rows: &[order::Persisted]) -> Result<(), Failure> {
         let keys = &self.redis.keys;
-        let mut settled: HashMap<String, Vec<String>> = HashMap::new();
+        let mut by_home: HashMap<String, Settled> = HashMap::new();
         for p in rows {
-            // An order now: no longer in flight.
             if let Some(home) = keys.home_of(&p.token) {
-                settled
-                    .entry(home.unsettled())
-                    .or_default()
-                    .push(p.token.to_string());
+                let settled = by_home.entry(home.unsettled()).or_insert_with(|| Settled {
+                    unsettled: home.unsettled(),
+                    tokens: Vec::new(),
+                    records: Vec::new(),
+                });
+                settled.tokens.push(p.token.to_string());
+                settled.records.push(home.token(&p.token));
             }
         }
-        let marks = rows.iter().map(Mark::Order);
-        let marks: Vec<Mark<'_>> = marks
-            .chain(settled.iter().map(|(k, t)| Mark::Settled(k, t)))
-            .collect();
-        let marked = self
-            .redis
+        let settled: Vec<Settled> = by_home.into_values().collect();
+        self.redis
             .by_slot(
-                &marks,
-                |mark| match mark {
-                    Mark::Order(p) => keys.token(&p.token),
-                    Mark::Settled(key, _) => Some((*key).clone()),
-                },
-                |pipe, key, mark| match mark {
-                    Mark::Order(p) => {
-                        let mut fields =
-                            vec![("status", p.status.clone()), ("order_id", p.id.to_string())];
-                        if let Some(pay_by) = p.pay_by {
-                            fields.push(("pay_by", rfc3339(pay_by)));
-                        }
-                        pipe.hset_multiple(key, &fields)
-                            .ignore()
-                            .expire(key, TOKEN_TTL_SECS as i64)
-                            .ignore();
-                    }
-                    Mark::Settled(_, tokens) => {
-                        pipe.zrem(key, tokens).ignore();
-                    }
+                &settled,
+                |s| Some(s.unsettled.clone()),
+                |pipe, key, s| {
+                    pipe.zrem(key, &s.tokens).ignore();
+                    pipe.del(&s.records).ignore();
                 },
             )
-            .await;
-        marked
-            .map_err(|e| Failure::Outage(anyhow::Error::new(e).context("marking tokens confirmed")))
+            .await
+            .map_err(|e| Failure::Outage(anyhow::Error::new(e).context("settling tokens in Redis")))
     }
 
     async fn consume_dead_letters(&self) -> anyhow::Result<()> {

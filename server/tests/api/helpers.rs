@@ -885,6 +885,9 @@ async fn publish_bodies(app: &TestApp, bodies: &[Vec<u8>]) {
     conn.close(200, "done".into()).await.unwrap();
 }
 
+/// A reservation's record in Redis, while it is one: the gate's (`queued`, `pending` while it
+/// borrows) or a give-back's (`failed`, `cancelled`). An order's has been removed by the
+/// persister: its state is the database's (`order_status`).
 pub async fn token_status(app: &TestApp, token: &str) -> Option<String> {
     let key = app
         .redis
@@ -1133,4 +1136,34 @@ pub async fn rate_bucket(
         found = value.or(found);
     }
     found
+}
+
+/// A token's order status in the database (`None`: not an order).
+pub async fn order_status(app: &TestApp, token: &str) -> Option<String> {
+    sqlx::query_scalar("SELECT status FROM orders WHERE token = $1::uuid")
+        .bind(token)
+        .fetch_optional(&app.db)
+        .await
+        .unwrap()
+}
+
+/// Where a reservation ended: its order's status, or (no order) its record's in Redis.
+pub async fn final_status(app: &TestApp, token: &str) -> Option<String> {
+    match order_status(app, token).await {
+        Some(status) => Some(status),
+        None => token_status(app, token).await,
+    }
+}
+
+/// Asserts that `token` is a confirmed order and that Redis holds nothing of it any more (the
+/// persister removed its record once it was an order).
+pub async fn assert_confirmed_order(app: &TestApp, token: &str) {
+    assert_eq!(
+        (
+            order_status(app, token).await.as_deref(),
+            token_status(app, token).await
+        ),
+        (Some("confirmed"), None),
+        "{token}: its order's status, its record in Redis"
+    );
 }

@@ -78,6 +78,8 @@ async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_sam
         .unwrap();
     let buyers = shoppers(&app, 2).await;
     let token = sell(&app, &buyers[..1], id).await.remove(0);
+    // An order: its state is the database's, and Redis keeps nothing of the reservation.
+    assert_confirmed_order(&app, &token).await;
 
     assert_error(
         buyers[1]
@@ -100,6 +102,11 @@ async fn paying_a_confirmed_order_makes_it_paid_and_paying_twice_answers_the_sam
         (200, json!({"status": "paid"}))
     );
     assert_eq!(status_of(&app, &buyers[0], &token).await["status"], "paid");
+    assert_eq!(
+        token_status(&app, &token).await,
+        None,
+        "the payment wrote nothing to Redis"
+    );
     assert_eq!(sold(&app, id).await, 1);
     // Paid once: one charge of the order's amount (one unit at the sale price), nothing refunded.
     assert_eq!(

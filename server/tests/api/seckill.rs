@@ -1213,10 +1213,7 @@ async fn a_dead_lettered_duplicate_of_a_persisted_reservation_returns_nothing() 
     persister.settle_dead_letter(&duplicate).await.unwrap();
 
     assert_eq!(app.remaining(id).await, 9, "no unit given back");
-    assert_eq!(
-        token_status(&app, &token).await.as_deref(),
-        Some("confirmed")
-    );
+    assert_confirmed_order(&app, &token).await;
     assert_eq!(app.order_units(id, "confirmed").await, 1);
 }
 
@@ -1244,7 +1241,7 @@ async fn reservations_past_the_stock_that_got_behind_the_gate_persist_up_to_the_
     let ended = eventually(60, "every reservation ends", || async {
         let mut ended = Vec::new();
         for token in &tokens {
-            match token_status(&app, token).await.as_deref() {
+            match final_status(&app, token).await.as_deref() {
                 Some(s @ ("confirmed" | "failed")) => ended.push(s.to_string()),
                 _ => return None,
             }

@@ -104,11 +104,7 @@ async fn every_accepted_token_is_confirmed_after_rabbitmq_was_down_mid_sale() {
     assert_eq!(tokens.len(), 300);
     assert_settled(&app, id, &tokens).await;
     for token in &tokens {
-        assert_eq!(
-            token_status(&app, token).await.as_deref(),
-            Some("confirmed"),
-            "{token}"
-        );
+        assert_confirmed_order(&app, token).await;
     }
     assert_eq!(app.remaining(id).await, 200);
 }
@@ -130,11 +126,7 @@ async fn the_workers_reconnect_after_rabbitmq_closes_every_connection() {
     tokens.extend(crowd_buys(&app, &buyers[100..], id).await);
     assert_settled(&app, id, &tokens).await;
     for token in &tokens {
-        assert_eq!(
-            token_status(&app, token).await.as_deref(),
-            Some("confirmed"),
-            "{token}"
-        );
+        assert_confirmed_order(&app, token).await;
     }
     eventually(10, "ready again", || async {
         let (status, body) = json(app.get("/readyz").await).await;
@@ -197,11 +189,7 @@ async fn every_accepted_token_is_confirmed_after_the_persister_was_killed_mid_ba
     assert_settled(&app, id, &tokens).await;
     drop(second);
     for token in &tokens {
-        assert_eq!(
-            token_status(&app, token).await.as_deref(),
-            Some("confirmed"),
-            "{token}"
-        );
+        assert_confirmed_order(&app, token).await;
     }
     assert_eq!(app.remaining(id).await, 500);
 }
