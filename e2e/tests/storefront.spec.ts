@@ -107,6 +107,24 @@ test("the buy button is disabled from the first click: one request only", async 
   expect(buys).toBe(1);
 });
 
+test("a status poll that fails shows its error until the next poll answers, then only the status", async ({ page }) => {
+  const id = await createActivity({ stock: 5 });
+  await signUpShopper(page);
+  await openHydrated(page, `/activities/${id}`);
+  // The order's polls fail (the server unreachable for a moment) until the page has shown it.
+  await page.route("**/api/orders/*", (route) =>
+    route.request().method() === "GET"
+      ? route.fulfill({ status: 503, contentType: "application/json", headers: { "retry-after": "1" }, body: JSON.stringify({ error: "unavailable", message: "try again shortly" }) })
+      : route.continue(),
+  );
+  await page.getByTestId("buy-button").click();
+  const error = page.getByTestId("order-error");
+  await expect(error).not.toBeEmpty();
+  await page.unroute("**/api/orders/*");
+  await expect(page.getByTestId("order-status")).toHaveText("confirmed");
+  await expect(error).toBeEmpty();
+});
+
 test("a wrong captcha answer is refused, a new captcha shown, and no stock taken", async ({ page }) => {
   const id = await createActivity({ stock: 3, captcha: true });
   await signUpShopper(page);

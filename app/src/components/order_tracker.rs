@@ -38,6 +38,7 @@ pub fn OrderTracker(token: Token, initial: OrderStatus) -> impl IntoView {
         history: RwSignal::new(vec![initial]),
         paying: crate::client::action(|t: &Tracker| (*t).pay_now()),
         error: RwSignal::new(None),
+        poll_error: RwSignal::new(None),
     };
     #[cfg(feature = "hydrate")]
     {
@@ -67,7 +68,7 @@ pub fn OrderTracker(token: Token, initial: OrderStatus) -> impl IntoView {
                     {move || if paying.get() { tr("order.paying") } else { tr("order.pay") }}
                 </button>
             })}
-            <p class="error" role="alert">{move || t.error.get()}</p>
+            <p class="error" role="alert" data-testid="order-error">{move || t.error.get().or_else(|| t.poll_error.get())}</p>
             <p class="muted small">{tr("order.token")} " " <code>{token.to_string()}</code></p>
         </div>
     }
@@ -83,7 +84,10 @@ struct Tracker {
     history: RwSignal<Vec<OrderStatus>>,
     /// The payment on its way (pending while it and the status read after it run).
     paying: Action<Tracker, ()>,
+    /// What refused the payment, until the next payment.
     error: RwSignal<Option<String>>,
+    /// What the last poll met (a network fault, a 503); gone with the next good answer.
+    poll_error: RwSignal<Option<String>>,
 }
 
 impl Tracker {
@@ -116,6 +120,7 @@ impl Tracker {
             }
             match got {
                 Ok(s) => {
+                    self.poll_error.set(None);
                     let done = s.status.is_final();
                     let confirmed = s.status == OrderStatus::Confirmed;
                     self.record(s);
@@ -126,7 +131,7 @@ impl Tracker {
                         delay = 5_000.0;
                     }
                 }
-                Err(f) => self.error.set(Some(f.message())),
+                Err(f) => self.poll_error.set(Some(f.message())),
             }
             crate::clock::gloo_timers_sleep(delay as u32).await;
             delay = (delay * 1.5).min(5_000.0);
