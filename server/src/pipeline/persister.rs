@@ -101,7 +101,7 @@ async fn dead_letter_unreadable(
 }
 
 /// What the persister clears in Redis after a commit, per home shard: its tokens out of the
-/// unsettled set, and their records (`keys`), which only a reservation not yet an order needs.
+/// unsettled set, and the keys of their records, which only a reservation not yet an order needs.
 struct Settled {
     unsettled: String,
     tokens: Vec<String>,
