@@ -525,12 +525,11 @@ async fn paying_an_order_whose_amount_overflows_is_a_400_not_a_500() {
         .await
         .unwrap();
     assert_error(resp, 400, "invalid_input").await;
-    let status: String = sqlx::query_scalar("SELECT status FROM orders WHERE token = $1::uuid")
-        .bind(&token)
-        .fetch_one(&app.db)
-        .await
-        .unwrap();
-    assert_eq!(status, "confirmed", "nothing changed");
+    assert_eq!(
+        order_status(&app, &token).await.as_deref(),
+        Some("confirmed"),
+        "nothing changed"
+    );
 }
 
 #[tokio::test]
