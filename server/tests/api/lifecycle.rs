@@ -356,7 +356,7 @@ async fn paying_racing_the_deadline_two_hundred_times_ends_paid_or_cancelled_nev
 
     let mut paid_count = 0;
     for (token, (code, body), expired) in &results {
-        let status = order_status(&app, token).await.expect("an order");
+        let status = order_status(app, token).await.expect("an order");
         match status.as_str() {
             "paid" => {
                 paid_count += 1;
