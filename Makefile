@@ -56,11 +56,14 @@ run: setup build-release
 	SECKILL_DEMO=$${SECKILL_DEMO:-1} LEPTOS_SITE_ROOT=target/site SECKILL_ADDR=$${SECKILL_ADDR:-127.0.0.1:3000} exec target/release/server serve
 
 # Two lanes on the two cores. In front: the release build (the image, the image check, the
-# browser suites and every crowd run it), then those checks and suites. Behind, at the lowest
+# browser suites and every crowd run it), then the image's checks. Behind, at the lowest
 # priority, filling what the front lane leaves idle (a big crate's single-threaded stretches,
-# pages and crowds waited on): `make lint`, then the Rust suites' own crates (`test-build`; its
-# output: target/lint-and-build.log). Then the Rust suites run. On a fresh machine the front lane
-# starts by building wasm-bindgen (`site-tools`, about 3 minutes).
+# the image's layers): `make lint`, then the Rust suites' own crates (`test-build`; its output:
+# target/lint-and-build.log). The browser suites wait for the lane behind: a compiler at the
+# lowest priority still slowed the pages two to five times on this two-core machine (measured:
+# a page hydrated in 0.5 s alone, 2 to 5 s beside `test-build`, and a reload of one of the
+# 30-shopper test's pages not in 10 s; docs/tests.md "Flakes"). Then the Rust suites run. On a
+# fresh machine the front lane starts by building wasm-bindgen (`site-tools`, about 3 minutes).
 # py-tools before the two lanes: both use the project's Python (the lint, the image's SBOM).
 test: packages services test-tools py-tools
 	mkdir -p target
@@ -74,11 +77,12 @@ test: packages services test-tools py-tools
 	trap 'kill -- -$$behind 2>/dev/null || true' EXIT
 	$(MAKE) --no-print-directory site-tools image-before
 	$(MAKE) --no-print-directory image PREVIOUS_IMAGE=$(ROLLOUT_BEFORE)
-	$(MAKE) --no-print-directory load-tool image-check image-push-check test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
+	$(MAKE) --no-print-directory load-tool image-check image-push-check
 	echo "make test: waiting for the lint and the tests' build (target/lint-and-build.log)"
 	wait $$behind || { tail -n 40 target/lint-and-build.log; echo "make test: the lint or the tests' build failed (target/lint-and-build.log)" >&2; exit 1; }
 	trap - EXIT
 	tail -n 3 target/lint-and-build.log
+	$(MAKE) --no-print-directory test-e2e test-e2e-cluster E2E_CLUSTER_GREP='$(CLUSTER_JOURNEYS)'
 	# The hosts last: their partition suite links against what the tests' build left (about a minute).
 	$(MAKE) --no-print-directory test-rust test-hosts
 

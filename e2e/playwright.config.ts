@@ -15,7 +15,8 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   retries: 0,
-  reporter: [["list"], ["html", { outputFolder: "playwright-report", open: "never" }]],
+  // The failures once more, in short, at the end of the output (failure-summary.ts).
+  reporter: [["list"], ["html", { outputFolder: "playwright-report", open: "never" }], ["./failure-summary.ts"]],
   use: {
     baseURL,
     // A failed test keeps its trace: each action's DOM snapshots, the network, the console. Not

@@ -2,8 +2,9 @@
 # `make test-stress`: the suites that run in `make test`, again and again under load, to find the
 # tests that pass by chance. Each round runs, on the release build: the API suite on one Redis,
 # the API suite on the Redis Cluster, the e2e suite on one server and the e2e journeys through
-# nginx on the cluster shape — each with the other lane busy, as in `make test` (two busy loops at
-# the lowest priority, where make test has the lint and the tests' build). Every failing test is
+# nginx on the cluster shape — each with two busy loops at the lowest priority beside it, a margin
+# over `make test`, where these suites run once the lane behind (the lint and the tests' build)
+# is done. Every failing test is
 # recorded with its round; the summary (target/test-stress.md) counts the flakes: tests that failed
 # in some round. Exits non-zero when any test failed.
 #
