@@ -216,6 +216,7 @@ struct Row {
     unavailable_answers: u64,
     /// The longest time without a `202` from the strike until the sale sold out.
     no_accept_for: Duration,
+    p50: Duration,
     p99: Duration,
     slowest: Duration,
     settled_in: Duration,
@@ -369,20 +370,19 @@ async fn settle(control: &TestApp, id: i64, report: &Report) {
         .fetch_one(&control.db)
         .await
         .unwrap_or(i64::MAX);
+        // Both journals of each shard (a stream each) and its unsettled tokens (a sorted set).
         let mut waiting = 0;
         for shard in &shards {
-            for key in [shard.journal(), shard.unsettled()] {
-                let len: redis::RedisResult<i64> = if key.ends_with("journal") {
-                    redis::cmd("XLEN")
-                        .arg(&key)
-                        .query_async(&mut control.redis.conn())
-                        .await
-                } else {
-                    redis::cmd("ZCARD")
-                        .arg(&key)
-                        .query_async(&mut control.redis.conn())
-                        .await
-                };
+            let [journal, per_buy] = shard.journals();
+            for (command, key) in [
+                ("XLEN", journal),
+                ("XLEN", per_buy),
+                ("ZCARD", shard.unsettled()),
+            ] {
+                let len: redis::RedisResult<i64> = redis::cmd(command)
+                    .arg(&key)
+                    .query_async(&mut control.redis.conn())
+                    .await;
                 waiting += len.unwrap_or(1);
             }
         }
@@ -522,6 +522,7 @@ async fn check(
         unacknowledged,
         unavailable_answers,
         no_accept_for: longest_gap(&report.history, from),
+        p50: percentile(&report.history, 0.5),
         p99: percentile(&report.history, 0.99),
         slowest: percentile(&report.history, 1.0),
         settled_in,
@@ -571,26 +572,40 @@ fn table(rows: &[Row], size: &Size) -> String {
     out
 }
 
-/// With PostgreSQL cut from every instance the purchases take no longer than without a fault:
-/// their p99 within the baseline's + 100 ms (docs/reliability.md).
+/// With PostgreSQL cut from every instance the purchases take no longer than without a fault
+/// (docs/reliability.md): their median within the baseline's + 100 ms, and their p99 within
+/// twice the baseline's + 100 ms. A buy that waited on PostgreSQL moves the median by the cut's
+/// length (before the fix: p50 5.3 s); the p99 of one run is its 30 slowest answers of 3,000 and
+/// follows the hosts' scheduling more than the buy path (the baseline's p99 ranged 0.04–0.41 s
+/// over the clean-clone runs of 2026-11-29, on one build: a margin of 100 ms failed one of them).
 fn within_the_baseline(rows: &mut [Row]) {
-    let Some(baseline) = rows
-        .iter()
-        .filter(|r| r.fault == Fault::NoFault)
-        .map(|r| r.p99)
-        .max()
-    else {
+    let baseline = |of: fn(&Row) -> Duration| {
+        rows.iter()
+            .filter(|r| r.fault == Fault::NoFault)
+            .map(of)
+            .max()
+    };
+    let (Some(p50), Some(p99)) = (baseline(|r| r.p50), baseline(|r| r.p99)) else {
         return;
     };
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let margin = Duration::from_millis(100);
     for row in rows
         .iter_mut()
         .filter(|r| r.fault == Fault::PostgresCutFromEveryInstance)
     {
-        if row.p99 > baseline + Duration::from_millis(100) {
+        if row.p50 > p50 + margin {
             row.broken.push(format!(
-                "the purchases' p99 {:.0} ms with PostgreSQL cut, past the baseline's {:.0} ms + 100 ms",
-                row.p99.as_secs_f64() * 1000.0,
-                baseline.as_secs_f64() * 1000.0
+                "the purchases' median {:.0} ms with PostgreSQL cut, past the baseline's {:.0} ms + 100 ms",
+                ms(row.p50),
+                ms(p50)
+            ));
+        }
+        if row.p99 > 2 * p99 + margin {
+            row.broken.push(format!(
+                "the purchases' p99 {:.0} ms with PostgreSQL cut, past twice the baseline's {:.0} ms + 100 ms",
+                ms(row.p99),
+                ms(p99)
             ));
         }
     }
