@@ -577,7 +577,7 @@ fn table(rows: &[Row], size: &Size) -> String {
 /// twice the baseline's + 100 ms. A buy that waited on PostgreSQL moves the median by the cut's
 /// length (before the fix: p50 5.3 s); the p99 of one run is its 30 slowest answers of 3,000 and
 /// follows the hosts' scheduling more than the buy path (the baseline's p99 ranged 0.04–0.41 s
-/// over the clean-clone runs of 2026-11-29, on one build: a margin of 100 ms failed one of them).
+/// over the clean-clone runs of 2026-11-29 and 30, on one build: a margin of 100 ms failed one).
 fn within_the_baseline(rows: &mut [Row]) {
     let baseline = |of: fn(&Row) -> Duration| {
         rows.iter()
