@@ -86,6 +86,9 @@ until (( $(answered app1 accepted) + $(answered app2 accepted) + $(answered app3
   sleep 0.5
 done
 step "the crowd buys through the release before; the rollout starts"
+# Step one of the rollout (docs/deploy.md "Upgrades"): this release's gates also write the
+# per-reservation record the release before's polls and payments read.
+export SECKILL_GATE_TOKEN_RECORDS=true
 "$hosts" edge-site "$new"
 "$hosts" release 1 "$new"
 sleep "$STEP_SECS"

@@ -170,7 +170,8 @@ pub async fn decide(
         .key(home.unsettled())
         .key(home.rates(generation - 1))
         .key(home.rates(generation))
-        .key(home.rates(generation + 1));
+        .key(home.rates(generation + 1))
+        .key(home.owners());
     call.arg(limits.user_burst)
         .arg(limits.user_per_sec)
         .arg(limits.ip_burst)
@@ -183,7 +184,8 @@ pub async fn decide(
         .arg(sale.per_user_limit)
         .arg(sale.shards)
         // A generation's hash lives on while a later batch may read it (two generations on).
-        .arg(3 * limits.bucket_generation_ms());
+        .arg(3 * limits.bucket_generation_ms())
+        .arg(u8::from(limits.token_records));
     for buy in buys {
         call.key(home.token(&buy.token))
             .key(match &buy.idempotency {

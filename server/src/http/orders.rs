@@ -89,15 +89,43 @@ async fn order_status(
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(status)))
 }
 
-/// A token's record in Redis (empty for a token no gate made, or one long expired).
+/// What Redis knows of a token, as a record (`status`, `activity_id`, `user_id`, `quantity`, …;
+/// empty for a token no gate made, one long expired, or an order: the database says then).
+///
+/// One atomic round trip on the token's home shard reads its record of its own (a borrowing's,
+/// a give-back's final state, or one the release before wrote for every grant), its place in
+/// the unsettled set and its owners entry (`infra/keys.rs`). A record of its own is the answer.
+/// Otherwise a token still unsettled with an owners entry is `queued` for that owner; an owners
+/// entry without the token unsettled (one a release before's persister left behind when it
+/// made the order) says nothing.
 async fn token_record(redis: &Redis, token: &uuid::Uuid) -> ApiResult<HashMap<String, String>> {
-    let Some(key) = redis.keys.token(token) else {
+    let Some(home) = redis.keys.home_of(token) else {
         return Ok(HashMap::new());
     };
-    Ok(redis::cmd("HGETALL")
-        .arg(key)
-        .query_async(&mut redis.conn())
-        .await?)
+    let (record, unsettled, owner): (HashMap<String, String>, Option<f64>, Option<String>) =
+        redis::pipe()
+            .atomic()
+            .hgetall(home.token(token))
+            .zscore(home.unsettled(), token.to_string())
+            .hget(home.owners(), token.to_string())
+            .query_async(&mut redis.conn())
+            .await?;
+    if !record.is_empty() {
+        return Ok(record);
+    }
+    let (Some(_), Some(owner)) = (unsettled, owner) else {
+        return Ok(HashMap::new());
+    };
+    let Some((user, quantity)) = owner.split_once(' ') else {
+        return Ok(HashMap::new());
+    };
+    let activity = crate::infra::keys::token_home(token).map_or(0, |(activity, _, _)| activity);
+    Ok(HashMap::from([
+        ("status".to_owned(), OrderStatus::Queued.as_str().to_owned()),
+        ("activity_id".to_owned(), activity.to_string()),
+        ("user_id".to_owned(), user.to_owned()),
+        ("quantity".to_owned(), quantity.to_owned()),
+    ]))
 }
 
 async fn list_orders(

@@ -12,7 +12,8 @@
 //! | `{a:ID.S}:users` | units each user whose home is S holds |
 //! | `{a:ID.S}:granted` | reservations shard S granted, for the relay: one stream entry per gate call |
 //! | `{a:ID.S}:journal` | the same of releases before, one entry per reservation: still drained |
-//! | `{a:ID.S}:tok:UUID` | a reservation's status until it is an order (the persister deletes it then); the token names its sale and home shard |
+//! | `{a:ID.S}:owners` | hash: the user and quantity of each unsettled token shard S granted (a poll's `queued` is the token in `unsettled` with its entry here) |
+//! | `{a:ID.S}:tok:UUID` | a reservation's record of its own: a borrowing's, a give-back's final state, the releases before's of every grant (the persister deletes it); the token names its sale and home shard |
 //! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
 //! | `{a:ID.S}:lent:UUID` | shard S's one answer to another shard's buyer: `1` lent, `0` refused |
 //! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
@@ -169,8 +170,18 @@ impl ShardKeys {
     pub fn unsettled(&self) -> String {
         self.key("unsettled")
     }
-    /// A token's record (`status`, `activity_id`, `user_id`, `quantity`, …): `status` is an
-    /// order status's wire name, or [`BORROWING`] while its units are borrowed.
+    /// Whose each granted token of this home shard is, while it is unsettled: a hash, field the
+    /// token, value `user quantity`. The gate writes it once per batch (one `HSET`); whoever takes
+    /// a token out of the unsettled set (the persister, a give-back, the reconciler) takes its
+    /// entry out with it. With the token's place in the unsettled set, it is what a poll reads
+    /// of a reservation that is neither an order nor borrowing (`http/orders.rs`).
+    pub fn owners(&self) -> String {
+        self.key("owners")
+    }
+    /// A token's record of its own (`status`, `activity_id`, `user_id`, `quantity`, …): `status`
+    /// is an order status's wire name, or [`BORROWING`] while its units are borrowed. The gate
+    /// writes one for a borrowing only (and for every grant with `SECKILL_GATE_TOKEN_RECORDS`);
+    /// a give-back writes its final state; the releases before wrote one for every grant.
     pub fn token(&self, token: &uuid::Uuid) -> String {
         self.key(&format!("tok:{token}"))
     }
@@ -384,6 +395,8 @@ mod tests {
             s.holders(),
             s.journal(),
             s.per_buy_journal(),
+            s.unsettled(),
+            s.owners(),
             s.token(&token),
             s.returned(&token),
             s.lent(&token),

@@ -37,6 +37,7 @@ pub async fn give_back(
         .key(home.stock())
         .key(home.holders())
         .key(home.unsettled())
+        .key(home.owners())
         .arg(g.quantity)
         .arg(g.user_id)
         .arg(g.status)

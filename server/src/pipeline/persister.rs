@@ -101,9 +101,11 @@ async fn dead_letter_unreadable(
 }
 
 /// What the persister clears in Redis after a commit, per home shard: its tokens out of the
-/// unsettled set, and the keys of their records, which only a reservation not yet an order needs.
+/// unsettled set and their owners entries, and the keys of their records (a borrowing's, or the
+/// release before's), which only a reservation not yet an order needs.
 struct Settled {
     unsettled: String,
+    owners: String,
     tokens: Vec<String>,
     records: Vec<String>,
 }
@@ -359,10 +361,11 @@ impl Persister {
     }
 
     /// The orders out of Redis: per home shard, their tokens out of the unsettled set (one `ZREM`)
-    /// and their reservation records deleted (one `DEL`), in one pipeline per slot (on a cluster a
-    /// pipeline goes to one node; a home shard's keys share its slot). An order's state is the
-    /// database's from now on: a poll that finds no record in Redis asks it (`http/orders.rs`).
-    /// Two commands a shard and batch, where each order cost two (`HSET`, `EXPIRE`) before.
+    /// and the owners hash (one `HDEL`), and their reservation records deleted (one `DEL`), in one
+    /// pipeline per slot (on a cluster a pipeline goes to one node; a home shard's keys
+    /// share its slot). An order's state is the database's from now on: a poll that finds the
+    /// token neither unsettled nor with a record of its own asks it (`http/orders.rs`). Three
+    /// commands a shard and batch, where each order cost two (`HSET`, `EXPIRE`) before.
     async fn mark_in_redis(&self, rows: &[order::Persisted]) -> Result<(), Failure> {
         let keys = &self.redis.keys;
         let mut by_home: HashMap<String, Settled> = HashMap::new();
@@ -370,6 +373,7 @@ impl Persister {
             if let Some(home) = keys.home_of(&p.token) {
                 let settled = by_home.entry(home.unsettled()).or_insert_with(|| Settled {
                     unsettled: home.unsettled(),
+                    owners: home.owners(),
                     tokens: Vec::new(),
                     records: Vec::new(),
                 });
@@ -384,6 +388,7 @@ impl Persister {
                 |s| Some(s.unsettled.clone()),
                 |pipe, key, s| {
                     pipe.zrem(key, &s.tokens).ignore();
+                    pipe.hdel(&s.owners, &s.tokens).ignore();
                     pipe.del(&s.records).ignore();
                 },
             )

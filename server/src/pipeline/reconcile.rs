@@ -138,9 +138,12 @@ impl Reconciler {
             if !stale.is_empty() {
                 let settled = order::which_are_orders(&self.db, &stale).await?;
                 if !settled.is_empty() {
-                    let _: () = redis::cmd("ZREM")
-                        .arg(&key)
-                        .arg(&settled)
+                    // Out of the unsettled set with its owners entry, as the persister would have.
+                    let _: () = redis::pipe()
+                        .zrem(&key, &settled)
+                        .ignore()
+                        .hdel(shard.owners(), &settled)
+                        .ignore()
                         .query_async(&mut self.redis.conn())
                         .await?;
                 }

@@ -239,6 +239,7 @@ async fn snapshot(
         shard.holders(),
         shard.journal(),
         shard.unsettled(),
+        shard.owners(),
         keys.unused(&shard),
     ];
     names.extend(tokens.iter().map(|t| shard.token(t)));

@@ -793,8 +793,9 @@ pub fn set_cookie(resp: &Response) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Takes a unit the way the gate does (stock, the user's count, token `queued`) but without the
-/// journal, for tests that put the reservation on the queue themselves.
+/// Takes a unit the way the release before's gate did (stock, the user's count, a record of its
+/// own saying `queued`) but without the journal, for tests that put the reservation on the queue
+/// themselves.
 pub async fn reserve_behind_the_gate(
     app: &TestApp,
     activity: i64,
@@ -885,18 +886,35 @@ async fn publish_bodies(app: &TestApp, bodies: &[Vec<u8>]) {
     conn.close(200, "done".into()).await.unwrap();
 }
 
-/// A reservation's record in Redis, while it is one: the gate's (`queued`, `pending` while it
-/// borrows) or a give-back's (`failed`, `cancelled`). An order's has been removed by the
-/// persister: its state is the database's (`order_status`).
+/// A reservation's state in Redis, while it is one: its record's of its own (`pending` while it
+/// borrows, a give-back's `failed` or `cancelled`, the release before's `queued`), else `queued`
+/// while the token is in its home shard's unsettled set. An order's is neither: the persister took
+/// it out, and its state is the database's (`order_status`).
 pub async fn token_status(app: &TestApp, token: &str) -> Option<String> {
-    let key = app
+    let home = app
         .redis
         .keys
-        .token(&token.parse().unwrap())
+        .home_of(&token.parse().unwrap())
+        .expect("a token the gate made");
+    let (status, unsettled): (Option<String>, Option<f64>) = redis::pipe()
+        .hget(home.token(&token.parse().unwrap()), "status")
+        .zscore(home.unsettled(), token)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    status.or(unsettled.map(|_| "queued".to_owned()))
+}
+
+/// A token's entry in its home shard's owners hash (`user quantity`), while it is unsettled.
+pub async fn owners_entry(app: &TestApp, token: &str) -> Option<String> {
+    let home = app
+        .redis
+        .keys
+        .home_of(&token.parse().unwrap())
         .expect("a token the gate made");
     redis::cmd("HGET")
-        .arg(key)
-        .arg("status")
+        .arg(home.owners())
+        .arg(token)
         .query_async(&mut app.redis.conn())
         .await
         .unwrap()
@@ -1156,14 +1174,15 @@ pub async fn final_status(app: &TestApp, token: &str) -> Option<String> {
 }
 
 /// Asserts that `token` is a confirmed order and that Redis holds nothing of it any more (the
-/// persister removed its record once it was an order).
+/// persister took it out of the unsettled set and the owners hash, and removed any record).
 pub async fn assert_confirmed_order(app: &TestApp, token: &str) {
     assert_eq!(
         (
             order_status(app, token).await.as_deref(),
-            token_status(app, token).await
+            token_status(app, token).await,
+            owners_entry(app, token).await
         ),
-        (Some("confirmed"), None),
-        "{token}: its order's status, its record in Redis"
+        (Some("confirmed"), None, None),
+        "{token}: its order's status, its state and its owners entry in Redis"
     );
 }

@@ -760,3 +760,149 @@ async fn the_merchant_lists_orders_with_filters_and_paging_and_exports_a_streame
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut csv).unwrap();
     assert_eq!(csv.lines().count(), 1 + 100_003);
 }
+
+/// Whether a token has a record of its own in Redis (`{a:ID.S}:tok:UUID`).
+async fn token_record_exists(app: &TestApp, token: &str) -> bool {
+    let key = app.redis.keys.token(&token.parse().unwrap()).unwrap();
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query_async::<i64>(&mut app.redis.conn())
+        .await
+        .unwrap()
+        == 1
+}
+
+/// What `shopper` is answered polling `token`: the status code and the body.
+async fn poll(app: &TestApp, shopper: &Shopper, token: &str) -> (u16, Value) {
+    json(
+        shopper
+            .client
+            .get(app.url(&format!("/api/orders/{token}")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// A granted reservation has no record of its own: its place in its shard's unsettled set says
+/// `queued` and the shard's owners hash whose it is, to the owner's polls and payments alone.
+/// During a rolling upgrade both releases answer each other's reservations: an instance with
+/// `SECKILL_GATE_TOKEN_RECORDS` also writes the record the release before reads, and a record the
+/// release before wrote is read as before. An owners entry left behind (the release before's
+/// persister does not know the hash) answers nothing once the token is out of the unsettled set.
+#[tokio::test]
+async fn a_reservation_is_queued_while_unsettled_for_its_owner_and_both_releases_read_each_others()
+{
+    let app = spawn_app_with(|c| c.run_workers = false).await;
+    let with_records = spawn_instance(&{
+        let mut c = app.config.clone();
+        c.gate.token_records = true;
+        c
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 10, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let crowd = shoppers(&app, 4).await;
+    let (ann, bob, cat, dan) = (&crowd[0], &crowd[1], &crowd[2], &crowd[3]);
+
+    // This release's gate: no record, the token unsettled with its owners entry.
+    let token = buy_one(&app, ann, id).await;
+    assert!(
+        !token_record_exists(&app, &token).await,
+        "no record per buy"
+    );
+    assert_eq!(
+        owners_entry(&app, &token).await.as_deref(),
+        Some(format!("{} 1", ann.id).as_str())
+    );
+    let (code, body) = poll(&app, ann, &token).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        (
+            &body["status"],
+            &body["activity_id"],
+            &body["quantity"],
+            &body["order_id"]
+        ),
+        (&json!("queued"), &json!(id), &json!(1), &Value::Null),
+        "{body}"
+    );
+    // Read alike by the instance that writes records.
+    assert_eq!(poll(&with_records, ann, &token).await.1["status"], "queued");
+    assert_eq!(poll(&app, bob, &token).await.0, 404, "a stranger's poll");
+    let (code, body) = pay(&app, ann, &token).await;
+    assert_eq!(
+        (code, &body["error"]),
+        (409, &json!("not_confirmed")),
+        "{body}"
+    );
+    assert_eq!(pay(&app, bob, &token).await.0, 404, "a stranger's payment");
+
+    // With the setting on, the gate also writes the record the release before's polls read.
+    let recorded = buy_one(&with_records, bob, id).await;
+    assert!(token_record_exists(&app, &recorded).await);
+    assert_eq!(poll(&app, bob, &recorded).await.1["status"], "queued");
+    assert_eq!(poll(&app, ann, &recorded).await.0, 404);
+
+    // A reservation of the release before: a record of its own, nothing in the owners hash.
+    let before = reserve_behind_the_gate(&app, id, cat.id).await;
+    let before_token = before.token.to_string();
+    assert_eq!(owners_entry(&app, &before_token).await, None);
+    assert_eq!(poll(&app, cat, &before_token).await.1["status"], "queued");
+    assert_eq!(poll(&app, dan, &before_token).await.0, 404);
+
+    // An owners entry left behind, its token no longer unsettled: nothing to say; the database
+    // (no order) answers, as for any unknown token.
+    let left_behind = server::infra::keys::new_token(id, 0, 1).to_string();
+    let home = app
+        .redis
+        .keys
+        .home_of(&left_behind.parse().unwrap())
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(home.owners())
+        .arg(&left_behind)
+        .arg(format!("{} 1", dan.id))
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(poll(&app, dan, &left_behind).await.0, 404);
+    assert_eq!(pay(&app, dan, &left_behind).await.0, 404);
+
+    // The workers make orders of all three, and nothing of them is left in Redis.
+    app.state.spawn_workers();
+    // The workers declare the queue as they start: publish once they have made orders.
+    eventually(60, "the gate's two reservations are orders", || async {
+        (order_status(&app, &token).await.is_some()
+            && order_status(&app, &recorded).await.is_some())
+        .then_some(())
+    })
+    .await;
+    publish(&app, &[&before]).await;
+    assert_settled(
+        &app,
+        id,
+        &[token.clone(), recorded.clone(), before_token.clone()],
+    )
+    .await;
+    for t in [&token, &recorded, &before_token] {
+        eventually(30, "the persister cleared Redis", || async {
+            (token_status(&app, t).await.is_none() && owners_entry(&app, t).await.is_none())
+                .then_some(())
+        })
+        .await;
+        assert_confirmed_order(&app, t).await;
+        assert!(
+            !token_record_exists(&app, t).await,
+            "{t}: its record deleted"
+        );
+    }
+    assert_eq!(poll(&app, ann, &token).await.1["status"], "confirmed");
+    assert_eq!(
+        poll(&app, cat, &before_token).await.1["status"],
+        "confirmed"
+    );
+}

@@ -265,7 +265,8 @@ async fn lend(
         .unwrap()
 }
 
-/// A granted token's quantity: its record's while it is a reservation, its order's after.
+/// A granted token's quantity: its owners entry's (or its record's, a borrowing's) while it is a
+/// reservation, its order's after.
 async fn token_quantity(app: &TestApp, token: &str) -> i64 {
     let key = app.redis.keys.token(&token.parse().unwrap()).unwrap();
     let q: Option<i64> = redis::cmd("HGET")
@@ -274,7 +275,10 @@ async fn token_quantity(app: &TestApp, token: &str) -> i64 {
         .query_async(&mut app.redis.conn())
         .await
         .unwrap();
-    if let Some(q) = q {
+    let owned = owners_entry(app, token)
+        .await
+        .and_then(|e| e.split_once(' ')?.1.parse().ok());
+    if let Some(q) = q.or(owned) {
         return q;
     }
     // An order already: the persister removed its record from Redis.

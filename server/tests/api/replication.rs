@@ -86,6 +86,18 @@ impl RedisProcess {
             .ok()
     }
 
+    async fn in_set(&self, key: &str, member: &str) -> bool {
+        let client = redis::Client::open(self.url()).unwrap();
+        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+        redis::cmd("ZSCORE")
+            .arg(key)
+            .arg(member)
+            .query_async::<Option<f64>>(&mut conn)
+            .await
+            .unwrap()
+            .is_some()
+    }
+
     async fn exists(&self, key: &str) -> bool {
         let client = redis::Client::open(self.url()).unwrap();
         let mut conn = client.get_multiplexed_async_connection().await.unwrap();
@@ -128,10 +140,11 @@ async fn master_and_replica() -> (RedisProcess, RedisProcess) {
     (master, replica)
 }
 
-/// The token's record is on the replica, or the token is an order already: the persister
-/// removes an order's record (from the master, and so from the replica), after its commit.
+/// The token is in its shard's unsettled set on the replica, or it is an order already: the
+/// persister takes an order's token out (of the master, and so of the replica), after its commit.
 async fn on_replica_or_an_order(app: &TestApp, replica: &RedisProcess, token: &uuid::Uuid) -> bool {
-    replica.exists(&app.redis.keys.token(token).unwrap()).await
+    let home = app.redis.keys.home_of(token).unwrap();
+    replica.in_set(&home.unsettled(), &token.to_string()).await
         || order_status(app, &token.to_string()).await.is_some()
 }
 

@@ -113,6 +113,9 @@ pub struct GateLimits {
     pub deadline: Duration,
     /// How the buys of one stock shard are gathered into one gate call (`buy/batch.rs`).
     pub batching: Batching,
+    /// The gate writes each granted reservation's record too, for a rollout from the release
+    /// before (`SECKILL_GATE_TOKEN_RECORDS`).
+    pub token_records: bool,
 }
 
 /// How the gate's batches are made.
@@ -170,6 +173,7 @@ impl From<&Settings> for GateLimits {
                 max: s.gate_batch_max.max(1),
                 in_flight: s.gate_batch_in_flight.max(1),
             },
+            token_records: s.gate_token_records,
         }
     }
 }

@@ -181,6 +181,12 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_GATE_BATCH_IN_FLIGHT", default_value_t = 4,
           value_parser = RangedU64ValueParser::<usize>::new().range(1..=64))]
     pub gate_batch_in_flight: usize,
+    /// The gate also writes a record per granted reservation (`{a:ID.S}:tok:UUID`), as the
+    /// release before did: for a rolling upgrade from it, whose polls and payments read only
+    /// that record (docs/deploy.md "A reservation's state across the rollout"). Off: the shard's
+    /// unsettled set and owners hash say a reservation's state, one write a batch.
+    #[arg(long, env = "SECKILL_GATE_TOKEN_RECORDS", value_parser = BoolishValueParser::new())]
+    pub gate_token_records: bool,
     /// Merchant of "Default shop" created at start-up if missing (with its password).
     #[arg(long, env = "SECKILL_ADMIN_USER", requires = "admin_password")]
     pub admin_user: Option<String>,

@@ -4,15 +4,17 @@
 -- runs on one master. Every argument is checked before the first write: a script cannot roll back.
 --
 -- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 unsettled tokens, 6/7/8 the rate buckets of
---       the generations before the batch's, the batch's, and after it; then three per buy, the
---       i-th from 8 + 3(i - 1): +1 token status, +2 idempotency record, +3 the spent mark of a
---       proof of work's challenge
+--       the generations before the batch's, the batch's, and after it, 9 the unsettled tokens'
+--       owners; then three per buy, the i-th from 9 + 3(i - 1): +1 token record, +2 idempotency
+--       record, +3 the spent mark of a proof of work's challenge
 --       (the journal takes one entry per call: `activity_id`, and `reservations`, a line
 --       'token user quantity reserved_ms[ traceparent]' per reservation granted, in order)
 -- ARGV: 1/2 user bucket capacity / refill per s, 3/4 address bucket capacity / refill per s,
 --       5 strikes before a block, 6 strike window and block (ms), 7 token status ttl (s),
 --       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale,
---       12 a generation of rate buckets' ttl (ms); then ten per buy, the i-th from 12 + 10(i - 1):
+--       12 a generation of rate buckets' ttl (ms), 13 a record per granted token too (1, for
+--       the polls of the release before during a rollout) or not (0); then ten per buy, the i-th
+--       from 13 + 10(i - 1):
 --       +1 user id, +2 quantity, +3 token, +4 now (ms),
 --       +5 bot check (0 not asked, 1 captcha right, 2 wrong, 3 proof of work verified by the
 --       caller: good if its challenge is unspent), +6 idempotency key given (0/1),
@@ -32,8 +34,10 @@
 -- counts by one HMGET, and each is written once at its end (one DECRBY, one HSET); the rate
 -- buckets ('tokens ts strikes since', a field per client) by one HMGET per generation and one
 -- HSET (and PEXPIRE) into the newest generation each bucket is in, kept out of the AOF and the
--- replicas (a failover forgets them: docs/reliability.md); the journal takes one XADD and the
--- unsettled tokens one ZADD per batch.
+-- replicas (a failover forgets them: docs/reliability.md); the journal takes one XADD, the
+-- unsettled tokens one ZADD and their owners one HSET (and EXPIRE) per batch. A granted token
+-- has no record of its own: its place in the unsettled set says `queued`, its owners entry
+-- whose it is (a borrowing's token has one, `pending`, until `settle.lua` ends it).
 --
 -- The buckets' generations: a shard's buckets live in one hash per generation of time, long
 -- enough that a bucket untouched for one is as good as new (full, no strikes). A batch reads the
@@ -42,7 +46,7 @@
 -- there, or into its own generation if that is newer. So each bucket has one home at a time, as
 -- with a key of its own, and the hashes of generations past expire whole.
 
-local COMMON, PER_BUY, FIRST_KEYS, KEYS_PER_BUY = 12, 10, 8, 3
+local COMMON, PER_BUY, FIRST_KEYS, KEYS_PER_BUY = 13, 10, 9, 3
 local count = (#ARGV - COMMON) / PER_BUY
 if count < 1 or count ~= math.floor(count) or #KEYS ~= FIRST_KEYS + KEYS_PER_BUY * count then
   return redis.error_reply('gate: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments')
@@ -57,6 +61,7 @@ for i = 1, COMMON do
 end
 if ARGV[9] == '' then common_bad = '9' end
 if n[12] and n[12] < 1 then common_bad = '12' end
+if n[13] ~= 0 and n[13] ~= 1 then common_bad = '13' end
 
 local left = tonumber(redis.call('GET', KEYS[1]))
 local left_at_start = left
@@ -66,6 +71,7 @@ local held, held_change, holders = {}, {}, {}
 local records = {}
 local buckets, bucket_order = {}, {}
 local unsettled = {}
+local owners = {}
 local granted = {}
 
 -- The rate buckets of the whole batch, one read per generation, unless no buy can get that far
@@ -203,8 +209,12 @@ local function decide(k, a)
   hold(user, qty)
   if left >= qty then
     left = left - qty
-    redis.call('HSET', KEYS[k + 1], 'status', 'queued', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
-    redis.call('EXPIRE', KEYS[k + 1], n[7])
+    if n[13] == 1 then
+      redis.call('HSET', KEYS[k + 1], 'status', 'queued', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
+      redis.call('EXPIRE', KEYS[k + 1], n[7])
+    end
+    owners[#owners + 1] = token
+    owners[#owners + 1] = user .. ' ' .. qty
     local line = string.format('%s %s %d %d', token, user, qty, now)
     if ARGV[a + 8] ~= '' then line = line .. ' ' .. ARGV[a + 8] end
     granted[#granted + 1] = line
@@ -257,5 +267,9 @@ redis.set_repl(redis.REPL_ALL)
 if #granted > 0 then
   redis.call('XADD', KEYS[4], '*', 'activity_id', ARGV[9], 'reservations', table.concat(granted, '\n'))
 end
-if #unsettled > 0 then redis.call('ZADD', KEYS[5], unpack(unsettled)) end
+if #unsettled > 0 then
+  redis.call('ZADD', KEYS[5], unpack(unsettled))
+  redis.call('HSET', KEYS[9], unpack(owners))
+  redis.call('EXPIRE', KEYS[9], n[7])
+end
 return answers
