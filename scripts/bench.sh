@@ -231,7 +231,7 @@ gate_bench() {
   for ((i = 0; i < buys; i++)); do
     [ "$check" = 3 ] && pow="${P}pow:__rand_int__"
     keys+=("${P}tok:__rand_int__" "${P}unused" "$pow")
-    args+=(__rand_int__ 1 "tok-__rand_int__" 1700000000000 "$check" 0 "$expiry" "" "u:__rand_int__" "ip:__rand_int__")
+    args+=("__rand_int__" 1 "tok-__rand_int__" 1700000000000 "$check" 0 "$expiry" "" "u:__rand_int__" "ip:__rand_int__")
   done
   redis-benchmark -p 56379 -c 50 -n $((200000 / buys)) -r 10000000 -q EVALSHA "$SHA" "${#keys[@]}" \
     "${keys[@]}" "${args[@]}" >"$3" 2>&1

@@ -183,7 +183,7 @@ pub struct Settings {
     pub gate_batch_in_flight: usize,
     /// The gate also writes a record per granted reservation (`{a:ID.S}:tok:UUID`), as the
     /// release before did: for a rolling upgrade from it, whose polls and payments read only
-    /// that record (docs/deploy.md "A reservation's state across the rollout"). Off: the shard's
+    /// that record (docs/deploy.md "Upgrades"). Off: the shard's
     /// unsettled set and owners hash say a reservation's state, one write a batch.
     #[arg(long, env = "SECKILL_GATE_TOKEN_RECORDS", value_parser = BoolishValueParser::new())]
     pub gate_token_records: bool,
