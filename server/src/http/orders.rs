@@ -12,7 +12,10 @@ use crate::{
         payment::{Charge, PaymentProvider},
         ApiError, ApiResult,
     },
-    infra::{keys::BORROWING, redis::Redis},
+    infra::{
+        keys::{token_home, BORROWING},
+        redis::Redis,
+    },
 };
 use app::api::{OrderList, OrderStatus, OrderView, PaymentResult, Token};
 use axum::{
@@ -99,9 +102,10 @@ async fn order_status(
 /// entry without the token unsettled (one a release before's persister left behind when it
 /// made the order) says nothing.
 async fn token_record(redis: &Redis, token: &uuid::Uuid) -> ApiResult<HashMap<String, String>> {
-    let Some(home) = redis.keys.home_of(token) else {
+    let Some((activity, shard, shards)) = token_home(token) else {
         return Ok(HashMap::new());
     };
+    let home = redis.keys.shard(activity, shard, shards);
     let (record, unsettled, owner): (HashMap<String, String>, Option<f64>, Option<String>) =
         redis::pipe()
             .atomic()
@@ -119,7 +123,6 @@ async fn token_record(redis: &Redis, token: &uuid::Uuid) -> ApiResult<HashMap<St
     let Some((user, quantity)) = owner.split_once(' ') else {
         return Ok(HashMap::new());
     };
-    let activity = crate::infra::keys::token_home(token).map_or(0, |(activity, _, _)| activity);
     Ok(HashMap::from([
         ("status".to_owned(), OrderStatus::Queued.as_str().to_owned()),
         ("activity_id".to_owned(), activity.to_string()),
