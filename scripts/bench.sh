@@ -216,22 +216,23 @@ redis-benchmark -p 56379 -c 50 -n 200000 -r 10000000 -q EVALSHA "$SHA" 13 \
   "${P}b:u:__rand_int__" "${P}s:u:__rand_int__" "${P}k:u:__rand_int__" "${P}b:ip:__rand_int__" "${P}s:ip:__rand_int__" "${P}k:ip:__rand_int__" \
   __rand_int__ 1 tok-__rand_int__ 1700000000000 0 "" 0 5 1 400 200 30 60000 60 60 1 1000000000 >"$out/redis-before.txt" 2>&1
 redis_before=$(grep -o '[0-9.]* requests per second' "$out/redis-before.txt" | awk '{print int($1)}' | tail -1)
-# After: gate.lua as the server calls it (buy/batch.rs): the shard's nine keys and thirteen rules,
+# After: gate.lua as the server calls it (buy/batch.rs): the shard's ten keys and fourteen rules,
 # then three keys and ten arguments per buy. `gate_bench BUYS CHECK OUT`: each call a batch of
-# BUYS buys of distinct shoppers (CHECK 3: each spends a proof of work, its challenge's SET NX).
-# No record per token (SECKILL_GATE_TOKEN_RECORDS off, the default); the buckets' generation
-# hashes at 1700000000000 / 10 s.
+# BUYS buys of distinct shoppers, each with an Idempotency-Key as the storefront sends (CHECK 3:
+# each spends a proof of work, its challenge's SET NX). No record per token and none per key
+# (SECKILL_GATE_TOKEN_RECORDS and SECKILL_GATE_IDEMPOTENCY_STRINGS off, the defaults); the
+# buckets' generation hashes at 1700000000000 / 10 s.
 SHA=$(redis-cli -p 56379 SCRIPT LOAD "$(cat server/src/infra/scripts/gate.lua)")
 gate_bench() {
   local buys=$1 check=$2 keys=() args=() i expiry=0 pow="${P}unused"
   [ "$check" = 3 ] && expiry=1700000600000
   keys=("${P}stock" "${P}meta" "${P}users" "${P}granted" "${P}unsettled" \
-    "${P}rates:169999999" "${P}rates:170000000" "${P}rates:170000001" "${P}owners")
-  args=(5 1 400 200 30 60000 60 60 1 1000000000 1 30000 0)
+    "${P}rates:169999999" "${P}rates:170000000" "${P}rates:170000001" "${P}owners" "${P}idem")
+  args=(5 1 400 200 30 60000 60 60 1 1000000000 1 30000 0 0)
   for ((i = 0; i < buys; i++)); do
     [ "$check" = 3 ] && pow="${P}pow:__rand_int__"
     keys+=("${P}tok:__rand_int__" "${P}unused" "$pow")
-    args+=("__rand_int__" 1 "tok-__rand_int__" 1700000000000 "$check" 0 "$expiry" "" "u:__rand_int__" "ip:__rand_int__")
+    args+=("__rand_int__" 1 "tok-__rand_int__" 1700000000000 "$check" "k-__rand_int__" "$expiry" "" "u:__rand_int__" "ip:__rand_int__")
   done
   redis-benchmark -p 56379 -c 50 -n $((200000 / buys)) -r 10000000 -q EVALSHA "$SHA" "${#keys[@]}" \
     "${keys[@]}" "${args[@]}" >"$3" 2>&1

@@ -87,8 +87,9 @@ until (( $(answered app1 accepted) + $(answered app2 accepted) + $(answered app3
 done
 step "the crowd buys through the release before; the rollout starts"
 # Step one of the rollout (docs/deploy.md "Upgrades"): this release's gates also write the
-# per-reservation record the release before's polls and payments read.
-export SECKILL_GATE_TOKEN_RECORDS=true
+# per-reservation record the release before's polls and payments read, and read and write the
+# per-key record of an Idempotency-Key's first answer its keyed retries read.
+export SECKILL_GATE_TOKEN_RECORDS=true SECKILL_GATE_IDEMPOTENCY_STRINGS=true
 "$hosts" edge-site "$new"
 "$hosts" release 1 "$new"
 sleep "$STEP_SECS"

@@ -171,7 +171,8 @@ pub async fn decide(
         .key(home.rates(generation - 1))
         .key(home.rates(generation))
         .key(home.rates(generation + 1))
-        .key(home.owners());
+        .key(home.owners())
+        .key(home.idempotency_answers());
     call.arg(limits.user_burst)
         .arg(limits.user_per_sec)
         .arg(limits.ip_burst)
@@ -185,12 +186,13 @@ pub async fn decide(
         .arg(sale.shards)
         // A generation's hash lives on while a later batch may read it (two generations on).
         .arg(3 * limits.bucket_generation_ms())
-        .arg(u8::from(limits.token_records));
+        .arg(u8::from(limits.token_records))
+        .arg(u8::from(limits.idempotency_strings));
     for buy in buys {
         call.key(home.token(&buy.token))
             .key(match &buy.idempotency {
-                Some(k) => home.idempotency(buy.user, k),
-                None => keys.unused(&home),
+                Some(k) if limits.idempotency_strings => home.idempotency(buy.user, k),
+                _ => keys.unused(&home),
             })
             .key(match &buy.challenge {
                 Some((nonce, _)) => home.spent_challenge(nonce),
@@ -201,7 +203,7 @@ pub async fn decide(
             .arg(buy.token.to_string())
             .arg(buy.now_ms)
             .arg(buy.bot_check)
-            .arg(u8::from(buy.idempotency.is_some()))
+            .arg(buy.idempotency.as_deref().unwrap_or_default())
             .arg(buy.challenge.as_ref().map_or(0, |(_, expires)| *expires))
             .arg(&buy.traceparent)
             .arg(&buy.who_user)

@@ -26,7 +26,7 @@ use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
         config::GateLimits,
-        keys::{address_bucket, home_shard, new_token},
+        keys::{address_bucket, home_shard, idempotency_field, new_token},
         metrics::Metrics,
         redis::Redis,
         replication::Replication,
@@ -482,10 +482,22 @@ impl Gate {
         let home = redis
             .keys
             .shard(activity.id, home_shard(user, shards), shards);
-        let previous: Option<String> = redis::cmd("GET")
-            .arg(home.idempotency(user, key))
-            .query_async(&mut redis.conn())
-            .await?;
+        let field = idempotency_field(user, key);
+        let previous: Option<String> = if self.limits.idempotency_strings {
+            // During a rollout: the release before's record where the hash has none.
+            let (first, before): (Option<String>, Option<String>) = redis::pipe()
+                .hget(home.idempotency_answers(), &field)
+                .get(home.idempotency(user, key))
+                .query_async(&mut redis.conn())
+                .await?;
+            first.or(before)
+        } else {
+            redis::cmd("HGET")
+                .arg(home.idempotency_answers())
+                .arg(&field)
+                .query_async(&mut redis.conn())
+                .await?
+        };
         match previous {
             Some(p) if p.starts_with("pending:") => Ok(Some(Previous::Borrowing)),
             // Given again only once it is on a replica, as the gate script's answer is: the first

@@ -16,7 +16,8 @@
 //! | `{a:ID.S}:tok:UUID` | a reservation's record of its own: a borrowing's, a give-back's final state, the releases before's of every grant (the persister deletes it); the token names its sale and home shard |
 //! | `{a:ID.S}:ret:UUID` | set once a failed or cancelled token's units went back |
 //! | `{a:ID.S}:lent:UUID` | shard S's one answer to another shard's buyer: `1` lent, `0` refused |
-//! | `{a:ID.S}:idem:USER:KEY` | an Idempotency-Key's first answer |
+//! | `{a:ID.S}:idem` | hash: the first answer of each Idempotency-Key (field `USER:KEY`) of a buy shard S granted or is borrowing for; expires a day after its last write |
+//! | `{a:ID.S}:idem:USER:KEY` | the same, one key each, as the releases before wrote it: read and written only during a rollout (`SECKILL_GATE_IDEMPOTENCY_STRINGS`) |
 //! | `{a:ID.S}:pow:NONCE` | a proof-of-work challenge already used (until it expires) |
 //! | `{a:ID.S}:rates:GEN` | hash: the token bucket and strikes of each user and address (`u:42`, `ip:…`) the shard saw in one generation of time |
 //!
@@ -32,6 +33,12 @@
 //! clients (`blocks`, one sorted set), attempt counters, login throttles.
 
 use std::sync::Arc;
+
+/// The field of one Idempotency-Key in a shard's first answers (`ShardKeys::idempotency_answers`):
+/// a key is `[A-Za-z0-9_-]`, so `USER:KEY` names one pair.
+pub fn idempotency_field(user: i64, key: &str) -> String {
+    format!("{user}:{key}")
+}
 
 /// How long a reservation token's record lives: longer than the longest payment window (24 h),
 /// so a token's record outlives its order's deadline.
@@ -199,8 +206,14 @@ impl ShardKeys {
     pub fn spent_challenge(&self, nonce: &str) -> String {
         self.key(&format!("pow:{nonce}"))
     }
+    /// The release before's record of one Idempotency-Key's first answer.
     pub fn idempotency(&self, user: i64, key: &str) -> String {
         self.key(&format!("idem:{user}:{key}"))
+    }
+    /// The first answers of the Idempotency-Keys this shard granted (or is borrowing for): a
+    /// hash, field [`idempotency_field`].
+    pub fn idempotency_answers(&self) -> String {
+        self.key("idem")
     }
     /// The token buckets and strikes of the clients (`u:42`, `ip:1.2.3.4`: the fields) this
     /// shard's gate saw in one generation of time (`GateLimits::bucket_generation`).
@@ -401,6 +414,7 @@ mod tests {
             s.returned(&token),
             s.lent(&token),
             s.idempotency(7, "k"),
+            s.idempotency_answers(),
             s.rates(29_000_001),
             keys.unused(&s),
         ]

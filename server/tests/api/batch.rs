@@ -240,6 +240,7 @@ async fn snapshot(
         shard.journal(),
         shard.unsettled(),
         shard.owners(),
+        shard.idempotency_answers(),
         keys.unused(&shard),
     ];
     names.extend(tokens.iter().map(|t| shard.token(t)));

@@ -4,6 +4,7 @@
 use crate::helpers::*;
 use futures_util::{stream, StreamExt};
 use serde_json::{json, Value};
+use server::infra::keys::home_shard;
 use server::pipeline::deadline::Expiry;
 
 /// Buys one unit for `s` (buy path, then buy); returns the granted token.
@@ -905,4 +906,143 @@ async fn a_reservation_is_queued_while_unsettled_for_its_owner_and_both_releases
         poll(&app, cat, &before_token).await.1["status"],
         "confirmed"
     );
+}
+
+/// A keyed buy through one instance, with a fresh path.
+async fn buy_with_key(app: &TestApp, s: &Shopper, activity: i64, key: &str) -> (u16, Value) {
+    let path = app.path(&s.client, activity).await;
+    app.buy_keyed(&s.client, activity, key, json!({"path": path}))
+        .await
+}
+
+/// A key's first answer in its home shard's hash, and the release before's record of it.
+async fn first_answers(app: &TestApp, activity: i64, user: i64, key: &str) -> [Option<String>; 2] {
+    let shards = app.shards_of(activity).await;
+    let home = app
+        .redis
+        .keys
+        .shard(activity, home_shard(user, shards), shards);
+    let (first, before): (Option<String>, Option<String>) = redis::pipe()
+        .hget(
+            home.idempotency_answers(),
+            server::infra::keys::idempotency_field(user, key),
+        )
+        .get(home.idempotency(user, key))
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    [first, before]
+}
+
+/// Keyed retries are answered from each shard's one hash of first answers (one read and one write
+/// a batch, expiring a day after its last write), in the gate and on the sold-out path. During a
+/// rolling upgrade both releases answer each other's keys: an instance with
+/// `SECKILL_GATE_IDEMPOTENCY_STRINGS` also writes the record the release before's retries read,
+/// and reads one the release before wrote. Each shopper may buy one unit: a retry decided anew
+/// would be refused `limit_reached`.
+#[tokio::test]
+async fn keyed_retries_answer_from_the_shards_hash_and_both_releases_read_each_others_keys() {
+    let app = spawn_app().await;
+    let with_strings = spawn_instance(&{
+        let mut c = app.config.clone();
+        c.gate.idempotency_strings = true;
+        c
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 4, json!({"per_user_limit": 1})).await["id"]
+        .as_i64()
+        .unwrap();
+    let crowd = shoppers(&app, 5).await;
+    let (ann, bob, cat, dan, eve) = (&crowd[0], &crowd[1], &crowd[2], &crowd[3], &crowd[4]);
+
+    // This release: the first answer in the hash alone, which expires.
+    let (code, first) = buy_with_key(&app, ann, id, "ann-1").await;
+    assert_eq!(code, 202, "{first}");
+    let ann_token = first["token"].as_str().unwrap().to_string();
+    assert_eq!(
+        first_answers(&app, id, ann.id, "ann-1").await,
+        [Some(ann_token.clone()), None],
+        "the hash's field, no key of its own"
+    );
+    let shards = app.shards_of(id).await;
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(
+            app.redis
+                .keys
+                .shard(id, home_shard(ann.id, shards), shards)
+                .idempotency_answers(),
+        )
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert!(
+        (1..=server::buy::batch::IDEMPOTENCY_TTL_SECS as i64).contains(&ttl),
+        "the hash expires: ttl {ttl}"
+    );
+    for instance in [&app, &with_strings] {
+        assert_eq!(
+            buy_with_key(instance, ann, id, "ann-1").await,
+            (202, first.clone())
+        );
+    }
+
+    // With the setting on, the record the release before's retries read is written too.
+    let (code, second) = buy_with_key(&with_strings, bob, id, "bob-1").await;
+    assert_eq!(code, 202, "{second}");
+    let bob_token = second["token"].as_str().unwrap().to_string();
+    assert_eq!(
+        first_answers(&app, id, bob.id, "bob-1").await,
+        [Some(bob_token.clone()), Some(bob_token.clone())]
+    );
+    assert_eq!(
+        buy_with_key(&app, bob, id, "bob-1").await,
+        (202, second.clone())
+    );
+
+    // A reservation the release before granted to a keyed buy: its record of the key alone.
+    let before = reserve_behind_the_gate(&app, id, cat.id).await;
+    let cat_token = before.token.to_string();
+    let home = app.redis.keys.shard(id, home_shard(cat.id, shards), shards);
+    let _: () = redis::cmd("SET")
+        .arg(home.idempotency(cat.id, "cat-1"))
+        .arg(&cat_token)
+        .arg("EX")
+        .arg(60)
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    let (code, third) = buy_with_key(&with_strings, cat, id, "cat-1").await;
+    assert_eq!((code, &third["token"]), (202, &json!(cat_token)), "{third}");
+
+    // The last unit, then sold out on both instances: retries are answered in-process, from
+    // one read of the key's first answer.
+    assert_eq!(buy_with_key(&app, dan, id, "dan-1").await.0, 202);
+    for instance in [&app, &with_strings] {
+        assert_eq!(
+            buy_with_key(instance, eve, id, "eve-1").await.1["error"],
+            "sold_out"
+        );
+    }
+    assert_eq!(buy_with_key(&app, ann, id, "ann-1").await, (202, first));
+    assert_eq!(buy_with_key(&app, bob, id, "bob-1").await, (202, second));
+    let (code, again) = buy_with_key(&with_strings, cat, id, "cat-1").await;
+    assert_eq!((code, &again["token"]), (202, &json!(cat_token)), "{again}");
+    assert_eq!(app.remaining(id).await, 0);
+    let mut held: Vec<(String, i64)> = Vec::new();
+    for shard in app.shard_keys(id).await {
+        let counts: Vec<(String, i64)> = redis::cmd("HGETALL")
+            .arg(shard.holders())
+            .query_async(&mut app.redis.conn())
+            .await
+            .unwrap();
+        held.extend(counts);
+    }
+    held.sort();
+    let mut expected: Vec<(String, i64)> = [ann, bob, cat, dan]
+        .iter()
+        .map(|s| (s.id.to_string(), 1))
+        .collect();
+    expected.sort();
+    assert_eq!(held, expected, "one unit held by each buyer");
 }

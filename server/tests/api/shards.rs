@@ -233,6 +233,22 @@ async fn an_idempotency_key_retry_on_a_sharded_sale_takes_nothing_more_even_when
         (202, Some(token.as_str()))
     );
     assert_eq!(app.remaining(id).await, 39);
+    // The settled borrowing left the token as the key's first answer: a retry is no borrowing.
+    let first: Option<String> = redis::cmd("HGET")
+        .arg(
+            app.redis
+                .keys
+                .shard(id, home as i16, 4)
+                .idempotency_answers(),
+        )
+        .arg(server::infra::keys::idempotency_field(
+            shopper.id,
+            "retry-after-timeout",
+        ))
+        .query_async(&mut app.redis.conn())
+        .await
+        .unwrap();
+    assert_eq!(first.as_deref(), Some(token.as_str()));
 }
 
 #[tokio::test]

@@ -121,22 +121,25 @@ impl Gate {
     async fn settle(&self, buy: &Buy<'_>, home: &ShardKeys, lent: bool) -> redis::RedisResult<()> {
         let redis = &self.parts.redis;
         let now_ms = chrono::Utc::now().timestamp_millis();
+        let strings = self.limits.idempotency_strings;
         let _: i64 = self
             .settle
             .key(home.token(&buy.token))
             .key(home.holders())
-            .key(match buy.idempotency {
-                Some(k) => home.idempotency(buy.user, k),
-                None => redis.keys.unused(home),
-            })
+            .key(home.idempotency_answers())
             .key(home.unsettled())
+            .key(match buy.idempotency {
+                Some(k) if strings => home.idempotency(buy.user, k),
+                _ => redis.keys.unused(home),
+            })
             .arg(if lent { "lent" } else { "none" })
             .arg(buy.user)
             .arg(buy.quantity)
             .arg(buy.token.to_string())
             .arg(IDEMPOTENCY_TTL_SECS)
-            .arg(u8::from(buy.idempotency.is_some()))
+            .arg(buy.idempotency.unwrap_or_default())
             .arg(now_ms)
+            .arg(u8::from(strings))
             .invoke_async(&mut redis.conn())
             .await?;
         Ok(())

@@ -116,6 +116,9 @@ pub struct GateLimits {
     /// The gate writes each granted reservation's record too, for a rollout from the release
     /// before (`SECKILL_GATE_TOKEN_RECORDS`).
     pub token_records: bool,
+    /// The gate reads and writes the release before's record of each Idempotency-Key too, for a
+    /// rollout from it (`SECKILL_GATE_IDEMPOTENCY_STRINGS`).
+    pub idempotency_strings: bool,
 }
 
 /// How the gate's batches are made.
@@ -174,6 +177,7 @@ impl From<&Settings> for GateLimits {
                 in_flight: s.gate_batch_in_flight.max(1),
             },
             token_records: s.gate_token_records,
+            idempotency_strings: s.gate_idempotency_strings,
         }
     }
 }

@@ -187,6 +187,12 @@ pub struct Settings {
     /// unsettled set and owners hash say a reservation's state, one write a batch.
     #[arg(long, env = "SECKILL_GATE_TOKEN_RECORDS", value_parser = BoolishValueParser::new())]
     pub gate_token_records: bool,
+    /// The gate also reads and writes the record of each Idempotency-Key as the release before
+    /// did (`{a:ID.S}:idem:USER:KEY`, one key each): for a rolling upgrade from it, whose keyed
+    /// retries read only those (docs/deploy.md "Upgrades"). Off: the shard's one hash of first
+    /// answers, one read and one write a batch.
+    #[arg(long, env = "SECKILL_GATE_IDEMPOTENCY_STRINGS", value_parser = BoolishValueParser::new())]
+    pub gate_idempotency_strings: bool,
     /// Merchant of "Default shop" created at start-up if missing (with its password).
     #[arg(long, env = "SECKILL_ADMIN_USER", requires = "admin_password")]
     pub admin_user: Option<String>,

@@ -5,19 +5,22 @@
 --
 -- KEYS: 1 stock, 2 meta, 3 holders, 4 journal, 5 unsettled tokens, 6/7/8 the rate buckets of
 --       the generations before the batch's, the batch's, and after it, 9 the unsettled tokens'
---       owners; then three per buy, the i-th from 9 + 3(i - 1): +1 token record, +2 idempotency
---       record, +3 the spent mark of a proof of work's challenge
+--       owners, 10 the Idempotency-Keys' first answers (a hash, field 'user:key'); then three per
+--       buy, the i-th from 10 + 3(i - 1): +1 token record, +2 the release before's record of its
+--       Idempotency-Key (read and written only with ARGV[14] = 1), +3 the spent mark of a proof of
+--       work's challenge
 --       (the journal takes one entry per call: `activity_id`, and `reservations`, a line
 --       'token user quantity reserved_ms[ traceparent]' per reservation granted, in order)
 -- ARGV: 1/2 user bucket capacity / refill per s, 3/4 address bucket capacity / refill per s,
 --       5 strikes before a block, 6 strike window and block (ms), 7 token status ttl (s),
 --       8 idempotency ttl (s), 9 activity id, 10 per-user limit, 11 shards of the sale,
 --       12 a generation of rate buckets' ttl (ms), 13 a record per granted token too (1, for
---       the polls of the release before during a rollout) or not (0); then ten per buy, the i-th
---       from 13 + 10(i - 1):
+--       the polls of the release before during a rollout) or not (0), 14 the release before's
+--       records of Idempotency-Keys too (1: read where the hash has no answer, and written beside
+--       it, during a rollout) or not (0); then ten per buy, the i-th from 14 + 10(i - 1):
 --       +1 user id, +2 quantity, +3 token, +4 now (ms),
 --       +5 bot check (0 not asked, 1 captcha right, 2 wrong, 3 proof of work verified by the
---       caller: good if its challenge is unspent), +6 idempotency key given (0/1),
+--       caller: good if its challenge is unspent), +6 its Idempotency-Key ('' when none),
 --       +7 the challenge's expiry (ms), +8 the buy's W3C traceparent ('' when not traced: its
 --       journal line then ends with the reserved time), +9/+10 the names of its user's and its
 --       address's rate buckets
@@ -35,7 +38,8 @@
 -- buckets ('tokens ts strikes since', a field per client) by one HMGET per generation and one
 -- HSET (and PEXPIRE) into the newest generation each bucket is in, kept out of the AOF and the
 -- replicas (a failover forgets them: docs/reliability.md); the journal takes one XADD, the
--- unsettled tokens one ZADD and their owners one HSET (and EXPIRE) per batch. A granted token
+-- unsettled tokens one ZADD and their owners one HSET (and EXPIRE) per batch, the keyed buys'
+-- first answers one HMGET and one HSET (and EXPIRE) of the shard's hash per batch. A granted token
 -- has no record of its own: its place in the unsettled set says `queued`, its owners entry
 -- whose it is (a borrowing's token has one, `pending`, until `settle.lua` ends it).
 --
@@ -46,7 +50,7 @@
 -- there, or into its own generation if that is newer. So each bucket has one home at a time, as
 -- with a key of its own, and the hashes of generations past expire whole.
 
-local COMMON, PER_BUY, FIRST_KEYS, KEYS_PER_BUY = 13, 10, 9, 3
+local COMMON, PER_BUY, FIRST_KEYS, KEYS_PER_BUY = 14, 10, 10, 3
 local count = (#ARGV - COMMON) / PER_BUY
 if count < 1 or count ~= math.floor(count) or #KEYS ~= FIRST_KEYS + KEYS_PER_BUY * count then
   return redis.error_reply('gate: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments')
@@ -62,13 +66,14 @@ end
 if ARGV[9] == '' then common_bad = '9' end
 if n[12] and n[12] < 1 then common_bad = '12' end
 if n[13] ~= 0 and n[13] ~= 1 then common_bad = '13' end
+if n[14] ~= 0 and n[14] ~= 1 then common_bad = '14' end
 
 local left = tonumber(redis.call('GET', KEYS[1]))
 local left_at_start = left
 local shards = n[11]
 local paused = nil
 local held, held_change, holders = {}, {}, {}
-local records = {}
+local firsts, firsts_written, strings_read = {}, {}, {}
 local buckets, bucket_order = {}, {}
 local unsettled = {}
 local owners = {}
@@ -98,14 +103,42 @@ if not (shards == 1 and left and left <= 0) and not common_bad then
   end
 end
 
-local function record(key)
-  if records[key] == nil then records[key] = redis.call('GET', key) end
-  return records[key]
+-- The first answers of the batch's Idempotency-Keys in one read (false: none yet). Keys are
+-- checked by the caller: [A-Za-z0-9_-], so 'user:key' names one pair.
+if not common_bad then
+  local fields = {}
+  for i = 1, count do
+    local a = COMMON + PER_BUY * (i - 1)
+    if ARGV[a + 6] ~= '' then
+      local field = ARGV[a + 1] .. ':' .. ARGV[a + 6]
+      if firsts[field] == nil then
+        firsts[field] = false
+        fields[#fields + 1] = field
+      end
+    end
+  end
+  if #fields > 0 then
+    local values = redis.call('HMGET', KEYS[10], unpack(fields))
+    for j, field in ipairs(fields) do
+      if values[j] then firsts[field] = values[j] end
+    end
+  end
 end
 
-local function keep_record(key, value)
-  redis.call('SET', key, value, 'EX', n[8])
-  records[key] = value
+-- A key's first answer: the hash's, else (during a rollout) the release before's record of it.
+local function first_answer(field, before)
+  if not firsts[field] and n[14] == 1 and not strings_read[field] then
+    strings_read[field] = true
+    firsts[field] = redis.call('GET', before)
+  end
+  return firsts[field]
+end
+
+local function keep_first(field, before, value)
+  firsts[field] = value
+  firsts_written[#firsts_written + 1] = field
+  firsts_written[#firsts_written + 1] = value
+  if n[14] == 1 then redis.call('SET', before, value, 'EX', n[8]) end
 end
 
 -- The holders' counts of the whole batch in one read, when a buy can get as far as them.
@@ -161,7 +194,8 @@ end
 -- One buy: its keys from `k` on, its arguments from `a` on.
 local function decide(k, a)
   local user, qty, token, now = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], tonumber(ARGV[a + 4])
-  local check, keyed = ARGV[a + 5], ARGV[a + 6] == '1'
+  local check, keyed = ARGV[a + 5], ARGV[a + 6] ~= ''
+  local field = user .. ':' .. ARGV[a + 6]
   if common_bad then return {'bad_args', common_bad} end
   if not qty or qty < 1 or not now or not string.match(user, '^%d+$') or not string.match(token, '^%S+$')
     or ARGV[a + 9] == '' or ARGV[a + 10] == '' then
@@ -171,7 +205,7 @@ local function decide(k, a)
   -- A retry of a request that was already granted gets the same token back and takes nothing;
   -- one whose units are still being borrowed resumes the borrowing.
   if keyed then
-    local previous = record(KEYS[k + 2])
+    local previous = first_answer(field, KEYS[k + 2])
     if previous then
       if string.sub(previous, 1, 8) == 'pending:' then
         -- 'pending:<token>:<quantity>'
@@ -220,12 +254,12 @@ local function decide(k, a)
     granted[#granted + 1] = line
     unsettled[#unsettled + 1] = now
     unsettled[#unsettled + 1] = token
-    if keyed then keep_record(KEYS[k + 2], token) end
+    if keyed then keep_first(field, KEYS[k + 2], token) end
     return {'ok', token}
   end
   redis.call('HSET', KEYS[k + 1], 'status', 'pending', 'activity_id', ARGV[9], 'user_id', user, 'quantity', qty)
   redis.call('EXPIRE', KEYS[k + 1], n[7])
-  if keyed then keep_record(KEYS[k + 2], 'pending:' .. token .. ':' .. qty) end
+  if keyed then keep_first(field, KEYS[k + 2], 'pending:' .. token .. ':' .. qty) end
   return {'borrow', token .. ' ' .. qty}
 end
 
@@ -271,5 +305,9 @@ if #unsettled > 0 then
   redis.call('ZADD', KEYS[5], unpack(unsettled))
   redis.call('HSET', KEYS[9], unpack(owners))
   redis.call('EXPIRE', KEYS[9], n[7])
+end
+if #firsts_written > 0 then
+  redis.call('HSET', KEYS[10], unpack(firsts_written))
+  redis.call('EXPIRE', KEYS[10], n[8])
 end
 return answers
