@@ -10,38 +10,98 @@ use axum::{
     body::Body,
     extract::Request,
     http::{header, HeaderValue},
-    middleware::Next,
     response::Response,
 };
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use std::{
+    convert::Infallible,
+    future::Future,
     pin::Pin,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
     },
-    task::{Context, Poll},
+    task::{ready, Context, Poll},
 };
 
-pub async fn close_when_body_unread(req: Request, next: Next) -> Response {
-    use http_body::Body as _;
-    if req.body().is_end_stream() {
-        return next.run(req).await;
+/// The layer (a service of its own: no boxed future, no clone of the stack under it).
+#[derive(Clone, Copy)]
+pub struct CloseWhenUnreadLayer;
+
+impl<S> tower::Layer<S> for CloseWhenUnreadLayer {
+    type Service = CloseWhenUnread<S>;
+
+    fn layer(&self, inner: S) -> CloseWhenUnread<S> {
+        CloseWhenUnread(inner)
     }
-    let finished = Arc::new(AtomicBool::new(false));
-    let req = req.map(|inner| {
-        Body::new(Watched {
-            inner,
-            finished: finished.clone(),
-        })
-    });
-    let mut resp = next.run(req).await;
-    if !finished.load(Ordering::Acquire) {
-        resp.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+}
+
+#[derive(Clone)]
+pub struct CloseWhenUnread<S>(S);
+
+impl<S> tower::Service<Request> for CloseWhenUnread<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Watching<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
     }
-    resp
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        use http_body::Body as _;
+        if req.body().is_end_stream() {
+            return Watching {
+                inner: self.0.call(req),
+                finished: None,
+            };
+        }
+        let finished = Arc::new(AtomicBool::new(false));
+        let req = req.map(|inner| {
+            Body::new(Watched {
+                inner,
+                finished: finished.clone(),
+            })
+        });
+        Watching {
+            inner: self.0.call(req),
+            finished: Some(finished),
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`CloseWhenUnread`]'s answer: `Connection: close` when the body was not read to its end.
+    pub struct Watching<F> {
+        #[pin]
+        inner: F,
+        finished: Option<Arc<AtomicBool>>,
+    }
+}
+
+impl<F> Future for Watching<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let Ok(mut resp) = ready!(this.inner.poll(cx));
+        if this
+            .finished
+            .as_ref()
+            .is_some_and(|f| !f.load(Ordering::Acquire))
+        {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Poll::Ready(Ok(resp))
+    }
 }
 
 /// A request body that says when it was read to its end.

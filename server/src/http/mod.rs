@@ -19,6 +19,7 @@ pub(crate) mod observe;
 pub(crate) mod operator;
 pub mod ops;
 pub(crate) mod orders;
+pub(crate) mod page_edge;
 pub(crate) mod reminders;
 pub mod session;
 pub mod site;

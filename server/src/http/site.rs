@@ -21,19 +21,13 @@ use app::{
 };
 use axum::{
     extract::Request,
-    http::{header, HeaderValue},
-    middleware::Next,
+    http::{header, HeaderMap, HeaderValue},
     response::Response,
 };
 use chrono::{DateTime, Utc};
 use leptos::config::LeptosOptions;
 use sqlx::PgPool;
 use std::{collections::HashMap, sync::Arc};
-use tower::{
-    layer::util::{Identity, Stack},
-    ServiceBuilder,
-};
-use tower_http::set_header::SetResponseHeaderLayer;
 
 const HASH_FILE: &str = "hash.txt";
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -222,53 +216,51 @@ pub fn storefront(db: PgPool, redis: Redis, activities: ActivityCache) -> Storef
     }))
 }
 
-/// One response header set, then the next.
-type Header<Next> = Stack<SetResponseHeaderLayer<HeaderValue>, Next>;
-/// The four of [`security_headers`].
-pub type HeaderLayers = Header<Header<Header<Header<Identity>>>>;
-
 /// Headers every answer carries: no MIME sniffing, no referrer beyond the origin to other
 /// sites, and no framing by anyone (clickjacking). HTML pages set their own, fuller policy
 /// (`app::page_policy`, with the response's script nonce); this one is for everything else.
-/// tower-http's header layers rather than a `from_fn` middleware: no boxed future per request.
-pub fn security_headers() -> ServiceBuilder<HeaderLayers> {
-    ServiceBuilder::new()
-        .layer(SetResponseHeaderLayer::overriding(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("strict-origin-when-cross-origin"),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::X_FRAME_OPTIONS,
-            HeaderValue::from_static("DENY"),
-        ))
-        .layer(SetResponseHeaderLayer::if_not_present(
+/// Served over HTTPS (the cookie is `Secure`, `hsts`), browsers are told to keep to HTTPS.
+pub(crate) fn security_headers(headers: &mut HeaderMap, hsts: bool) {
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("strict-origin-when-cross-origin"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static("frame-ancestors 'none'; base-uri 'self'; object-src 'none'"),
-        ))
+        );
+    }
+    if hsts {
+        headers.insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        );
+    }
 }
 
-/// Cache policy for HTML answers that did not set their own.
-pub async fn html_cache_policy(req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    let storefront = path == "/" || path.starts_with("/activities/");
-    let mut resp = next.run(req).await;
+/// Cache policy for HTML answers that did not set their own (`storefront`: the answer is to `/`
+/// or a sale's page, which hold no per-user data).
+pub(crate) fn html_cache_policy(storefront: bool, resp: &mut Response) {
     let is_html = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/html"));
-    if is_html {
-        // Pages are written in the shopper's language: the `lang` cookie, else Accept-Language.
-        resp.headers_mut().insert(
-            header::VARY,
-            HeaderValue::from_static("Accept-Language, Cookie"),
-        );
+    if !is_html {
+        return;
     }
-    if is_html && !resp.headers().contains_key(header::CACHE_CONTROL) {
+    // Pages are written in the shopper's language: the `lang` cookie, else Accept-Language.
+    resp.headers_mut().insert(
+        header::VARY,
+        HeaderValue::from_static("Accept-Language, Cookie"),
+    );
+    if !resp.headers().contains_key(header::CACHE_CONTROL) {
         let policy = if storefront && resp.status().is_success() {
             "public, max-age=5"
         } else {
@@ -277,7 +269,6 @@ pub async fn html_cache_policy(req: Request, next: Next) -> Response {
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static(policy));
     }
-    resp
 }
 
 /// The language switch's form: the language chosen, and the page to send again in it.

@@ -8,7 +8,6 @@ use crate::{
 use axum::{
     extract::Request,
     http::{header, HeaderValue, StatusCode},
-    middleware,
     response::{IntoResponse, Response},
     Router,
 };
@@ -25,7 +24,6 @@ use tower_http::{
         CompressionLayer,
     },
     services::{ServeDir, ServeFile},
-    set_header::SetResponseHeaderLayer,
     timeout::TimeoutLayer,
 };
 
@@ -174,23 +172,18 @@ fn with_layers(app: Router, state: &AppState, layers: Layers) -> Server {
         require_json: layers.on("require_json"),
     }
     .layer(app);
-    let app = around(app, layers.on("guard_pages"), || {
-        middleware::from_fn_with_state(state.sessions.clone(), http::admin::guard_pages)
-    });
-    let app = around(app, layers.on("cache_policy"), || {
-        middleware::from_fn(site::html_cache_policy)
-    });
-    let app = around(app, layers.on("security_headers"), site::security_headers);
-    // Served over HTTPS (the cookie is `Secure`): browsers keep to HTTPS from then on.
+    // The console's guard, the HTML cache policy and the security headers: one service.
+    let edge = http::page_edge::PageEdgeLayer {
+        guard: layers.on("guard_pages").then(|| state.sessions.clone()),
+        cache_policy: layers.on("cache_policy"),
+        security_headers: layers.on("security_headers"),
+        // Served over HTTPS (the cookie is `Secure`): browsers keep to HTTPS from then on.
+        hsts: layers.on("security_headers") && state.config.cookie_secure,
+    };
     let app = around(
         app,
-        layers.on("security_headers") && state.config.cookie_secure,
-        || {
-            SetResponseHeaderLayer::overriding(
-                header::STRICT_TRANSPORT_SECURITY,
-                HeaderValue::from_static("max-age=31536000; includeSubDomains"),
-            )
-        },
+        edge.guard.is_some() || edge.cache_policy || edge.security_headers,
+        || edge.clone(),
     );
     // Not below 1 KiB: the buy path's small JSON answers gain nothing from it (an encoder per
     // answer, and a compressed body of a hundred bytes is hardly smaller).
@@ -206,7 +199,7 @@ fn with_layers(app: Router, state: &AppState, layers: Layers) -> Server {
         TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, state.config.request_timeout)
     });
     let app = around(app, layers.on("connection"), || {
-        middleware::from_fn(http::connection::close_when_body_unread)
+        http::connection::CloseWhenUnreadLayer
     });
     // Outermost: the id and the span are there for every layer inside and on every answer, a
     // timeout's too, and the duration is the whole of a request's.

@@ -11,15 +11,14 @@ pub mod shop;
 use super::session::{SessionKeys, SignedIn};
 use app::api::Role;
 use axum::{
-    extract::{FromRequestParts, Request, State},
+    extract::{FromRequestParts, Request},
     http::{header, HeaderValue, StatusCode},
-    middleware::Next,
     response::{IntoResponse, Redirect, Response},
 };
 use std::sync::Arc;
 
 /// Which role a console page is for: the merchants' `/admin…`, the operator's `/operator…`.
-fn console_role(path: &str) -> Option<Role> {
+pub(crate) fn console_role(path: &str) -> Option<Role> {
     let under = |root: &str| path == root || path.starts_with(&format!("{root}/"));
     if under("/admin") {
         Some(Role::Merchant)
@@ -33,14 +32,17 @@ fn console_role(path: &str) -> Option<Role> {
 /// In front of the console pages: a visitor is sent to sign in (and back here after), anyone not
 /// of the page's role gets it with status 403 (the page itself says "forbidden"). Console pages
 /// are never cached.
-pub async fn guard_pages(
-    State(sessions): State<Arc<SessionKeys>>,
+/// `needed`: the page's role (`console_role`); `next` answers the request when it may be seen.
+pub(crate) async fn guard_console<F, Fut>(
+    sessions: Arc<SessionKeys>,
+    needed: Role,
     req: Request,
-    next: Next,
-) -> Response {
-    let Some(needed) = console_role(req.uri().path()) else {
-        return next.run(req).await;
-    };
+    next: F,
+) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
     let (mut parts, body) = req.into_parts();
     let role = SignedIn::from_request_parts(&mut parts, &sessions)
         .await
@@ -52,7 +54,7 @@ pub async fn guard_pages(
         return Redirect::to(&format!("/login?next={next_param}")).into_response();
     };
     parts.extensions.insert(app::PageViewer(role));
-    let mut resp = next.run(Request::from_parts(parts, body)).await;
+    let mut resp = next(Request::from_parts(parts, body)).await;
     if role != needed && resp.status().is_success() {
         *resp.status_mut() = StatusCode::FORBIDDEN;
     }
