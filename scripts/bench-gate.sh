@@ -41,6 +41,11 @@ wrk_p99() { awk '$1 == "99%" {print $2}' "$1"; }
 accepted_rate() { sed -n 's/.* = \([0-9]*\) accepted\/s$/\1/p' "$1"; }
 accepted_of() { sed -n 's/^accepted \([0-9]*\) .*/\1/p' "$1"; }
 ratio() { echo "scale=0; 100 * $1 / $2" | bc; }
+wrk_requests() { awk '/ requests in / {print $1}' "$1"; }
+# µs of CPU a process spent per request of a wrk run, from its ticks before and after.
+per_request() { # per_request TICKS_BEFORE TICKS_AFTER WRK_OUTPUT
+  echo "scale=1; 1000000 * ($2 - $1) / $HZ / $(wrk_requests "$3")" | bc
+}
 
 # The CPU time (clock ticks) a process and its children spent so far: its own, its children's
 # that ended (cutime, cstime), and each living child's.
@@ -65,9 +70,11 @@ SECKILL_REDIS_PREFIX="gate:$RUN:ceiling:" "$LOAD" ceiling --addr 127.0.0.1:3298 
 for _ in $(seq 100); do curl -sf http://127.0.0.1:3298/hello >/dev/null && break; sleep 0.1; done
 printf 'wrk.method = "POST"\n' >"$out/post.lua"
 serve
-hello=(); evalsha=(); healthz=(); hello_p99=(); healthz_p99=()
+hello=(); evalsha=(); healthz=(); hello_p99=(); healthz_p99=(); hello_cpu=()
 for run in 1 2 3; do
+  t0=$(ticks "$CEILING")
   "${WRK[@]}" --latency http://127.0.0.1:3298/hello >"$out/hello.txt"
+  hello_cpu+=("$(per_request "$t0" "$(ticks "$CEILING")" "$out/hello.txt")")
   hello+=("$(wrk_rate "$out/hello.txt")"); hello_p99+=("$(wrk_p99 "$out/hello.txt")")
   "${WRK[@]}" -s "$out/post.lua" http://127.0.0.1:3298/decrement >"$out/evalsha.txt"
   evalsha+=("$(wrk_rate "$out/evalsha.txt")")
@@ -107,12 +114,14 @@ log "== sold-out buy (in-process answer)"
 wrk_sale "$out/soldout.lua" --users 2 --per-user-limit 1 --stock 1 --stock-shards 1 --lead-secs 2
 # Two buys: one unit sold, then this instance learns the sale is sold out.
 wrk -t1 -c1 -d1s -s "$out/soldout.lua" "http://127.0.0.1:$PORT" -- 1 >/dev/null
-soldout=(); soldout_p99=()
+soldout=(); soldout_p99=(); soldout_cpu=()
 for run in 1 2 3; do
+  t0=$(ticks "$SERVER")
   "${WRK[@]}" --latency -s "$out/soldout.lua" "http://127.0.0.1:$PORT" -- 2 >"$out/soldout.txt"
+  soldout_cpu+=("$(per_request "$t0" "$(ticks "$SERVER")" "$out/soldout.txt")")
   grep -q '^accepted 0 ' "$out/soldout.txt" || { log "the sold-out run sold something"; cat "$out/soldout.txt" >&2; exit 1; }
   soldout+=("$(wrk_rate "$out/soldout.txt")"); soldout_p99+=("$(wrk_p99 "$out/soldout.txt")")
-  log "   run $run: ${soldout[-1]} req/s, p99 ${soldout_p99[-1]}"
+  log "   run $run: ${soldout[-1]} req/s, p99 ${soldout_p99[-1]}, ${soldout_cpu[-1]} µs of the server's CPU an answer"
 done
 profiled soldout "${WRK[@]}" -s "$out/soldout.lua" "http://127.0.0.1:$PORT" -- 2 >/dev/null
 
@@ -193,6 +202,11 @@ them, a limit of 10 each), each request the next shopper with an address of its 
 | sold-out buy (\`409\`) | $(fig "${soldout[@]}") | $(median "${soldout_p99[@]}") | $(ratio "$(median "${soldout[@]}")" "$h") % | — |
 | in-stock buy, gate batches on (\`202\`s/s) | $(fig "${on[@]}") | $(median "${on_p99[@]}") | — | $(ratio "$(median "${on[@]}")" "$e") % |
 | in-stock buy, gate batches off (\`202\`s/s) | $(fig "${off[@]}") | $(median "${off_p99[@]}") | — | $(ratio "$(median "${off[@]}")" "$e") % |
+
+The rates move ±15 % between runs of one build on this machine (wrk and the server share its two cores). The steadier
+figure for the sold-out answer is its CPU: the µs a process spent per answer over each run (\`/proc\`), the hello's
+process against the server's: hello $(fig "${hello_cpu[@]}") µs, sold-out answer $(fig "${soldout_cpu[@]}") µs, the hello's
+$(echo "scale=0; 100 * $(median "${hello_cpu[@]}") / $(median "${soldout_cpu[@]}")" | bc) % of the sold-out answer's.
 
 ### CPU per sold unit by process (one box)
 

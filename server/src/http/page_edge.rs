@@ -3,7 +3,7 @@
 //! (`site::html_cache_policy`), the security headers (`site::security_headers`, and HSTS when
 //! served over HTTPS). One service of its own rather than a `from_fn` middleware and four header
 //! layers: a request passes it without a boxed future, a clone of the stack under it or a
-//! future wrapped per header (docs/benchmarks.md "The sold-out answer's layers as services");
+//! future wrapped per header (docs/benchmarks.md "Idempotency per sale, and the site's edge as one service");
 //! only a console page, which waits for its session, is guarded in a future of its own.
 
 use super::{admin, session::SessionKeys, site};
