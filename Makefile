@@ -31,7 +31,7 @@ WASM_BINDGEN_VERSION := $(shell awk '/^name = "wasm-bindgen"$$/{getline; gsub(/"
 APT_PACKAGES := postgresql redis-server rabbitmq-server brotli procps curl
 PSQL := /usr/lib/postgresql/15/bin/psql -h 127.0.0.1 -p 55432 -U seckill -v ON_ERROR_STOP=1 -q
 
-.PHONY: bench-compare monitoring-check monitoring-live image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
+.PHONY: bench-tail bench-compare monitoring-check monitoring-live image-push image-push-check lint-tools bare-debian py-tools programs-check site-tools watch site-check test-stress screenshots house-figures load-tool image image-before image-tools image-check manifests-check migrations-check upgrade-check hosts hosts-stop test-hosts partitions hosts-e2e bench-report bench-waiting-room mutants cargo-mutants bench-gate run test lint sqlx-prepare sqlx-check setup tools packages leptos-tools build-release wasm-budget test-tools services services-stop build test-rust test-e2e test-e2e-cluster clean-test-dbs bench bench-storefront profile chaos cluster cluster-stop
 
 # `make run` serves the release build (the size and speed shoppers get), and every test runs on it.
 run: setup build-release
@@ -495,6 +495,12 @@ bench-gate: setup test-tools build-release
 	if ! command -v wrk >/dev/null || ! command -v bc >/dev/null; then DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk bc >/dev/null; fi
 	$(LOAD_TOOL)
 	scripts/bench-gate.sh | tee target/bench-gate.md
+
+# The in-stock open loop at 80 % of the maximum with Redis's own AOF rewrites and with the workers'
+# (between sales), turn about; `make bench` runs it too (docs/benchmarks.md).
+bench-tail: setup test-tools build-release
+	$(LOAD_TOOL)
+	scripts/bench-tail.sh | tee target/bench-tail.md
 
 # The waiting room at a crowd's scale through nginx with its cache on: Redis commands and CPU per
 # poll, the cache's share, the order kept, memory per million waiters; `make bench` runs it too.

@@ -403,6 +403,8 @@ part() { # part FILE COMMAND...: the command's Markdown into FILE
 }
 echo "== the buy against its ceilings, driven alike; CPU and Redis commands per sold unit (scripts/bench-gate.sh)"
 part "$out/gate.md" env BIN="$BIN" LOAD="$LOAD" scripts/bench-gate.sh
+echo "== the tail: the open loop at 80 % with Redis's own AOF rewrites and with the workers' (scripts/bench-tail.sh)"
+part "$out/tail.md" env BIN="$BIN" LOAD="$LOAD" scripts/bench-tail.sh
 echo "== the waiting room at scale through nginx (scripts/bench-waiting-room.sh)"
 part "$out/waiting-room.md" env BIN="$BIN" LOAD="$LOAD" scripts/bench-waiting-room.sh
 echo "== sign-in beside a sign-up flood (scripts/bench-doors.sh)"
@@ -495,6 +497,10 @@ $(cat "$out/crowd.txt")
 ## The gate in batches, against its ceilings (\`scripts/bench-gate.sh\`, \`make bench-gate\` alone)
 
 $(cat "$out/gate.md")
+
+## The tail and the AOF's rewrites (\`scripts/bench-tail.sh\`, \`make bench-tail\` alone)
+
+$(cat "$out/tail.md")
 
 <!-- bench-waiting-room -->
 $(cat "$out/waiting-room.md")

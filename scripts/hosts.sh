@@ -156,7 +156,7 @@ redis_up() {
     on "$h" redis-server --bind "$a" --port 6379 --dir "$dir/$h" --cluster-enabled yes \
       --cluster-config-file "$dir/$h/nodes.conf" --cluster-node-timeout 2000 \
       --requirepass "$REDIS_PASS" --masterauth "$REDIS_PASS" \
-      --appendonly yes --appendfsync everysec --maxmemory 1gb --maxmemory-policy noeviction \
+      --appendonly yes --appendfsync everysec --auto-aof-rewrite-percentage 0 --maxmemory 1gb --maxmemory-policy noeviction \
       --save "" --daemonize yes --pidfile "$dir/$h/redis.pid" --logfile "$dir/$h/redis.log"
     nodes+=("$a:6379")
   done

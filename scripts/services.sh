@@ -54,9 +54,10 @@ start_redis() { # [data folder: the one of a Redis that redis-kill ended]
   if answers "$REDIS_PORT"; then echo "redis: already answering on $REDIS_PORT"; wait_for_redis "$REDIS_PORT" 600; return; fi
   local dir="${1:-$state/redis}"
   mkdir -p "$dir"
-  # AOF with fsync every second and noeviction: see docs/operations.md "Redis persistence".
+  # AOF with fsync every second, rewritten by the workers between sales (not by Redis on its own),
+  # and noeviction: see docs/operations.md "Redis persistence".
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" \
-    --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+    --appendonly yes --appendfsync everysec --auto-aof-rewrite-percentage 0 --maxmemory-policy noeviction \
     --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
   wait_for redis "$REDIS_PORT" 30
   wait_for_redis "$REDIS_PORT" 600
@@ -109,7 +110,7 @@ start_redis_cluster() {
     [ -f "$dir/nodes.conf" ] || fresh=1
     redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --cluster-enabled yes \
       --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 2000 \
-      --appendonly yes --appendfsync everysec --maxmemory-policy noeviction \
+      --appendonly yes --appendfsync everysec --auto-aof-rewrite-percentage 0 --maxmemory-policy noeviction \
       --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
     echo "$port" >>"$state/redis-cluster.started"
   done

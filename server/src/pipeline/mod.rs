@@ -4,6 +4,7 @@
 //! Redis with the database. Each worker is handed the parts it needs (pool, Redis, broker,
 //! topology, metrics), never the whole application state.
 
+pub mod compaction;
 pub mod deadline;
 pub mod gauges;
 pub mod giveback;
@@ -44,6 +45,8 @@ pub struct Pipeline {
     persisters: usize,
     sweep_every: Duration,
     reconcile_every: Duration,
+    aof_check_every: Option<Duration>,
+    aof_policy: compaction::Policy,
 }
 
 impl Pipeline {
@@ -87,11 +90,14 @@ impl Pipeline {
             persisters: config.persisters,
             sweep_every: config.sweep_every,
             reconcile_every: config.reconcile_every,
+            aof_check_every: config.aof_check_every,
+            aof_policy: config.aof_policy,
         }
     }
 
     /// Starts the relay, the persisters (every reservations queue consumed), the dead-letter
-    /// consumer, the payment deadlines, the reconciler and the sales' gauges under `supervisor`.
+    /// consumer, the payment deadlines, the reconciler, the AOF compaction and the sales' gauges under
+    /// `supervisor`.
     pub fn start(&self, supervisor: &Supervisor) {
         let instance = uuid::Uuid::new_v4().simple().to_string();
         let relay = Relay {
@@ -138,6 +144,17 @@ impl Pipeline {
         supervisor.spawn("reconciler", Stage::Rest, move || {
             reconciler.clone().run_periodically(every)
         });
+        if let Some(every) = self.aof_check_every {
+            let compactor = compaction::Compactor {
+                db: self.db.clone(),
+                redis: self.redis.clone(),
+                metrics: self.metrics.clone(),
+                policy: self.aof_policy,
+            };
+            supervisor.spawn("aof-compaction", Stage::Rest, move || {
+                compactor.clone().run_periodically(every)
+            });
+        }
         let gauges = gauges::SaleGauges {
             db: self.db.clone(),
             redis: self.redis.clone(),

@@ -185,6 +185,15 @@ pub fn test_config() -> Config {
         min_payment_window_secs: 1,
         sweep_every: Duration::from_secs(1),
         reconcile_every: Duration::from_secs(10),
+        // The tests share one Redis: a rewrite is started by the test that asks for one
+        // (`aof.rs`), never by another test's workers in the middle of it.
+        aof_check_every: None,
+        aof_policy: server::pipeline::compaction::Policy {
+            growth_percent: 100,
+            min_bytes: 64 << 20,
+            ceiling_bytes: 4096 << 20,
+            lead: Duration::from_secs(600),
+        },
         persisters: 2,
         reservation_queues: 1,
         header_read_timeout: Duration::from_secs(10),

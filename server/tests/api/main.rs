@@ -6,6 +6,7 @@
 
 mod accounts;
 mod admin;
+mod aof;
 mod batch;
 mod bot_check;
 mod crowd;

@@ -192,6 +192,16 @@ async fn a_sale_whose_units_sit_in_one_shard_still_sells_every_unit() {
         .and_then(|n| n.trim().parse::<i64>().ok())
         .unwrap_or(0);
     assert!(borrowed >= 6, "most units were lent by shard 3: {borrowed}");
+    // Each borrowing is timed, those that found nothing too.
+    let timed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("seckill_gate_borrow_seconds_count "))
+        .and_then(|n| n.trim().parse::<i64>().ok())
+        .unwrap_or(0);
+    assert!(
+        timed >= borrowed,
+        "{timed} borrowings timed of {borrowed} lent"
+    );
 }
 
 #[tokio::test]

@@ -46,16 +46,20 @@ impl Gate {
             token,
             idempotency,
         };
+        let started = std::time::Instant::now();
         let lender = self.borrow(&buy, activity.stock_shards, home_index).await?;
         self.settle(&buy, home, lender.is_some()).await?;
-        Ok(match lender {
+        let answer = match lender {
             Some(lender) => {
                 self.confirm(&[lender.stock(), home.stock()]).await?;
                 Answer::Ok(Token(token))
             }
             // Every shard asked held fewer than the quantity: none at all for a single unit.
             None => Answer::SoldOut { left: quantity - 1 },
-        })
+        };
+        let borrowing = &self.parts.metrics.borrow_seconds;
+        borrowing.observe(started.elapsed().as_secs_f64());
+        Ok(answer)
     }
 
     /// Until the writes to these keys' slots are on a replica (see `infra/replication.rs`).

@@ -77,6 +77,10 @@ pub struct Config {
     pub sweep_every: Duration,
     /// How often the stock in Redis is compared with the database (`pipeline/reconcile.rs`).
     pub reconcile_every: Duration,
+    /// How often the workers look at the AOFs (`pipeline/compaction.rs`); `None`: never.
+    pub aof_check_every: Option<Duration>,
+    /// When they rewrite one.
+    pub aof_policy: AofPolicy,
     /// Persister consumers per worker process, each on its own channel: while one waits for
     /// PostgreSQL to commit, another marks Redis and acknowledges.
     pub persisters: usize,
@@ -200,6 +204,14 @@ impl Config {
             min_payment_window_secs: s.min_payment_window_secs,
             sweep_every: Duration::from_millis(s.sweep_every_ms),
             reconcile_every: Duration::from_secs(s.reconcile_every_secs),
+            aof_check_every: (s.aof_check_every_secs > 0)
+                .then(|| Duration::from_secs(s.aof_check_every_secs)),
+            aof_policy: AofPolicy {
+                growth_percent: s.aof_rewrite_growth_percent,
+                min_bytes: s.aof_rewrite_min_mb.saturating_mul(1 << 20),
+                ceiling_bytes: s.aof_rewrite_ceiling_mb.saturating_mul(1 << 20),
+                lead: Duration::from_secs(s.aof_quiet_lead_secs),
+            },
             persisters: s.persisters,
             reservation_queues: s.reservation_queues,
             header_read_timeout: Duration::from_secs(s.header_read_timeout_secs),
@@ -237,4 +249,17 @@ pub fn generate_secret() -> String {
     use rand::Rng;
     let bytes: [u8; 32] = rand::rng().random();
     hex::encode(bytes)
+}
+
+/// When a Redis node's AOF is rewritten (`pipeline/compaction.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AofPolicy {
+    /// Rewrite once the file has grown by this share of its size after the last rewrite (%).
+    pub growth_percent: u64,
+    /// … and by at least this many bytes.
+    pub min_bytes: u64,
+    /// Rewrite even while a sale is on once the file has grown by this many bytes.
+    pub ceiling_bytes: u64,
+    /// A sale counts as on from this long before its start.
+    pub lead: Duration,
 }

@@ -243,6 +243,28 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_RECONCILE_EVERY_SECS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub reconcile_every_secs: u64,
+    /// How often the workers look at each Redis node's append-only file and rewrite one grown
+    /// enough while no sale is on (`pipeline/compaction.rs`), in seconds; 0 leaves rewrites to
+    /// Redis's own `auto-aof-rewrite-percentage`.
+    #[arg(long, env = "SECKILL_AOF_CHECK_EVERY_SECS", default_value_t = 30)]
+    pub aof_check_every_secs: u64,
+    /// An AOF is rewritten between sales once it has grown by this share of its size after the
+    /// last rewrite, in percent (as Redis's `auto-aof-rewrite-percentage`)…
+    #[arg(long, env = "SECKILL_AOF_REWRITE_GROWTH_PERCENT", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub aof_rewrite_growth_percent: u64,
+    /// … and by at least this many mebibytes (as Redis's `auto-aof-rewrite-min-size`).
+    #[arg(long, env = "SECKILL_AOF_REWRITE_MIN_MB", default_value_t = 64)]
+    pub aof_rewrite_min_mb: u64,
+    /// An AOF grown by this many mebibytes since its last rewrite is rewritten even during a
+    /// sale: the disk's safety valve (the manifests' volumes hold 10 GiB).
+    #[arg(long, env = "SECKILL_AOF_REWRITE_CEILING_MB", default_value_t = 4096,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub aof_rewrite_ceiling_mb: u64,
+    /// A sale counts as on, and no AOF is rewritten for it, from this many seconds before its
+    /// start (the crowd gathers before it) until it ends or is sold out in the database.
+    #[arg(long, env = "SECKILL_AOF_QUIET_LEAD_SECS", default_value_t = 600)]
+    pub aof_quiet_lead_secs: u64,
     /// A client must send its request head within this many seconds, else the connection is
     /// closed (slow-header clients cannot hold connections open); so an idle keep-alive
     /// connection is closed after it too, and a proxy in front must close its idle connections

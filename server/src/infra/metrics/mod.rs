@@ -42,6 +42,11 @@ pub struct Held {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WorkerLabel {
     pub worker: String,
 }
@@ -257,10 +262,15 @@ pub struct Metrics {
     pub relayed: Counter,
     pub relay_held: Counter,
     pub borrowed: Counter,
+    pub borrow_seconds: Histogram,
     pub unreplicated: Counter,
     pub persisted: Counter,
     pub dead_lettered: Counter,
     pub stock_drift: Family<ActivityLabel, Gauge>,
+    /// The AOF rewrites this process's workers started (`pipeline/compaction.rs`), by reason.
+    pub aof_rewrites: Family<ReasonLabel, Counter>,
+    /// The most any Redis node's AOF has grown since its last rewrite, at the last round.
+    pub aof_growth: Gauge,
     pub queue_polls: Family<Answered, Counter>,
     pub queue_held: Family<Held, Gauge>,
     pub worker_restarts: Family<WorkerLabel, Counter>,
@@ -285,6 +295,37 @@ fn register_queue(registry: &mut Registry) -> (Family<Answered, Counter>, Family
             queue_held.clone(),
         );
     (queue_polls, queue_held)
+}
+
+/// The workers' upkeep of Redis: the reconciler's drift, and the rewrites of its append-only files
+/// (`pipeline/compaction.rs`).
+fn register_upkeep(
+    pipeline: &mut Registry,
+) -> (
+    Family<ActivityLabel, Gauge>,
+    Family<ReasonLabel, Counter>,
+    Gauge,
+) {
+    let stock_drift = Family::<ActivityLabel, Gauge>::default();
+    pipeline.register(
+        "stock_drift",
+        "Redis remaining minus (total_stock - sold) at the last reconciliation",
+        stock_drift.clone(),
+    );
+    let aof_rewrites = Family::<ReasonLabel, Counter>::default();
+    pipeline.register(
+        "redis_aof_rewrites",
+        "AOF rewrites the workers started, by reason (between_sales: grown and no sale on; ceiling: grown past the ceiling during a sale)",
+        aof_rewrites.clone(),
+    );
+    let aof_growth = Gauge::default();
+    pipeline.register_with_unit(
+        "redis_aof_growth",
+        "The most a Redis node's append-only file has grown since its last rewrite, at the workers' last look",
+        Unit::Bytes,
+        aof_growth.clone(),
+    );
+    (stock_drift, aof_rewrites, aof_growth)
 }
 
 fn counter(registry: &mut Registry, name: &str, help: &str) -> Counter {
@@ -337,6 +378,23 @@ fn register_buys(registry: &mut Registry) -> (Family<Outcome, Counter>, Histogra
     (buys, gate_seconds, gate_batch_size)
 }
 
+/// The buys whose home stock shard was empty: those another shard lent the units, and what each
+/// borrowing took (the lending shards asked in turn, the home shard settled, both replicated).
+fn register_borrowing(registry: &mut Registry) -> (Counter, Histogram) {
+    let borrowed = counter(
+        registry,
+        "borrowed_reservations",
+        "Buys whose home stock shard was empty and another shard lent the units",
+    );
+    let borrow_seconds = Histogram::new(exponential_buckets(0.000_25, 2.0, 14));
+    registry.register(
+        "gate_borrow_seconds",
+        "Time a buy whose home stock shard was empty spent borrowing: the other shards asked in turn, the home shard settled, the writes replicated",
+        borrow_seconds.clone(),
+    );
+    (borrowed, borrow_seconds)
+}
+
 /// The figures read at each scrape: the pool's and the runtime's (prefixed), and the process's
 /// (`process_*`, in a registry of their own without the prefix).
 fn register_collectors(registry: &mut Registry) -> (Arc<collect::Pool>, Registry) {
@@ -369,11 +427,7 @@ impl Metrics {
             "relay_held_journal_reads",
             "Journal reads the relay held back because their master's replica had not acknowledged them",
         );
-        let borrowed = counter(
-            &mut registry,
-            "borrowed_reservations",
-            "Buys whose home stock shard was empty and another shard lent the units",
-        );
+        let (borrowed, borrow_seconds) = register_borrowing(&mut registry);
         let unreplicated = counter(
             &mut registry,
             "unreplicated_reservations",
@@ -389,12 +443,7 @@ impl Metrics {
             "dead_lettered_reservations",
             "Reservations that ended failed via the dead-letter queue",
         );
-        let stock_drift = Family::<ActivityLabel, Gauge>::default();
-        pipeline.register(
-            "stock_drift",
-            "Redis remaining minus (total_stock - sold) at the last reconciliation",
-            stock_drift.clone(),
-        );
+        let (stock_drift, aof_rewrites, aof_growth) = register_upkeep(&mut pipeline);
         let (queue_polls, queue_held) = register_queue(&mut registry);
         let (worker_restarts, dependency_up) = register_process(&mut registry);
         let (http_requests, http_in_flight) = register_http(&mut registry);
@@ -421,10 +470,13 @@ impl Metrics {
             relayed,
             relay_held,
             borrowed,
+            borrow_seconds,
             unreplicated,
             persisted,
             dead_lettered,
             stock_drift,
+            aof_rewrites,
+            aof_growth,
             queue_polls,
             queue_held,
             worker_restarts,
@@ -435,6 +487,12 @@ impl Metrics {
         self.stock_drift
             .get_or_create(&ActivityLabel { activity })
             .set(drift);
+    }
+
+    pub fn aof_rewrite(&self, reason: &'static str) {
+        self.aof_rewrites
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
     }
 
     pub fn queue_poll(&self, answered: &'static str) {
