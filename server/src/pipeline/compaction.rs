@@ -109,8 +109,9 @@ impl Compactor {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            // A warning: rounds that keep failing leave the AOFs to grow until the disk is full.
             if let Err(e) = self.round().await {
-                tracing::debug!(error = ?e, "AOF compaction: a round failed");
+                tracing::warn!(error = ?e, "AOF compaction: a round failed");
             }
         }
     }
