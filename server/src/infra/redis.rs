@@ -296,6 +296,13 @@ where
     Ok(())
 }
 
+/// The number a field of an `INFO` answer holds (`name:value` lines), if it is there.
+pub fn info_number(info: &str, name: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|value| value.trim().parse().ok())
+}
+
 /// How many masters serve the keyspace: 1 for a single Redis.
 pub async fn masters(conn: &mut Conn) -> redis::RedisResult<usize> {
     if let Conn::Cluster(_) = conn {

@@ -27,7 +27,10 @@
 //! are the fence. A deposed master fails that test ([`Confirmed::Deposed`]); its buys are
 //! refused (`503`, retried with their key) and the relay holds its journal entries.
 
-use super::{keys::slot, redis::Conn};
+use super::{
+    keys::slot,
+    redis::{info_number, Conn},
+};
 use parking_lot::Mutex;
 use redis::{
     cluster_routing::{
@@ -147,11 +150,7 @@ impl Replication {
         let mut info = redis::cmd("INFO");
         info.arg("replication");
         let info: String = redis::from_redis_value(self.on_master(slot, info).await?)?;
-        let connected = info
-            .lines()
-            .find_map(|l| l.strip_prefix("connected_slaves:"))
-            .and_then(|n| n.trim().parse::<i64>().ok())
-            .unwrap_or(0);
+        let connected = info_number(&info, "connected_slaves").unwrap_or(0);
         if connected != 0 {
             return Ok(Confirmed::NotYet);
         }

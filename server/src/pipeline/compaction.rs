@@ -18,7 +18,7 @@
 
 use crate::infra::{
     metrics::Metrics,
-    redis::{Conn, Redis},
+    redis::{info_number, Conn, Redis},
 };
 use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo, SingleNodeRoutingInfo};
 use sqlx::PgPool;
@@ -39,11 +39,7 @@ pub struct Aof {
 
 impl Aof {
     pub fn parse(info: &str) -> Option<Aof> {
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
+        let field = |name| info_number(info, name);
         let enabled = field("aof_enabled")? == 1;
         let rewriting = field("aof_rewrite_in_progress") == Some(1)
             || field("aof_rewrite_scheduled") == Some(1);
