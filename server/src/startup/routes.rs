@@ -12,8 +12,8 @@ use axum::{
     Router,
 };
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
-use std::{convert::Infallible, path::Path};
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
+use std::{convert::Infallible, path::Path, sync::OnceLock};
 use tower::{
     util::{BoxCloneSyncService, Either, MapResponse},
     Layer, Service, ServiceExt,
@@ -43,7 +43,7 @@ pub(super) fn server(state: AppState) -> Server {
         tracing::warn!(layers = ?state.config.layers_off, "middleware left out for a measurement (SECKILL_BENCH_WITHOUT_LAYERS); never in production");
     }
     let site = Path::new(&state.config.site_root).to_path_buf();
-    let routes = generate_route_list(app::App);
+    let routes = page_routes();
     let (leptos, assets) = (state.leptos.clone(), state.assets.clone());
     let shell = move |options| app::shell(options, assets.clone());
     let storefront = site::storefront(
@@ -73,6 +73,17 @@ pub(super) fn server(state: AppState) -> Server {
         .layer(http::observe::MarkRouteLayer)
         .with_state(state.clone());
     with_layers(app, &state, layers)
+}
+
+/// The pages' routes, found once per process by rendering the app. While leptos renders it for
+/// this, it suspends every resource of the process that starts loading then (a flag shared by the
+/// whole process, leptos_server's `SuppressResourceLoad`), for good: a page another server of the
+/// same process was rendering at that instant never finished, and its request waited for its
+/// timeout (`408`). Found once, before this process's first server serves a page, no page can be
+/// rendering while the list is made (`OnceLock` holds every other server until it is made).
+fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(app::App)).clone()
 }
 
 /// `/api`: every JSON route, JSON in and out, nothing cached once signed in (its edge,

@@ -592,3 +592,55 @@ async fn an_asset_is_immutable_only_when_found_and_a_missing_one_is_never_kept()
     assert_eq!(previous_br.headers()["content-encoding"], "br", "{before}");
     let _ = std::fs::remove_dir_all(&site);
 }
+
+/// Servers of one process share leptos's state: starting one (it renders the app once to list its
+/// routes) while another renders pages must leave every page to finish. It did not: a page whose
+/// data began loading during the start waited until its request timed out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_are_rendered_while_other_servers_of_the_process_start() {
+    use std::sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+    };
+    let app = spawn_app().await;
+    let merchant = merchant(&app).await;
+    let id = live_activity(&app, &merchant, 5, json!({})).await["id"]
+        .as_i64()
+        .unwrap();
+    let starting = Arc::new(AtomicBool::new(true));
+    let rendered = Arc::new(AtomicUsize::new(0));
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let readers: Vec<_> = (0..6)
+        .map(|reader| {
+            let (starting, rendered, client) = (starting.clone(), rendered.clone(), client.clone());
+            let url = match reader % 2 {
+                0 => app.url("/"),
+                _ => app.url(&format!("/activities/{id}")),
+            };
+            tokio::spawn(async move {
+                loop {
+                    let resp = client.get(&url).send().await;
+                    let status = resp.as_ref().map(|r| r.status().as_u16());
+                    assert!(matches!(status, Ok(200)), "{url}: {status:?}");
+                    rendered.fetch_add(1, Ordering::Relaxed);
+                    if !starting.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut others = Vec::new();
+    for _ in 0..20 {
+        others.push(spawn_instance(&app.config).await);
+    }
+    starting.store(false, Ordering::Relaxed);
+    for reader in readers {
+        reader.await.expect("every page was rendered");
+    }
+    // Each reader rendered pages the whole time the others started.
+    assert!(rendered.load(Ordering::Relaxed) > 6);
+}
