@@ -35,7 +35,7 @@ PIPELINE = [
     "seckill_rabbitmq_publish_confirm_seconds", "seckill_journal_lag", "seckill_persisted_orders",
     "seckill_dead_lettered_reservations", "seckill_stock_drift", "seckill_sale_units_left",
     "seckill_sale_line_length", "seckill_sale_journal_age_seconds", "seckill_sale_persister_lag_seconds",
-    "seckill_redis_aof_growth_bytes",
+    "seckill_redis_aof_growth_bytes", "seckill_redis_aof_rounds_failed",
 ]
 
 

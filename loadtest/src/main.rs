@@ -99,6 +99,10 @@ struct CrowdArgs {
     /// Split the new sale's stock over this many shards (default: the server chooses).
     #[arg(long)]
     stock_shards: Option<i16>,
+    /// Every shopper's home is the sale's first shard (needs --stock-shards): the other shards'
+    /// units are sold by borrowing, a buy at a time.
+    #[arg(long)]
+    homes_on_one_shard: bool,
     /// The new sale's waiting room: on, off, or default (not named: the server decides from
     /// the stock; for servers that predate waiting rooms).
     #[arg(long, default_value = "off")]
@@ -210,6 +214,7 @@ async fn crowd(args: CrowdArgs, deployment: &Deployment) -> anyhow::Result<()> {
         rate: args.rate,
         retry_for: std::time::Duration::from_secs(args.retry_secs),
         stock_shards: args.stock_shards,
+        homes_on_one_shard: args.homes_on_one_shard,
         waiting_room: match args.waiting_room.as_str() {
             "on" => Some(true),
             "off" => Some(false),

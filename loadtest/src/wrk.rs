@@ -37,7 +37,7 @@ pub async fn run(deployment: &Deployment, opts: &WrkSaleOptions) -> anyhow::Resu
     let script = opts.script.as_path();
     let db = deployment.database().await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let accounts = Accounts::create(&db, &run, opts.users).await?;
+    let accounts = Accounts::create(&db, &run, opts.users, None).await?;
     let signer = Signer::new(deployment, accounts.shop)?;
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -64,6 +64,7 @@ pub async fn run(deployment: &Deployment, opts: &WrkSaleOptions) -> anyhow::Resu
         rate: 0,
         retry_for: Duration::ZERO,
         stock_shards: opts.stock_shards,
+        homes_on_one_shard: false,
         waiting_room: Some(false),
         proof_of_work: None,
         greedy_every: 0,

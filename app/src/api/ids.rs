@@ -80,6 +80,18 @@ impl std::str::FromStr for Token {
     }
 }
 
+/// The most stock shards a sale may have (docs/api.md).
+pub const MAX_SHARDS: i16 = 64;
+
+/// The stock shard a user buys from in a sale of `shards`, where their holdings and idempotency
+/// records live: always the same one for a sale. Defined here, beside the ids, so that the load
+/// tool shapes a crowd by its homes with the server's own rule.
+pub fn home_shard(user: i64, shards: i16) -> i16 {
+    let shards = shards.clamp(1, MAX_SHARDS) as u64;
+    // A multiplicative hash, so consecutive user ids spread over the shards.
+    ((user as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).rem_euclid(shards) as i16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ mod states;
 
 pub use accounts::*;
 pub use admin::*;
-pub use ids::{BadId, SaleId, Token, UserId};
+pub use ids::{home_shard, BadId, SaleId, Token, UserId, MAX_SHARDS};
 pub use line::*;
 pub use orders::*;
 pub use report::*;

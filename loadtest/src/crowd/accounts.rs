@@ -4,11 +4,12 @@
 use super::*;
 use crate::deployment::Deployment;
 use anyhow::Context;
-use app::api::{Activity, Role, ServerTime};
+use app::api::{home_shard, Activity, Role, ServerTime};
 use signing::{new_session_id, Claims, SessionSigner};
 
 /// The crowd's accounts in the database: a merchant of the first shop (the first found, else a
-/// new one), and `users` new shoppers, inserted ten thousand at a time.
+/// new one), and `users` new shoppers, inserted ten thousand at a time; with `home` (a sale's
+/// stock shards, and one of them), only shoppers whose home is that shard.
 pub(crate) struct Accounts {
     pub(crate) merchant: i64,
     pub(crate) shop: i64,
@@ -20,6 +21,7 @@ impl Accounts {
         db: &sqlx::PgPool,
         run: &str,
         users: usize,
+        home: Option<(i16, i16)>,
     ) -> anyhow::Result<Accounts> {
         let (merchant, shop): (i64, i64) = match sqlx::query_as(
             "SELECT id, shop_id FROM users WHERE role = 'merchant' ORDER BY id LIMIT 1",
@@ -39,16 +41,28 @@ impl Accounts {
             }
         };
         let mut shoppers = Vec::with_capacity(users);
-        for chunk in (0..users).collect::<Vec<_>>().chunks(10_000) {
-            let names: Vec<String> = chunk.iter().map(|i| format!("crowd_{run}_{i}")).collect();
+        let mut made = 0;
+        while shoppers.len() < users {
+            // A crowd of one home makes about `shards` accounts for each it keeps.
+            let chunk =
+                (users - shoppers.len()) * home.map_or(1, |(shards, _)| shards.max(1) as usize);
+            let names: Vec<String> = (made..made + chunk.min(10_000))
+                .map(|i| format!("crowd_{run}_{i}"))
+                .collect();
+            made += names.len();
             let ids: Vec<i64> = sqlx::query_scalar(
                 "INSERT INTO users (username, password_hash, role) SELECT u, '!', 'shopper' FROM UNNEST($1::text[]) AS u RETURNING id",
             )
             .bind(&names)
             .fetch_all(db)
             .await?;
-            shoppers.extend(ids);
+            shoppers.extend(
+                ids.into_iter().filter(|&id| {
+                    home.is_none_or(|(shards, shard)| home_shard(id, shards) == shard)
+                }),
+            );
         }
+        shoppers.truncate(users);
         Ok(Accounts {
             merchant,
             shop,

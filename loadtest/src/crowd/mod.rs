@@ -32,7 +32,7 @@ async fn server_time(http: &reqwest::Client, base: &str) -> anyhow::Result<Serve
 pub async fn run(deployment: &Deployment, opts: &CrowdOptions) -> anyhow::Result<Report> {
     let db = deployment.database().await?;
     let run = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let accounts = Accounts::create(&db, &run, opts.users).await?;
+    let accounts = Accounts::create(&db, &run, opts.users, opts.home()?).await?;
     let signer = Signer::new(deployment, accounts.shop)?;
     let cookie = |user: i64, role: Role| signer.cookie(user, role);
     let http = reqwest::Client::builder()

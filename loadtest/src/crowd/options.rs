@@ -31,6 +31,9 @@ pub struct CrowdOptions {
     pub retry_for: Duration,
     /// Stock shards of the sale it creates (`None`: the server's default).
     pub stock_shards: Option<i16>,
+    /// Every shopper's home (the shard their buys go to first) is the sale's first shard: the
+    /// other shards' units are sold by borrowing. Needs `stock_shards`.
+    pub homes_on_one_shard: bool,
     /// Whether the sale it creates has a waiting room (`None`: not named, the server's default).
     /// On a sale with one, every shopper joins the line before the start, polls it as the page
     /// does, and buys with the ticket once admitted.
@@ -46,6 +49,18 @@ pub struct CrowdOptions {
     /// On a sale with a waiting room: a window in which everyone waits and polls (the sale
     /// paused, some seconds after the start), measured for `make bench-waiting-room`.
     pub poll_window: Option<PollWindowOptions>,
+}
+
+impl CrowdOptions {
+    /// The one home of every shopper, as (the sale's stock shards, the shard), when the crowd has
+    /// one.
+    pub(crate) fn home(&self) -> anyhow::Result<Option<(i16, i16)>> {
+        match (self.homes_on_one_shard, self.stock_shards) {
+            (false, _) => Ok(None),
+            (true, Some(shards)) => Ok(Some((shards, 0))),
+            (true, None) => anyhow::bail!("a crowd of one home needs the sale's stock shards"),
+        }
+    }
 }
 
 /// The polling window's settings.

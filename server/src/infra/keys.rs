@@ -63,8 +63,9 @@ pub fn address_bucket(ip: std::net::IpAddr) -> String {
     }
 }
 
-/// The most stock shards a sale may have (docs/api.md).
-pub const MAX_SHARDS: i16 = 64;
+/// The most stock shards a sale may have, and the shard a user's holdings live in: the load tool
+/// computes it alike, to shape a crowd by its homes.
+pub use app::api::{home_shard, MAX_SHARDS};
 
 const SLOTS: u32 = 16_384;
 
@@ -81,13 +82,6 @@ pub fn slot(key: &str) -> u16 {
         })
         .unwrap_or(bytes);
     (crc16::State::<crc16::XMODEM>::calculate(tagged) as u32 % SLOTS) as u16
-}
-
-/// The shard a user's holdings and idempotency records live in: always the same one for a sale.
-pub fn home_shard(user: i64, shards: i16) -> i16 {
-    let shards = shards.clamp(1, MAX_SHARDS) as u64;
-    // A multiplicative hash, so consecutive user ids spread over the shards.
-    ((user as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).rem_euclid(shards) as i16
 }
 
 /// The hash tag of shard `shard` of `shards` of a sale. One shard: `a:ID.0`. Several: the tag

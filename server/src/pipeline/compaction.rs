@@ -105,8 +105,10 @@ impl Compactor {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            // A warning: rounds that keep failing leave the AOFs to grow until the disk is full.
+            // A warning, counted: rounds that keep failing leave the AOFs to grow until the disk
+            // is full (the alert SeckillRedisAofUnwatched).
             if let Err(e) = self.round().await {
+                self.metrics.aof_rounds_failed.inc();
                 tracing::warn!(error = ?e, "AOF compaction: a round failed");
             }
         }

@@ -161,3 +161,41 @@ async fn the_workers_report_how_far_the_aof_has_grown() {
     })
     .await;
 }
+
+/// A round that cannot ask PostgreSQL whether a sale is on rewrites nothing, and is counted: the
+/// alert `SeckillRedisAofUnwatched` watches that count.
+#[tokio::test]
+async fn the_workers_count_their_failed_looks_at_the_aof() {
+    let app = spawn_app().await;
+    let failed = |text: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("seckill_redis_aof_rounds_failed_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    assert_eq!(failed(&app.metrics().await), Some(0.0));
+    // A database nobody answers at: every round fails at its first question.
+    let nowhere = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_millis(200))
+        .connect_lazy("postgres://seckill@127.0.0.1:1/nowhere")
+        .unwrap();
+    let compactor = Compactor {
+        db: nowhere,
+        redis: app.redis.clone(),
+        metrics: app.state.reconciler.metrics.clone(),
+        // Nothing would be due if it got that far: the shared Redis is rewritten by no round here.
+        policy: Policy {
+            growth_percent: 0,
+            min_bytes: u64::MAX,
+            ceiling_bytes: u64::MAX,
+            lead: Duration::from_secs(600),
+        },
+    };
+    assert!(compactor.round().await.is_err());
+    let rounds = tokio::spawn(compactor.run_periodically(Duration::from_millis(100)));
+    eventually(30, "two failed rounds counted", || {
+        let app = &app;
+        async move { failed(&app.metrics().await).filter(|n| *n >= 2.0) }
+    })
+    .await;
+    rounds.abort();
+}

@@ -26,6 +26,7 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         rate: 0,
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
+        homes_on_one_shard: false,
         waiting_room: Some(false),
         // Every shopper solves the sale's proof of work, as a browser does.
         proof_of_work: Some(2_000),
@@ -70,6 +71,7 @@ async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
         rate: 0,
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
+        homes_on_one_shard: false,
         waiting_room: Some(false),
         proof_of_work: None,
         // Every fifth shopper sends two buys of the whole limit at once.
@@ -109,6 +111,7 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
         rate: 0,
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
+        homes_on_one_shard: false,
         waiting_room: Some(true),
         proof_of_work: None,
         greedy_every: 0,
@@ -155,4 +158,54 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
         "{} polls read the line",
         memory_or_redis("redis")
     );
+}
+
+/// The load tool's crowd of one home (`--homes-on-one-shard`), the shape that borrows most: every
+/// shopper's home is the first of the sale's four shards, so three quarters of the units are sold
+/// by borrowing from the others, and still exactly the stock is sold.
+#[tokio::test]
+async fn a_crowd_of_one_home_buys_every_shards_units_by_borrowing() {
+    let app = spawn_app().await;
+    let opts = CrowdOptions {
+        base_urls: vec![app.base.clone()],
+        users: 200,
+        stock: 100,
+        per_user_limit: 1,
+        concurrency: 32,
+        lead_secs: 1,
+        show_progress: false,
+        settle: true,
+        activity_id: None,
+        rate: 0,
+        retry_for: std::time::Duration::ZERO,
+        stock_shards: Some(4),
+        homes_on_one_shard: true,
+        waiting_room: Some(false),
+        proof_of_work: None,
+        greedy_every: 0,
+        poll_window: None,
+    };
+    let report = run(&deployment(&app.config), &opts).await.unwrap();
+    report.print();
+    assert!(report.invariants_hold(), "{report:?}");
+    assert_eq!(report.accepted, 100);
+    let buyers: Vec<i64> = sqlx::query_scalar("SELECT user_id FROM orders WHERE activity_id = $1")
+        .bind(report.activity_id.0)
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(buyers.len(), 100);
+    assert!(
+        buyers.iter().all(|&u| app::api::home_shard(u, 4) == 0),
+        "every buyer's home is the first shard"
+    );
+    // The home shard holds a quarter of the units: the rest were borrowed, a buy at a time.
+    let borrowings = app
+        .metrics()
+        .await
+        .lines()
+        .find_map(|l| l.strip_prefix("seckill_gate_borrow_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(borrowings >= 75, "{borrowings} borrowings");
 }

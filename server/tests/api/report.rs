@@ -20,6 +20,7 @@ async fn crowd_sale(app: &TestApp, waiting_room: bool) -> loadtest::crowd::Repor
         rate: 0,
         retry_for: std::time::Duration::ZERO,
         stock_shards: None,
+        homes_on_one_shard: false,
         waiting_room: Some(waiting_room),
         proof_of_work: None,
         // Every fourth shopper sends two buys of the whole limit at once: some reach the limit.

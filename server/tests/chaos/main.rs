@@ -495,6 +495,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         rate: size.rate,
         retry_for: Duration::from_secs(60),
         stock_shards: None,
+        homes_on_one_shard: false,
         waiting_room: Some(false),
         proof_of_work: None,
         // Every tenth shopper tries to buy twice at once: the limit must hold through the fault.

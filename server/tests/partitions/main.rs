@@ -282,6 +282,7 @@ async fn scenario(control: &TestApp, fault: Fault, run: usize, size: Size) -> Ro
         rate: size.rate,
         retry_for: Duration::from_secs(30),
         stock_shards: None,
+        homes_on_one_shard: false,
         waiting_room: Some(false),
         proof_of_work: None,
         greedy_every: 10,

@@ -271,6 +271,8 @@ pub struct Metrics {
     pub aof_rewrites: Family<ReasonLabel, Counter>,
     /// The most any Redis node's AOF has grown since its last rewrite, at the last round.
     pub aof_growth: Gauge,
+    /// The workers' rounds over the AOFs that failed (rounds that keep failing leave them to grow).
+    pub aof_rounds_failed: Counter,
     pub queue_polls: Family<Answered, Counter>,
     pub queue_held: Family<Held, Gauge>,
     pub worker_restarts: Family<WorkerLabel, Counter>,
@@ -299,13 +301,14 @@ fn register_queue(registry: &mut Registry) -> (Family<Answered, Counter>, Family
 
 /// The workers' upkeep of Redis: the reconciler's drift, and the rewrites of its append-only files
 /// (`pipeline/compaction.rs`).
-fn register_upkeep(
-    pipeline: &mut Registry,
-) -> (
-    Family<ActivityLabel, Gauge>,
-    Family<ReasonLabel, Counter>,
-    Gauge,
-) {
+struct Upkeep {
+    stock_drift: Family<ActivityLabel, Gauge>,
+    aof_rewrites: Family<ReasonLabel, Counter>,
+    aof_growth: Gauge,
+    aof_rounds_failed: Counter,
+}
+
+fn register_upkeep(pipeline: &mut Registry) -> Upkeep {
     let stock_drift = Family::<ActivityLabel, Gauge>::default();
     pipeline.register(
         "stock_drift",
@@ -325,7 +328,17 @@ fn register_upkeep(
         Unit::Bytes,
         aof_growth.clone(),
     );
-    (stock_drift, aof_rewrites, aof_growth)
+    let aof_rounds_failed = counter(
+        pipeline,
+        "redis_aof_rounds_failed",
+        "The workers' looks at the Redis AOFs that failed (PostgreSQL or a Redis node did not answer): while they fail, no AOF is rewritten",
+    );
+    Upkeep {
+        stock_drift,
+        aof_rewrites,
+        aof_growth,
+        aof_rounds_failed,
+    }
 }
 
 fn counter(registry: &mut Registry, name: &str, help: &str) -> Counter {
@@ -443,7 +456,7 @@ impl Metrics {
             "dead_lettered_reservations",
             "Reservations that ended failed via the dead-letter queue",
         );
-        let (stock_drift, aof_rewrites, aof_growth) = register_upkeep(&mut pipeline);
+        let upkeep = register_upkeep(&mut pipeline);
         let (queue_polls, queue_held) = register_queue(&mut registry);
         let (worker_restarts, dependency_up) = register_process(&mut registry);
         let (http_requests, http_in_flight) = register_http(&mut registry);
@@ -474,9 +487,10 @@ impl Metrics {
             unreplicated,
             persisted,
             dead_lettered,
-            stock_drift,
-            aof_rewrites,
-            aof_growth,
+            stock_drift: upkeep.stock_drift,
+            aof_rewrites: upkeep.aof_rewrites,
+            aof_growth: upkeep.aof_growth,
+            aof_rounds_failed: upkeep.aof_rounds_failed,
             queue_polls,
             queue_held,
             worker_restarts,
