@@ -3,20 +3,13 @@
 use crate::helpers::*;
 use loadtest::crowd::{run, CrowdOptions};
 
-#[tokio::test]
-async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
-    // Each simulated shopper comes from an address of its own, as behind a load balancer; the
-    // address buckets are the production defaults.
-    let app = spawn_app_with(|c| {
-        c.trusted_proxies = 1;
-        c.gate.ip_burst = server::infra::config::GateLimits::default().ip_burst;
-        c.gate.ip_per_sec = server::infra::config::GateLimits::default().ip_per_sec;
-    })
-    .await;
-    let opts = CrowdOptions {
+/// A small crowd on `app`'s server: `users` shoppers for `stock` units, one each, bought at once a
+/// second after the sale is made, no waiting room and no bot check, every order waited for.
+fn small_crowd(app: &TestApp, users: usize, stock: i64) -> CrowdOptions {
+    CrowdOptions {
         base_urls: vec![app.base.clone()],
-        users: 400,
-        stock: 100,
+        users,
+        stock,
         per_user_limit: 1,
         concurrency: 64,
         lead_secs: 1,
@@ -28,10 +21,26 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
         stock_shards: None,
         homes_on_one_shard: false,
         waiting_room: Some(false),
-        // Every shopper solves the sale's proof of work, as a browser does.
-        proof_of_work: Some(2_000),
+        proof_of_work: None,
         greedy_every: 0,
         poll_window: None,
+    }
+}
+
+#[tokio::test]
+async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
+    // Each simulated shopper comes from an address of its own, as behind a load balancer; the
+    // address buckets are the production defaults.
+    let app = spawn_app_with(|c| {
+        c.trusted_proxies = 1;
+        c.gate.ip_burst = server::infra::config::GateLimits::default().ip_burst;
+        c.gate.ip_per_sec = server::infra::config::GateLimits::default().ip_per_sec;
+    })
+    .await;
+    let opts = CrowdOptions {
+        // Every shopper solves the sale's proof of work, as a browser does.
+        proof_of_work: Some(2_000),
+        ..small_crowd(&app, 400, 100)
     };
     let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
@@ -59,24 +68,10 @@ async fn a_small_flash_crowd_sells_exactly_the_stock_with_no_errors() {
 async fn greedy_shoppers_of_a_crowd_get_the_limit_and_no_more() {
     let app = spawn_app().await;
     let opts = CrowdOptions {
-        base_urls: vec![app.base.clone()],
-        users: 200,
-        stock: 150,
         per_user_limit: 2,
-        concurrency: 64,
-        lead_secs: 1,
-        show_progress: false,
-        settle: true,
-        activity_id: None,
-        rate: 0,
-        retry_for: std::time::Duration::ZERO,
-        stock_shards: None,
-        homes_on_one_shard: false,
-        waiting_room: Some(false),
-        proof_of_work: None,
         // Every fifth shopper sends two buys of the whole limit at once.
         greedy_every: 5,
-        poll_window: None,
+        ..small_crowd(&app, 200, 150)
     };
     let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
@@ -99,23 +94,10 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
     let merchant = merchant(&app).await;
     let sale = sale_with_line(&app, &merchant, 100, 4, 6).await;
     let opts = CrowdOptions {
-        base_urls: vec![app.base.clone()],
-        users: 300,
-        stock: 100,
-        per_user_limit: 1,
-        concurrency: 64,
         lead_secs: 3,
-        show_progress: false,
-        settle: true,
         activity_id: Some(sale),
-        rate: 0,
-        retry_for: std::time::Duration::ZERO,
-        stock_shards: None,
-        homes_on_one_shard: false,
         waiting_room: Some(true),
-        proof_of_work: None,
-        greedy_every: 0,
-        poll_window: None,
+        ..small_crowd(&app, 300, 100)
     };
     let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
@@ -167,23 +149,9 @@ async fn a_crowd_through_a_waiting_room_follows_the_board_and_sells_exactly_the_
 async fn a_crowd_of_one_home_buys_every_shards_units_by_borrowing() {
     let app = spawn_app().await;
     let opts = CrowdOptions {
-        base_urls: vec![app.base.clone()],
-        users: 200,
-        stock: 100,
-        per_user_limit: 1,
-        concurrency: 32,
-        lead_secs: 1,
-        show_progress: false,
-        settle: true,
-        activity_id: None,
-        rate: 0,
-        retry_for: std::time::Duration::ZERO,
         stock_shards: Some(4),
         homes_on_one_shard: true,
-        waiting_room: Some(false),
-        proof_of_work: None,
-        greedy_every: 0,
-        poll_window: None,
+        ..small_crowd(&app, 200, 100)
     };
     let report = run(&deployment(&app.config), &opts).await.unwrap();
     report.print();
