@@ -152,10 +152,8 @@ async fn the_workers_report_how_far_the_aof_has_grown() {
                 .query_async(&mut conn)
                 .await
                 .unwrap();
-            let text = app.metrics().await;
-            text.lines()
-                .find_map(|l| l.strip_prefix("seckill_redis_aof_growth_bytes "))
-                .and_then(|v| v.trim().parse::<f64>().ok())
+            app.metric("seckill_redis_aof_growth_bytes")
+                .await
                 .filter(|v| *v > 0.0)
         }
     })
@@ -167,12 +165,8 @@ async fn the_workers_report_how_far_the_aof_has_grown() {
 #[tokio::test]
 async fn the_workers_count_their_failed_looks_at_the_aof() {
     let app = spawn_app().await;
-    let failed = |text: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix("seckill_redis_aof_rounds_failed_total "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-    };
-    assert_eq!(failed(&app.metrics().await), Some(0.0));
+    const FAILED: &str = "seckill_redis_aof_rounds_failed_total";
+    assert_eq!(app.metric(FAILED).await, Some(0.0));
     // A database nobody answers at: every round fails at its first question.
     let nowhere = sqlx::postgres::PgPoolOptions::new()
         .acquire_timeout(Duration::from_millis(200))
@@ -194,7 +188,7 @@ async fn the_workers_count_their_failed_looks_at_the_aof() {
     let rounds = tokio::spawn(compactor.run_periodically(Duration::from_millis(100)));
     eventually(30, "two failed rounds counted", || {
         let app = &app;
-        async move { failed(&app.metrics().await).filter(|n| *n >= 2.0) }
+        async move { app.metric(FAILED).await.filter(|n| *n >= 2.0) }
     })
     .await;
     rounds.abort();

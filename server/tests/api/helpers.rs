@@ -307,6 +307,20 @@ async fn start(config: Config) -> TestApp {
     }
 }
 
+/// The value of the unlabelled sample `name` in a metrics exposition, `None` when it has none; a
+/// sample whose value is not a number fails the test.
+pub fn metric_in(exposition: &str, name: &str) -> Option<f64> {
+    let value = exposition
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))?;
+    Some(
+        value
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{name} {value}: {e}")),
+    )
+}
+
 impl TestApp {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
@@ -323,6 +337,11 @@ impl TestApp {
             .unwrap();
         assert_eq!(resp.status(), 200);
         resp.text().await.unwrap()
+    }
+
+    /// The value of one unlabelled sample of `/metrics` (`metric_in`).
+    pub async fn metric(&self, name: &str) -> Option<f64> {
+        metric_in(&self.metrics().await, name)
     }
 
     pub async fn get(&self, path: &str) -> Response {

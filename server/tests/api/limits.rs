@@ -514,13 +514,12 @@ async fn the_per_user_limit_holds_on_a_sharded_sale_whatever_the_retries_and_int
     // The cases must have reached what they are about: a suite where every buy was refused
     // would hold every invariant above.
     let seen = seen.get();
-    let metrics = app.metrics().await;
-    let borrowed = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("seckill_borrowed_reservations_total "))
-        .map_or(0, |n| n.trim().parse::<u64>().unwrap());
+    let borrowed = app
+        .metric("seckill_borrowed_reservations_total")
+        .await
+        .unwrap_or(0.0);
     assert!(
-        seen.granted > 0 && borrowed > 0 && seen.resumed > 0,
+        seen.granted > 0 && borrowed > 0.0 && seen.resumed > 0,
         "over the cases: {} tokens granted, {borrowed} borrowings, {} crashed borrowings resumed",
         seen.granted,
         seen.resumed

@@ -418,15 +418,9 @@ async fn the_relay_ships_no_reservation_its_replica_has_not_acknowledged() {
         .buy_keyed(&buyer.client, id, "key", json!({"path": path.clone()}))
         .await;
     assert_eq!(status, 503, "{body}");
-    let held = |metrics: &str| {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("seckill_relay_held_journal_reads_total "))
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .unwrap_or(0)
-    };
     eventually(30, "the relay read the entry and held it back", || async {
-        (held(&app.metrics().await) > 0).then_some(())
+        let held = app.metric("seckill_relay_held_journal_reads_total").await;
+        (held.unwrap_or(0.0) > 0.0).then_some(())
     })
     .await;
     let orders = || async {

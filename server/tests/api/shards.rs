@@ -186,18 +186,13 @@ async fn a_sale_whose_units_sit_in_one_shard_still_sells_every_unit() {
     assert_settled(&app, id, &accepted).await;
     assert_eq!(shard_stock(&app, id).await, vec![0, 0, 0, 0]);
     let metrics = app.metrics().await;
-    let borrowed = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("seckill_borrowed_reservations_total "))
-        .and_then(|n| n.trim().parse::<i64>().ok())
-        .unwrap_or(0);
-    assert!(borrowed >= 6, "most units were lent by shard 3: {borrowed}");
+    let borrowed = metric_in(&metrics, "seckill_borrowed_reservations_total").unwrap_or(0.0);
+    assert!(
+        borrowed >= 6.0,
+        "most units were lent by shard 3: {borrowed}"
+    );
     // Each borrowing is timed, those that found nothing too.
-    let timed = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("seckill_gate_borrow_seconds_count "))
-        .and_then(|n| n.trim().parse::<i64>().ok())
-        .unwrap_or(0);
+    let timed = metric_in(&metrics, "seckill_gate_borrow_seconds_count").unwrap_or(0.0);
     assert!(
         timed >= borrowed,
         "{timed} borrowings timed of {borrowed} lent"
