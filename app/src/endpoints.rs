@@ -5,10 +5,11 @@
 use crate::api::{
     AccountList, AccountSummary, Activity, ActivityList, ActivityStats, AddStock, AdminActivity,
     AdminActivityList, AdminOrderPage, AuditLog, BuyPath, BuyRequest, Captcha, Confirmation,
-    Credentials, Drawing, Forecast, JoinQueue, LineBoard, MyReminder, NewActivity, NewShop,
-    OrderList, OrderView, PasswordChange, PasswordReset, PaymentResult, QueueStatus, Remaining,
-    Reminder, Reservation, SaleId, SaleReport, ServerTime, Shop, ShopList, ShopSettings,
-    ShopSettingsChange, StockAdditions, StockLevel, Token, User, UserId,
+    CordPull, CordRequest, CordState, Credentials, Drawing, FailOpenRequest, Forecast, JoinQueue,
+    LineBoard, MyReminder, NewActivity, NewShop, OperatorCordRequest, OrderList, OrderView,
+    PasswordChange, PasswordReset, PaymentResult, QueueStatus, Remaining, Reminder, Reservation,
+    SaleId, SaleReport, ServerTime, Shop, ShopList, ShopSettings, ShopSettingsChange,
+    StockAdditions, StockLevel, Token, User, UserId,
 };
 use crate::client::{delete, get, post, post_with_key, Failure};
 
@@ -227,6 +228,44 @@ pub async fn stock_additions(id: SaleId) -> Answer<StockAdditions> {
 pub async fn pause(id: SaleId, paused: bool) -> Answer<Activity> {
     let action = if paused { "pause" } else { "resume" };
     post(&format!("/api/admin/activities/{id}/{action}"), &()).await
+}
+
+/// The emergency cord as the signed-in merchant (`operator` false: their shop's) or the
+/// operator (the platform's) sees it.
+pub async fn cord(operator: bool) -> Answer<CordState> {
+    get(if operator {
+        "/api/operator/cord"
+    } else {
+        "/api/admin/cord"
+    })
+    .await
+}
+
+/// Pulls the cord: `stop` or its release, of the merchant's shop or (`operator`) the platform.
+pub async fn pull_cord(operator: bool, stop: bool, reason: String) -> Answer<CordPull> {
+    let action = if stop { "stop" } else { "release" };
+    if operator {
+        let body = OperatorCordRequest {
+            reason,
+            shop_id: None,
+        };
+        post(&format!("/api/operator/cord/{action}"), &body).await
+    } else {
+        post(
+            &format!("/api/admin/cord/{action}"),
+            &CordRequest { reason },
+        )
+        .await
+    }
+}
+
+/// Turns a sale's fail-open on or off.
+pub async fn fail_open(id: SaleId, on: bool, reason: String) -> Answer<Activity> {
+    post(
+        &format!("/api/admin/activities/{id}/fail-open"),
+        &FailOpenRequest { on, reason },
+    )
+    .await
 }
 
 /// One page of a sale's orders, of one status or all (`status` empty).

@@ -70,7 +70,7 @@ pub struct LineBoard {
     pub buying: i64,
     /// When to fetch the board again, for a shopper at the back of the line.
     pub poll_after_ms: i64,
-    /// While `paused`: why (`merchant`, or the pipeline's health: `backlog`, `redis_slow`).
+    /// While `paused`: why (`merchant`, `cord` (the emergency stop), or the pipeline's health: `backlog`, `redis_slow`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_reason: Option<String>,
 }

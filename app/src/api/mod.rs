@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 // By area, as docs/api.md's sections go; every type is `app::api::…` (one re-export each).
 mod accounts;
 mod admin;
+mod cord;
 mod ids;
 mod line;
 mod orders;
@@ -15,12 +16,15 @@ mod states;
 
 pub use accounts::*;
 pub use admin::*;
+pub use cord::*;
 pub use ids::{home_shard, BadId, SaleId, Token, UserId, MAX_SHARDS};
 pub use line::*;
 pub use orders::*;
 pub use report::*;
 pub use sales::*;
-pub use states::{ErrorCode, LineState, OrderStatus, QueueState, UnknownState, ACCEPTED};
+pub use states::{
+    CordAction, ErrorCode, LineState, OrderStatus, QueueState, UnknownState, ACCEPTED,
+};
 
 /// Every JSON error body of the API.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,6 +27,10 @@ pub struct SaleReport {
     pub drawing: Option<DrawingReport>,
     /// Attempts and units sold over the sale, in equal steps from its start.
     pub timeline: Vec<TimelineStep>,
+    /// The emergency cord's pulls that changed this sale (a stop, its release, a fail-open),
+    /// oldest first.
+    #[serde(default)]
+    pub cord: Vec<super::CordReportEntry>,
 }
 
 /// Units, as PostgreSQL holds them: the proof that nothing was oversold is

@@ -48,6 +48,32 @@ pub struct Activity {
     /// places from it and the join receipts (`GET /api/activities/{id}/drawing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drawing_seed: Option<String>,
+    /// Stopped by the emergency cord (the shop's or the platform's): buys answer `403 paused`
+    /// as when `paused`, which stays the merchant's own switch.
+    #[serde(default)]
+    pub halted: bool,
+    /// The cord's fail-open: shoppers go past the bot check and the waiting room straight to
+    /// the gate (the stock and the per-user limit still hold).
+    #[serde(default)]
+    pub fail_open: bool,
+}
+
+impl Activity {
+    /// Whether buys are refused with `403 paused`: the merchant's pause or the cord's stop.
+    pub fn stopped(&self) -> bool {
+        self.paused || self.halted
+    }
+
+    /// The sale as a shopper meets it now: under the cord's fail-open, no waiting room and no
+    /// bot check.
+    pub fn checks_in_force(mut self) -> Activity {
+        if self.fail_open {
+            self.waiting_room = false;
+            self.bot_check = BotCheck::None;
+            self.captcha_required = false;
+        }
+        self
+    }
 }
 
 /// How a sale's waiting room orders its line.

@@ -126,6 +126,20 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// What a pull of the emergency cord did (docs/api.md "The cord").
+    CordAction {
+        /// Every sale of a shop, or of the platform, stopped (places kept).
+        Stop = "stop",
+        /// A stop lifted.
+        Release = "release",
+        /// A sale's bot check and waiting room let everyone through to the gate.
+        FailOpen = "fail_open",
+        /// A sale's bot check and waiting room in force again.
+        FailClosed = "fail_closed",
+    }
+}
+
+wire_enum! {
     /// The `error` of every error answer (docs/api.md).
     ErrorCode {
         InvalidInput = "invalid_input",

@@ -5,6 +5,7 @@
 pub mod auth_form;
 pub mod captcha;
 pub mod chart;
+pub mod cord;
 pub mod countdown;
 pub mod header;
 pub mod merchant_only;

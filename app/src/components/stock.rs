@@ -11,7 +11,7 @@ use leptos::prelude::*;
 pub struct Stock {
     /// Units left; `None` until known.
     pub remaining: RwSignal<Option<i64>>,
-    /// Whether the merchant has paused the sale.
+    /// Whether buys are refused: the merchant paused the sale or the cord stopped it.
     pub paused: RwSignal<bool>,
 }
 
@@ -23,7 +23,7 @@ pub fn poll_stock(sale: &SaleState) -> Stock {
     let ends_ms = crate::clock::parse_ms(&a.ends_at).unwrap_or(f64::MAX);
     let stock = Stock {
         remaining: RwSignal::new(sale.remaining),
-        paused: RwSignal::new(a.paused),
+        paused: RwSignal::new(a.stopped()),
     };
     #[cfg(feature = "hydrate")]
     {

@@ -31,6 +31,7 @@ pub fn AdminHome() -> impl IntoView {
         <Title text=page_title(&tr("console.title"))/>
         <MerchantOnly>
             <ActivityTable/>
+            <crate::components::cord::CordSwitch operator=false/>
             <ShopTimeZone/>
         </MerchantOnly>
     }

@@ -19,6 +19,7 @@ pub fn OperatorPage() -> impl IntoView {
                 <h1>"Operator console"</h1>
                 <a class="button secondary" href="/operator/audit" data-testid="operator-audit-link">"Audit log"</a>
             </div>
+            <crate::components::cord::CordSwitch operator=true/>
             <Shops/>
             <Accounts/>
         </OperatorOnly>

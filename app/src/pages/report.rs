@@ -124,6 +124,16 @@ fn Report(report: SaleReport) -> impl IntoView {
                     </table>
                 }
             })}
+            {(!report.cord.is_empty()).then(|| view! {
+                <h2>{tr("report.cord")}</h2>
+                <ul class="audit" data-testid="report-cord">
+                    {report.cord.iter().map(|c| {
+                        let what = tr(&format!("report.cord.{}.{}", c.action.as_str(), c.scope));
+                        let time = c.at.get(..19).unwrap_or(&c.at).replace('T', " ");
+                        view! { <li data-testid="report-cord-pull">{tr_with("report.cord.entry", &[("time", &time), ("what", &what)])}</li> }
+                    }).collect_view()}
+                </ul>
+            })}
             {report.drawing.clone().map(|d| view! {
                 <h2>{tr("report.drawing")}</h2>
                 <p>{tr("report.drawing.note")}</p>

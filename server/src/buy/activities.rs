@@ -178,6 +178,21 @@ impl ActivityCache {
         Ok(row)
     }
 
+    /// Takes `row` as the sale's row now (this instance just changed it).
+    pub fn put(&self, row: ActivityRow) {
+        let _ = self.store(row.id, Some(row));
+    }
+
+    /// The sale changed elsewhere (a broadcast said so): its copy is out of date, so its next
+    /// use reads it again (in the background, the copy serving meanwhile, as for any expired row).
+    pub fn expire(&self, id: i64) {
+        if let Some((at, _)) = self.entries.write().get_mut(&id) {
+            *at = Instant::now()
+                .checked_sub(CACHE_TTL)
+                .unwrap_or_else(Instant::now);
+        }
+    }
+
     /// The row of `id` if this instance read it within [`CACHE_TTL`]; never a database read.
     pub fn cached(&self, id: i64) -> Option<Arc<ActivityRow>> {
         let entries = self.entries.read();

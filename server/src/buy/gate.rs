@@ -207,7 +207,7 @@ impl Gate {
         let Some(activity) = state.activities.cached(id) else {
             return false;
         };
-        !activity.waiting_room && check_window(activity.starts_at, activity.ends_at).is_ok()
+        !activity.lines_up() && check_window(activity.starts_at, activity.ends_at).is_ok()
     }
 
     /// Counts an early sold-out answer of sale `id` as [`Gate::decide`]'s would be.
@@ -240,7 +240,7 @@ impl Gate {
         state.attempts.record(id, outcome_code(&outcome));
         // An admitted shopper who bought, or who can buy nothing more, leaves the admitted
         // window: the waiting room admits the next in line.
-        if activity.waiting_room
+        if activity.lines_up()
             && matches!(
                 outcome,
                 Ok(_) | Err(ApiError::SoldOut | ApiError::LimitReached)
@@ -249,7 +249,7 @@ impl Gate {
             state.waiting_room.leave(user, id);
         }
         // A failed bot check counts against the shopper's place in the line.
-        if activity.waiting_room && matches!(outcome, Err(ApiError::CaptchaInvalid)) {
+        if activity.lines_up() && matches!(outcome, Err(ApiError::CaptchaInvalid)) {
             state.waiting_room.suspect(user, &activity);
         }
         outcome
@@ -268,7 +268,7 @@ impl Gate {
         req: BuyRequest,
     ) -> ApiResult<Token> {
         let quantity = self.admissible(activity, user, &req)?;
-        let claimed = claimed_proof(activity.check(), &req)?;
+        let claimed = claimed_proof(activity.check_in_force(), &req)?;
         let proof = match self
             .in_process(activity, user, idempotency.as_deref(), claimed)
             .await?
@@ -348,7 +348,7 @@ impl Gate {
         if !self.paths.is_valid(&req.path, user, id) {
             return Err(ApiError::BadPath);
         }
-        if activity.waiting_room
+        if activity.lines_up()
             && !req.admission.as_deref().is_some_and(|ticket| {
                 self.parts.waiting_room.tickets().admits(
                     ticket,

@@ -62,6 +62,7 @@ pub async fn of_row(db: &PgPool, row: &ActivityRow) -> ApiResult<SaleReport> {
             seed: hex(&row.drawing_seed),
         }),
         timeline: timeline(db, row).await?,
+        cord: super::cord::of_sale(db, id).await?,
     })
 }
 

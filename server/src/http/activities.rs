@@ -103,7 +103,7 @@ async fn get_stock(
         [(header::CACHE_CONTROL, "public, max-age=1")],
         Json(Remaining {
             remaining,
-            paused: activity.paused,
+            paused: activity.stopped(),
         }),
     )
         .into_response())

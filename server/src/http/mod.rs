@@ -11,6 +11,7 @@ pub(crate) mod admin;
 pub(crate) mod buy;
 pub(crate) mod client_ip;
 pub(crate) mod connection;
+pub(crate) mod cord;
 pub(crate) mod error;
 pub(crate) mod exports;
 pub(crate) mod forms;

@@ -309,6 +309,11 @@ impl Keys {
     pub fn restock_channel(&self) -> String {
         format!("{}restock", self.prefix)
     }
+    /// Pub/sub channel: an activity id whose switches the emergency cord changed (a stop, a
+    /// fail-open): every instance reads its row again.
+    pub fn sale_channel(&self) -> String {
+        format!("{}sale", self.prefix)
+    }
     /// Pub/sub channel: a client just blocked (`u:42 <until ms>`), for every instance's list.
     pub fn block_channel(&self) -> String {
         format!("{}blocked", self.prefix)

@@ -209,7 +209,7 @@ impl Reconciler {
                 },
             )
             .await?;
-        let paused = if row.paused { "1" } else { "0" };
+        let paused = if row.stopped() { "1" } else { "0" };
         self.redis
             .by_slot(
                 &lost,
@@ -257,7 +257,7 @@ impl Reconciler {
                     .await
                     .with_context(|| format!("rebuilding activity {}", row.id))?;
             } else {
-                let paused = if row.paused { "1" } else { "0" };
+                let paused = if row.stopped() { "1" } else { "0" };
                 for shard in self.redis.keys.shards(row.id, row.stock_shards) {
                     let _: () = redis::cmd("HSETNX")
                         .arg(shard.meta())

@@ -100,6 +100,7 @@ fn api_router() -> Router<AppState> {
         .merge(http::admin::audit::router())
         .merge(http::admin::shop::router())
         .merge(http::operator::router())
+        .merge(http::cord::router())
         .fallback(|| async { ApiError::NotFound })
 }
 

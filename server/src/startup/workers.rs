@@ -73,18 +73,29 @@ fn listen(state: &AppState) -> impl Future<Output = ()> + Send + 'static {
         state.redis.clone(),
     );
     let (revocations, db) = (state.sessions.revocations.clone(), state.db.clone());
+    let activities = state.activities.clone();
     let restock = redis.keys.restock_channel();
+    let sale = redis.keys.sale_channel();
     let blocked = redis.keys.block_channel();
     let session = redis.keys.session_channel();
     redis_conn::listen(
         state.config.redis.subscribe_urls(),
-        vec![restock.clone(), blocked.clone(), session.clone()],
+        vec![
+            restock.clone(),
+            sale.clone(),
+            blocked.clone(),
+            session.clone(),
+        ],
         {
             let (sold_out, blocks, revocations) =
                 (sold_out.clone(), blocks.clone(), revocations.clone());
             move |channel, payload| {
                 if channel == restock {
                     sold_out.on_message(payload);
+                } else if channel == sale {
+                    if let Ok(id) = payload.parse() {
+                        activities.expire(id);
+                    }
                 } else if channel == blocked {
                     blocks.on_message(payload);
                 } else if channel == session {

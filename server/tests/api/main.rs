@@ -9,6 +9,7 @@ mod admin;
 mod aof;
 mod batch;
 mod bot_check;
+mod cord;
 mod crowd;
 mod deployed;
 mod doors;

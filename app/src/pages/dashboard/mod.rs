@@ -6,6 +6,7 @@ mod actions;
 mod forecast;
 mod orders;
 
+use crate::components::cord::FailOpenSwitch;
 use crate::{
     api::{ActivityStats, AdminActivity, SaleId},
     clock::console_time,
@@ -101,6 +102,9 @@ pub fn Dashboard(id: SaleId) -> impl IntoView {
                 <div class="admin-actions">
                     <AddStock id activity changes/>
                     <PauseSwitch id activity/>
+                    <FailOpenSwitch id
+                        open=Signal::derive(move || with_sale(activity, |a| a.activity.fail_open).unwrap_or(false))
+                        on_change=Callback::new(move |a| update_sale(activity, |cur| cur.activity = a))/>
                 </div>
             })}
             <forecast::ForecastPanel id activity/>

@@ -66,7 +66,9 @@ enum Panel {
 
 #[component]
 fn ActivityView(sale: SaleState) -> impl IntoView {
-    let activity = sale.activity.clone();
+    // Under the cord's fail-open the page leaves out the waiting room and the bot check, as
+    // the server does.
+    let activity = sale.activity.clone().checks_in_force();
     let stock = poll_stock(&sale);
     let remaining = stock.remaining;
     let now = server_now(sale.seen_at_ms);
@@ -105,6 +107,8 @@ fn ActivityView(sale: SaleState) -> impl IntoView {
                 " " <s class="was">{money(activity.price_cents)}</s>
             </p>
             <p class="description">{activity.description.clone()}</p>
+            {activity.halted.then(|| view! { <p class="notice" role="status" data-testid="cord-stopped">{tr("sale.cord_stopped")}</p> })}
+            {activity.fail_open.then(|| view! { <p class="notice" role="status" data-testid="cord-fail-open">{tr("sale.cord_fail_open")}</p> })}
             {activity.accounts_created_before.as_deref().map(|before| {
                 let when = format!("{} UTC", before.get(..16).unwrap_or(before).replace('T', " "));
                 let (ahead, behind) = tr_split("sale.accounts_rule");

@@ -75,7 +75,7 @@ impl Boards {
             poll_after_ms: 60_000,
             paused_reason: None,
         };
-        if !row.waiting_room {
+        if !row.lines_up() {
             return Ok(board);
         }
         if now >= row.ends_at {
@@ -90,6 +90,8 @@ impl Boards {
         board.buying = meta.buying;
         board.paused_reason = if row.paused {
             Some("merchant".into())
+        } else if row.halted {
+            Some("cord".into())
         } else {
             meta.held
         };

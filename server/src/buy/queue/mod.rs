@@ -155,13 +155,13 @@ impl WaitingRoom {
         let row = self.activities.get(&self.db, id).await?;
         row.admits_account(joined)?;
         let (mut numbered, mut signed_receipt) = (None, None);
-        if row.waiting_room && chrono::Utc::now() < row.ends_at {
+        if row.lines_up() && chrono::Utc::now() < row.ends_at {
             if self.blocked(user, ip) {
                 return self.kept_waiting(user, &row, None).await;
             }
             let keys = self.redis.keys.queue(id);
             let receipt = drawing::new_receipt();
-            let rate = if row.paused { 0 } else { row.admit_per_sec };
+            let rate = if row.stopped() { 0 } else { row.admit_per_sec };
             let (score, drawn, held): (i64, i64, String) = self
                 .scripts
                 .join
@@ -280,7 +280,7 @@ impl WaitingRoom {
             Some(Held::Place(n)) => Some(n),
             Some(Held::NotTheirs) | None => None,
         };
-        let on = row.waiting_room && chrono::Utc::now() < row.ends_at;
+        let on = row.lines_up() && chrono::Utc::now() < row.ends_at;
         if on && self.keeps_out(user, ip, id) {
             return self.kept_waiting(user, &row, held).await;
         }
@@ -300,7 +300,7 @@ impl WaitingRoom {
             self.remember_kept_out(user, id);
             return self.kept_waiting(user, &row, held).await;
         };
-        if status.state == QueueState::Waiting && row.waiting_room {
+        if status.state == QueueState::Waiting && row.lines_up() {
             // Admission held back (the pipeline behind, the merchant's pause): the place is kept.
             if self.boards.get(&row).await?.state == LineState::Paused {
                 status.state = QueueState::Paused;
@@ -319,7 +319,7 @@ impl WaitingRoom {
     async fn status_of(&self, user: i64, row: &ActivityRow) -> ApiResult<Option<QueueStatus>> {
         let now = chrono::Utc::now();
         let done = QueueStatus::plain;
-        if !row.waiting_room {
+        if !row.lines_up() {
             return Ok(Some(done(QueueState::Open, 0, 60_000)));
         }
         if now >= row.ends_at {
@@ -499,7 +499,7 @@ impl WaitingRoom {
             self.metrics
                 .queue_held(row.id, reason, held == Some(reason));
         }
-        let window = if row.paused {
+        let window = if row.stopped() {
             0
         } else {
             (units as f64 * WINDOW_PER_UNIT).ceil() as i64

@@ -41,6 +41,10 @@ pub struct ActivityRow {
     pub line_method: String,
     /// The drawing's secret seed (32 bytes): published at the start, its hash before.
     pub drawing_seed: Vec<u8>,
+    /// Stopped by the emergency cord (its shop's or the platform's; `domain/cord.rs`).
+    pub halted: bool,
+    /// The cord's fail-open: no bot check and no waiting room before the gate.
+    pub fail_open: bool,
 }
 
 /// A statement that reads or returns whole rows: `$head`, the columns of an [`ActivityRow`] in
@@ -55,7 +59,7 @@ macro_rules! rows {
                    starts_at, ends_at, total_stock, sold, per_user_limit, captcha_required,
                    payment_window_secs, paused, stock_shards, waiting_room, admit_per_sec,
                    shop_id, bot_check, pow_difficulty, accounts_created_before, line_method,
-                   drawing_seed"
+                   drawing_seed, halted, fail_open"
                 + $tail
             $(, $arg)*
         )
@@ -95,6 +99,29 @@ impl ActivityRow {
             line_method,
             drawing_commitment,
             drawing_seed,
+            halted: self.halted,
+            fail_open: self.fail_open,
+        }
+    }
+
+    /// Whether buys are refused `403 paused`, as every shard's `paused` switch in Redis says:
+    /// the merchant's pause or the cord's stop.
+    pub fn stopped(&self) -> bool {
+        self.paused || self.halted
+    }
+
+    /// Whether shoppers wait in the sale's line before they may buy: a waiting room the cord's
+    /// fail-open does not open.
+    pub fn lines_up(&self) -> bool {
+        self.waiting_room && !self.fail_open
+    }
+
+    /// The bot check a buy must pass now: none under the cord's fail-open.
+    pub fn check_in_force(&self) -> BotCheck {
+        if self.fail_open {
+            BotCheck::None
+        } else {
+            self.check()
         }
     }
 
@@ -428,9 +455,11 @@ pub async fn insert<'e>(
         "INSERT INTO activities (merchant_id, title, description, image_url, price_cents, seckill_price_cents,
              starts_at, ends_at, total_stock, per_user_limit, captcha_required, payment_window_secs, stock_shards,
              waiting_room, admit_per_sec, shop_id, bot_check, pow_difficulty, accounts_created_before,
-             line_method)
+             line_method, halted)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17, $18, $19)
+                 (SELECT shop_id FROM users WHERE id = $1 AND role = 'merchant'), $16, $17, $18, $19,
+                 -- A sale made while a stop holds its shop or the platform is stopped too.
+                 EXISTS (SELECT 1 FROM halts h JOIN users u ON h.scope IN (0, u.shop_id) WHERE u.id = $1))
          RETURNING ",
         "",
         merchant_id,

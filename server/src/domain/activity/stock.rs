@@ -31,7 +31,7 @@ pub async fn warm(redis: &Redis, row: &ActivityRow, remaining: i64) -> ApiResult
                 .cmd("HSETNX")
                 .arg(shard.meta())
                 .arg("paused")
-                .arg(if row.paused { "1" } else { "0" })
+                .arg(if row.stopped() { "1" } else { "0" })
                 .ignore()
                 .query_async::<()>(&mut conn)
                 .await

@@ -232,7 +232,8 @@ async fn set_paused(
         let _: () = redis::cmd("HSET")
             .arg(shard.meta())
             .arg("paused")
-            .arg(if paused { "1" } else { "0" })
+            // A sale the cord stopped stays stopped when its merchant resumes it.
+            .arg(if row.stopped() { "1" } else { "0" })
             .query_async(&mut redis.conn())
             .await?;
     }

@@ -1,0 +1,171 @@
+//! docs/api.md "The cord": a merchant stops every sale of their shop, the operator every sale of a
+//! shop or of the platform, and either turns a sale's fail-open on or off. Every pull needs a
+//! reason and is audited (`domain/cord.rs`); a stranger gets `401`, a shopper `403`, a merchant
+//! asking for another shop's sale `404`.
+
+use super::{
+    input::{AppJson, InPath},
+    session::{Merchant, Operator},
+};
+use crate::http::state::AppState;
+use crate::{
+    buy::activities::ActivityCache,
+    domain::{
+        cord::{self, parse_reason, Puller, Scope},
+        shop, ApiError, ApiResult,
+    },
+    infra::redis::Redis,
+};
+use app::api::{Activity, CordPull, CordRequest, FailOpenRequest, OperatorCordRequest, SaleId};
+use axum::{
+    extract::State,
+    http::header,
+    response::IntoResponse,
+    routing::{get, post},
+    Json, Router,
+};
+use sqlx::PgPool;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/admin/cord", get(shop_state))
+        .route("/admin/cord/stop", post(shop_stop))
+        .route("/admin/cord/release", post(shop_release))
+        .route("/admin/activities/{id}/fail-open", post(shop_fail_open))
+        .route("/operator/cord", get(platform_state))
+        .route("/operator/cord/stop", post(operator_stop))
+        .route("/operator/cord/release", post(operator_release))
+        .route(
+            "/operator/activities/{id}/fail-open",
+            post(operator_fail_open),
+        )
+}
+
+fn no_store<T: serde::Serialize>(body: T) -> impl IntoResponse {
+    ([(header::CACHE_CONTROL, "no-store")], Json(body))
+}
+
+async fn shop_state(State(db): State<PgPool>, merchant: Merchant) -> ApiResult<impl IntoResponse> {
+    Ok(no_store(cord::state(&db, Some(merchant.shop_id)).await?))
+}
+
+async fn platform_state(State(db): State<PgPool>, _: Operator) -> ApiResult<impl IntoResponse> {
+    Ok(no_store(cord::state(&db, None).await?))
+}
+
+async fn shop_stop(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    merchant: Merchant,
+    AppJson(body): AppJson<CordRequest>,
+) -> ApiResult<Json<CordPull>> {
+    let reason = parse_reason(&body.reason)?;
+    let by = Puller {
+        user_id: merchant.user_id,
+    };
+    Ok(Json(
+        cord::stop(&db, &redis, by, Scope::Shop(merchant.shop_id), &reason).await?,
+    ))
+}
+
+async fn shop_release(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    merchant: Merchant,
+    AppJson(body): AppJson<CordRequest>,
+) -> ApiResult<Json<CordPull>> {
+    let reason = parse_reason(&body.reason)?;
+    let by = Puller {
+        user_id: merchant.user_id,
+    };
+    Ok(Json(
+        cord::release(&db, &redis, by, Scope::Shop(merchant.shop_id), &reason).await?,
+    ))
+}
+
+/// The operator's scope: a shop that exists (`404` otherwise), or the platform.
+async fn operator_scope(db: &PgPool, shop_id: Option<i64>) -> ApiResult<Scope> {
+    match shop_id {
+        None => Ok(Scope::Platform),
+        Some(id) if shop::name_of(db, id).await?.is_some() => Ok(Scope::Shop(id)),
+        Some(_) => Err(ApiError::NotFound),
+    }
+}
+
+async fn operator_stop(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    op: Operator,
+    AppJson(body): AppJson<OperatorCordRequest>,
+) -> ApiResult<Json<CordPull>> {
+    let reason = parse_reason(&body.reason)?;
+    let scope = operator_scope(&db, body.shop_id).await?;
+    let by = Puller {
+        user_id: op.user_id,
+    };
+    Ok(Json(cord::stop(&db, &redis, by, scope, &reason).await?))
+}
+
+async fn operator_release(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    op: Operator,
+    AppJson(body): AppJson<OperatorCordRequest>,
+) -> ApiResult<Json<CordPull>> {
+    let reason = parse_reason(&body.reason)?;
+    let scope = operator_scope(&db, body.shop_id).await?;
+    let by = Puller {
+        user_id: op.user_id,
+    };
+    Ok(Json(cord::release(&db, &redis, by, scope, &reason).await?))
+}
+
+/// A sale's fail-open switched by `by`; `shop`: the merchant's (`None`: the operator's, any sale).
+async fn switch_fail_open(
+    (db, redis, activities): (&PgPool, &Redis, &ActivityCache),
+    by: Puller,
+    id: i64,
+    shop: Option<i64>,
+    body: FailOpenRequest,
+) -> ApiResult<Json<Activity>> {
+    let reason = parse_reason(&body.reason)?;
+    let row = cord::fail_open(db, redis, by, id, shop, body.on, &reason).await?;
+    // This instance goes by it at once; the others when the broadcast reaches them.
+    activities.put(row.clone());
+    Ok(Json(row.into_activity()))
+}
+
+async fn shop_fail_open(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(activities): State<ActivityCache>,
+    merchant: Merchant,
+    InPath(SaleId(id)): InPath<SaleId>,
+    AppJson(body): AppJson<FailOpenRequest>,
+) -> ApiResult<Json<Activity>> {
+    let by = Puller {
+        user_id: merchant.user_id,
+    };
+    switch_fail_open(
+        (&db, &redis, &activities),
+        by,
+        id,
+        Some(merchant.shop_id),
+        body,
+    )
+    .await
+}
+
+async fn operator_fail_open(
+    State(db): State<PgPool>,
+    State(redis): State<Redis>,
+    State(activities): State<ActivityCache>,
+    op: Operator,
+    InPath(SaleId(id)): InPath<SaleId>,
+    AppJson(body): AppJson<FailOpenRequest>,
+) -> ApiResult<Json<Activity>> {
+    let by = Puller {
+        user_id: op.user_id,
+    };
+    switch_fail_open((&db, &redis, &activities), by, id, None, body).await
+}
