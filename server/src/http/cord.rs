@@ -4,13 +4,14 @@
 //! asking for another shop's sale `404`.
 
 use super::{
-    input::{AppJson, InPath},
+    input::{decode, AppJson, InPath},
     session::{Merchant, Operator},
 };
 use crate::http::state::AppState;
 use crate::{
     buy::activities::ActivityCache,
     domain::{
+        activity,
         cord::{self, parse_reason, Puller, Scope},
         shop, ApiError, ApiResult,
     },
@@ -24,6 +25,7 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
+use serde_json::Value;
 use sqlx::PgPool;
 
 pub fn router() -> Router<AppState> {
@@ -121,13 +123,21 @@ async fn operator_release(
 }
 
 /// A sale's fail-open switched by `by`; `shop`: the merchant's (`None`: the operator's, any sale).
+/// Another shop's sale is `404` whatever the body says, as every admin route of it answers: the
+/// body is read once the sale is known to be the merchant's.
 async fn switch_fail_open(
     (db, redis, activities): (&PgPool, &Redis, &ActivityCache),
     by: Puller,
     id: i64,
     shop: Option<i64>,
-    body: FailOpenRequest,
+    body: Value,
 ) -> ApiResult<Json<Activity>> {
+    let sale = match shop {
+        Some(shop) => activity::load_in_shop(db, id, shop).await?,
+        None => activity::load(db, id).await?,
+    };
+    sale.ok_or(ApiError::NotFound)?;
+    let body: FailOpenRequest = decode(&serde_json::to_vec(&body).unwrap_or_default())?;
     let reason = parse_reason(&body.reason)?;
     let row = cord::fail_open(db, redis, by, id, shop, body.on, &reason).await?;
     // This instance goes by it at once; the others when the broadcast reaches them.
@@ -141,7 +151,7 @@ async fn shop_fail_open(
     State(activities): State<ActivityCache>,
     merchant: Merchant,
     InPath(SaleId(id)): InPath<SaleId>,
-    AppJson(body): AppJson<FailOpenRequest>,
+    AppJson(body): AppJson<Value>,
 ) -> ApiResult<Json<Activity>> {
     let by = Puller {
         user_id: merchant.user_id,
@@ -162,7 +172,7 @@ async fn operator_fail_open(
     State(activities): State<ActivityCache>,
     op: Operator,
     InPath(SaleId(id)): InPath<SaleId>,
-    AppJson(body): AppJson<FailOpenRequest>,
+    AppJson(body): AppJson<Value>,
 ) -> ApiResult<Json<Activity>> {
     let by = Puller {
         user_id: op.user_id,
