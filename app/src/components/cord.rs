@@ -78,24 +78,32 @@ pub fn CordSwitch(operator: bool) -> impl IntoView {
             {move || pull.value().get().map(|(ok, m)| view! {
                 <p class=if ok { "ok" } else { "error" } role="status" data-testid="cord-message">{m}</p>
             })}
-            {move || match state.get() {
-                Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
-                Some(Ok(s)) if !s.pulls.is_empty() => view! {
-                    <ul class="audit" data-testid="cord-pulls">
-                        {s.pulls.into_iter().take(10).map(|p| view! {
-                            <li data-testid="cord-pull">{tr_with("cord.pull", &[
-                                ("at", &console_time(&p.at)),
-                                ("who", &p.actor),
-                                ("action", p.action.as_str()),
-                                ("reason", &p.reason),
-                                ("n", &p.sales.len().to_string()),
-                            ])}</li>
-                        }).collect_view()}
-                    </ul>
-                }.into_any(),
-                _ => ().into_any(),
-            }}
+            <PullList state/>
         </section>
+    }
+}
+
+/// The newest pulls (at most ten), or why they could not be read.
+#[component]
+fn PullList(state: RwSignal<Option<Result<CordState, String>>>) -> impl IntoView {
+    view! {
+        {move || match state.get() {
+            Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
+            Some(Ok(s)) if !s.pulls.is_empty() => view! {
+                <ul class="audit" data-testid="cord-pulls">
+                    {s.pulls.into_iter().take(10).map(|p| view! {
+                        <li data-testid="cord-pull">{tr_with("cord.pull", &[
+                            ("at", &console_time(&p.at)),
+                            ("who", &p.actor),
+                            ("action", p.action.as_str()),
+                            ("reason", &p.reason),
+                            ("n", &p.sales.len().to_string()),
+                        ])}</li>
+                    }).collect_view()}
+                </ul>
+            }.into_any(),
+            _ => ().into_any(),
+        }}
     }
 }
 

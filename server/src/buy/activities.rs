@@ -245,6 +245,8 @@ mod tests {
             accounts_created_before: None,
             line_method: "arrival_order".into(),
             drawing_seed: Vec::new(),
+            halted: false,
+            fail_open: false,
         }
     }
 

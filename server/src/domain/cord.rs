@@ -80,7 +80,7 @@ pub async fn stop(
     .fetch_all(&mut *tx)
     .await?;
     let pull = record(
-        &mut *tx,
+        &mut tx,
         by,
         scope.shop(),
         None,
@@ -134,7 +134,7 @@ pub async fn release(
     .fetch_all(&mut *tx)
     .await?;
     let pull = record(
-        &mut *tx,
+        &mut tx,
         by,
         scope.shop(),
         None,
@@ -179,7 +179,7 @@ pub async fn fail_open(
         CordAction::FailClosed
     };
     let changed = if was == on { vec![] } else { vec![id] };
-    record(&mut *tx, by, None, Some(id), action, reason, &changed).await?;
+    record(&mut tx, by, None, Some(id), action, reason, &changed).await?;
     tx.commit().await?;
     let row = super::activity::load(db, id)
         .await?
