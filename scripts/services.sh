@@ -202,9 +202,19 @@ rabbit_node_env() { # node number 1..3
   rabbit_config "$RABBITMQ_NODE_PORT" $((RABBIT_CLUSTER_BASE + 19 + $1))
 }
 
+# Is an Erlang VM of this name registered with epmd (booting, serving, or still stopping)? A
+# second `rabbitmq-server -detached` of a name in use exits 0 and logs nothing anywhere, so a
+# launch must not be tried over a VM that is still there.
+rabbit_vm_up() { # node name before the @
+  epmd -names 2>/dev/null | grep -q "^name $1 at port "
+}
+
 rabbit_node_launch() { # node number; returns at once
-  answers $((RABBIT_CLUSTER_BASE + $1 - 1)) ||
-    ( rabbit_node_env "$1"; /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1 )
+  answers $((RABBIT_CLUSTER_BASE + $1 - 1)) && return
+  rabbit_vm_up "seckill$1" && return
+  ( rabbit_node_env "$1"
+    echo "$(date -u +%FT%TZ) launch" >>"$state/rabbitmq-cluster/$1/launch.log"
+    /usr/lib/rabbitmq/bin/rabbitmq-server -detached >>"$state/rabbitmq-cluster/$1/launch.log" 2>&1 )
 }
 
 rabbit_node_start() { # node number
@@ -214,10 +224,31 @@ rabbit_node_start() { # node number
   rabbit_node_ready "$1"
 }
 
+# What a node that did not come up left behind, for the log of whatever waited for it.
+rabbit_node_report() { # node number
+  echo "rabbitmq node $1: epmd knows: $(epmd -names 2>/dev/null | grep '^name' | tr '\n' ';')" >&2
+  tail -n 5 "$state/rabbitmq-cluster/$1/launch.log" 2>/dev/null | sed "s/^/rabbitmq node $1 launch: /" >&2
+  tail -n 25 "$state/rabbitmq-cluster/$1/log/seckill$1@localhost.log" 2>/dev/null |
+    cut -c1-300 | sed "s/^/rabbitmq node $1 log: /" >&2
+}
+
 rabbit_node_ready() { # node number: waits until it serves, and records it as started
-  local port=$((RABBIT_CLUSTER_BASE + $1 - 1))
+  local port=$((RABBIT_CLUSTER_BASE + $1 - 1)) deadline=$((SECONDS + 120)) gone=0 launches=1
+  # A launch that found the name still held (a VM of the node still on its way out) ends at once
+  # and silently: the node is launched again once no VM holds its name, at most twice more.
+  until answers "$port"; do
+    if rabbit_vm_up "seckill$1"; then gone=0; else gone=$((gone + 1)); fi
+    if ((gone >= 50 && launches < 3)); then
+      echo "rabbitmq node $1: no VM of its name after its launch; launching it again" >&2
+      rabbit_node_launch "$1"; launches=$((launches + 1)); gone=0
+    fi
+    if ((SECONDS > deadline)); then
+      echo "rabbitmq node $1 did not answer on port $port within 120 s" >&2
+      rabbit_node_report "$1"; return 1
+    fi
+    sleep 0.2
+  done
   ( rabbit_node_env "$1"
-    wait_for "rabbitmq node $1" "$port" 120
     local tries=0
     until /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup >/dev/null 2>&1; do
       tries=$((tries + 1)); ((tries < 30)) || { echo "rabbitmq node $1 did not start" >&2; return 1; }
@@ -250,12 +281,24 @@ start_rabbitmq_cluster() {
   echo "rabbitmq cluster: 3 nodes on 127.0.0.1:$RABBIT_CLUSTER_BASE-$((RABBIT_CLUSTER_BASE + 2))"
 }
 
+# A node stopped, and returned from only once its VM is gone: asked to stop (and waited for), else
+# SIGTERM, else SIGKILL after 30 s. A VM left on its way out would hold the node's name, and the
+# next launch of the node would end at once.
+rabbit_vm_stop() { # in a node's environment
+  local pid deadline
+  pid=$(cat "$RABBITMQ_PID_FILE" 2>/dev/null || true)
+  timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1 && return
+  [ -n "$pid" ] || return 0
+  kill "$pid" 2>/dev/null || return 0
+  deadline=$((SECONDS + 30))
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+  kill -9 "$pid" 2>/dev/null || true
+  deadline=$((SECONDS + 10))
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+}
+
 rabbit_node_stop() { # node number
-  ( rabbit_node_env "$1"
-    if ! timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1; then
-      pid=$(cat "$RABBITMQ_PID_FILE" 2>/dev/null || true)
-      [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-    fi )
+  ( rabbit_node_env "$1"; rabbit_vm_stop )
 }
 
 stop_rabbitmq_cluster() {
@@ -393,11 +436,7 @@ stop_all() {
   stop_rabbitmq_cluster
   stop_redis_cluster
   if [ -f "$state/rabbitmq.started" ]; then
-    ( rabbit_env
-      if ! timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q stop "$RABBITMQ_PID_FILE" >/dev/null 2>&1; then
-        pid=$(cat "$RABBITMQ_PID_FILE" 2>/dev/null || true)
-        [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
-      fi )
+    ( rabbit_env; rabbit_vm_stop )
     rm -f "$state/rabbitmq.started"; echo "rabbitmq: stopped"
   fi
   if [ -f "$state/redis.started" ]; then
