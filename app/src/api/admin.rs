@@ -132,6 +132,9 @@ pub struct Recommended {
     pub admit_per_sec: i64,
     pub stock_shards: i64,
     pub waiting_room: bool,
+    /// A drawing's threshold for crowds from one network (`GET …/crowd`).
+    #[serde(default)]
+    pub crowd_threshold: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

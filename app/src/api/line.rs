@@ -156,12 +156,62 @@ pub struct Drawing {
     pub rule: String,
     /// Every drawn place with its receipt, place 1 first (empty until the seed is published).
     pub places: Vec<DrawnPlace>,
+    /// A sale that groups its entries by network (policy `observe` or `demote`): the policy, its
+    /// threshold and what it did, once the seed is published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crowd: Option<CrowdOutcome>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DrawnPlace {
     pub place: i64,
     pub receipt: String,
+    /// The entry's groups (a sale whose policy is not `off`): a keyed hash of the network it
+    /// joined from, then of the one its account signed up from when known. Equal hashes are the
+    /// same network; the hash does not say which.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// Drawn after everyone else: a group of the entry had more entries than the threshold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub demoted: bool,
+}
+
+/// What a drawing did with the crowds of one network (docs/api.md "Farms at the draw").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrowdOutcome {
+    pub policy: CrowdPolicy,
+    /// A group of more entries than this is demoted (`demote`) or counted (`observe`).
+    pub threshold: i32,
+    /// Entries drawn before the start.
+    pub entries: i64,
+    /// Groups of more entries than the threshold.
+    pub groups_over: i64,
+    /// Entries in those groups: demoted under `demote`, counted only under `observe`.
+    pub entries_over: i64,
+    /// Entries drawn after everyone else (0 under `observe`).
+    pub demoted: i64,
+}
+
+/// `GET` and `POST /api/admin/activities/{id}/crowd`: a drawn sale's policy for crowds from one
+/// network, and the threshold the forecast proposes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrowdSettings {
+    pub policy: CrowdPolicy,
+    pub threshold: i32,
+    /// The threshold the forecast proposes for the crowd it expects, and why.
+    pub proposed_threshold: i32,
+    pub proposed_reason: String,
+    /// After the draw: what it did.
+    pub outcome: Option<CrowdOutcome>,
+}
+
+/// The body of `POST /api/admin/activities/{id}/crowd` (before the sale's start only).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrowdChange {
+    pub policy: CrowdPolicy,
+    /// 2 to 1,000,000.
+    pub threshold: i32,
 }
 
 /// A waiting room's figures for the console.

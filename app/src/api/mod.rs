@@ -23,7 +23,7 @@ pub use orders::*;
 pub use report::*;
 pub use sales::*;
 pub use states::{
-    CordAction, ErrorCode, LineState, OrderStatus, QueueState, UnknownState, ACCEPTED,
+    CordAction, CrowdPolicy, ErrorCode, LineState, OrderStatus, QueueState, UnknownState, ACCEPTED,
 };
 
 /// Every JSON error body of the API.

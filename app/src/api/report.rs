@@ -31,6 +31,9 @@ pub struct SaleReport {
     /// oldest first.
     #[serde(default)]
     pub cord: Vec<super::CordReportEntry>,
+    /// A drawing that grouped its entries by network: its policy, threshold and what it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crowd: Option<super::CrowdOutcome>,
 }
 
 /// Units, as PostgreSQL holds them: the proof that nothing was oversold is

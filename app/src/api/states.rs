@@ -140,6 +140,20 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// What a drawing does with the entries of one network beyond a sale's threshold (docs/api.md
+    /// "Farms at the draw").
+    CrowdPolicy {
+        /// Entries are not grouped.
+        Off = "off",
+        /// Entries are grouped and counted: the report says who would have been demoted, and
+        /// nobody moves.
+        Observe = "observe",
+        /// Every entry of a group over the threshold is drawn after everyone else.
+        Demote = "demote",
+    }
+}
+
+wire_enum! {
     /// The `error` of every error answer (docs/api.md).
     ErrorCode {
         InvalidInput = "invalid_input",

@@ -134,6 +134,10 @@ fn Report(report: SaleReport) -> impl IntoView {
                     }).collect_view()}
                 </ul>
             })}
+            {report.crowd.clone().map(|c| view! {
+                <h2>{tr("report.crowd")}</h2>
+                <p data-testid="report-crowd">{crate::pages::dashboard::crowd::outcome_text(&c)}</p>
+            })}
             {report.drawing.clone().map(|d| view! {
                 <h2>{tr("report.drawing")}</h2>
                 <p>{tr("report.drawing.note")}</p>

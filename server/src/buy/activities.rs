@@ -247,6 +247,8 @@ mod tests {
             drawing_seed: Vec::new(),
             halted: false,
             fail_open: false,
+            crowd_policy: "off".into(),
+            crowd_threshold: 100,
         }
     }
 

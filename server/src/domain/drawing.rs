@@ -8,7 +8,7 @@
 //! [`DRAW_RANGE`]; the lowest score is place 1 (a tie, about one chance in 10^5 for 250,000
 //! joiners, goes to the lower receipt).
 
-use app::api::{Drawing, DrawnPlace, SaleId};
+use app::api::{CrowdOutcome, Drawing, DrawnPlace, SaleId};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD as B64, Engine};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -43,34 +43,30 @@ pub fn new_receipt() -> String {
     hex(&rand::random::<[u8; 16]>())
 }
 
-/// The places of `receipts` under `seed`, in order (place 1 first).
-pub fn places(seed: &[u8], receipts: Vec<String>) -> Vec<DrawnPlace> {
-    let mut scored: Vec<(u64, String)> =
-        receipts.into_iter().map(|r| (score(seed, &r), r)).collect();
-    scored.sort_unstable();
-    scored
-        .into_iter()
-        .enumerate()
-        .map(|(i, (_, receipt))| DrawnPlace {
-            place: i as i64 + 1,
-            receipt,
-        })
-        .collect()
-}
-
-/// The published drawing of sale `id`: the commitment always, the seed and places once revealed.
-pub fn drawing(id: i64, seed: &[u8], revealed: Option<Vec<String>>, joined: i64) -> Drawing {
-    let (shown, places) = match revealed {
-        Some(receipts) => (Some(hex(seed)), places(seed, receipts)),
-        None => (None, Vec::new()),
+/// The published drawing of sale `id`: the commitment always; once revealed, the seed and every
+/// place in order (`crowd::draw`), with the crowd policy's outcome and its words in the rule.
+pub fn drawing(
+    id: i64,
+    seed: &[u8],
+    revealed: Option<(Vec<DrawnPlace>, Option<CrowdOutcome>)>,
+    joined: i64,
+    crowd_rule: Option<String>,
+) -> Drawing {
+    let (shown, places, crowd) = match revealed {
+        Some((places, crowd)) => (Some(hex(seed)), places, crowd),
+        None => (None, Vec::new(), None),
     };
     Drawing {
         activity_id: SaleId(id),
         commitment: commitment(seed),
         seed: shown,
         joined,
-        rule: RULE.into(),
+        rule: match crowd_rule {
+            Some(more) => format!("{RULE}; {more}"),
+            None => RULE.into(),
+        },
         places,
+        crowd,
     }
 }
 
@@ -93,6 +89,14 @@ impl Receipts {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
         mac.update(format!("receipt\0{activity}\0{receipt}").as_bytes());
         mac
+    }
+
+    /// The published hash of `network` among sale `activity`'s entries: keyed, so that it says
+    /// nothing of the network (a /24 has only 2^24 candidates to try), equal for equal networks.
+    pub fn group(&self, activity: i64, network: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(format!("group\0{activity}\0{network}").as_bytes());
+        hex(&mac.finalize().into_bytes()[..8])
     }
 
     pub fn sign(&self, activity: i64, receipt: &str) -> String {

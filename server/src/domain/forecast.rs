@@ -66,6 +66,8 @@ pub fn advise(i: Interest, basis: &ForecastBasis) -> (i64, Option<i64>, Recommen
         "{shards} stock shard{}: at most {peak} gate calls/s, and one Redis ran {gate} gate calls/s in `make bench`.",
         if shards == 1 { "" } else { "s" }
     ));
+    let (crowd_threshold, why) = super::crowd::proposed_threshold(crowd);
+    reasons.push(format!("A drawing's crowd threshold of {why}"));
     let demand = crowd.saturating_mul(i.per_user_limit.max(1));
     let sell_out = (demand >= i.stock && i.stock > 0).then(|| {
         let per_sec = if waiting_room {
@@ -90,6 +92,7 @@ pub fn advise(i: Interest, basis: &ForecastBasis) -> (i64, Option<i64>, Recommen
             admit_per_sec: admit,
             stock_shards: shards,
             waiting_room,
+            crowd_threshold: i64::from(crowd_threshold),
         },
         reasons,
     )
@@ -186,7 +189,9 @@ mod tests {
         );
         // 120 shoppers arriving at once take the 100 units in well under a second.
         assert_eq!(sell_out, Some(833));
-        assert_eq!(reasons.len(), 5);
+        assert_eq!(reasons.len(), 6);
+        // A crowd of 120: the threshold's floor.
+        assert_eq!(r.crowd_threshold, 20);
     }
 
     #[test]
@@ -194,6 +199,7 @@ mod tests {
         let (crowd, sell_out, r, _) = advise(interest(1_000_000, 50_000, 0, 40_000), &basis());
         assert_eq!(crowd, 1_000_000);
         assert!(r.waiting_room);
+        assert_eq!(r.crowd_threshold, 10_000);
         assert_eq!(r.admit_per_sec, 4_060);
         // 40,000 units at 4,060 shoppers/s.
         assert_eq!(sell_out, Some(9_852));

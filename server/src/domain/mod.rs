@@ -6,6 +6,7 @@ pub mod activity;
 pub mod admin_requests;
 pub(crate) mod audit;
 pub(crate) mod cord;
+pub(crate) mod crowd;
 pub(crate) mod drawing;
 pub(crate) mod error;
 pub(crate) mod forecast;

@@ -63,6 +63,7 @@ pub async fn of_row(db: &PgPool, row: &ActivityRow) -> ApiResult<SaleReport> {
         }),
         timeline: timeline(db, row).await?,
         cord: super::cord::of_sale(db, id).await?,
+        crowd: super::crowd::outcome(db, id).await?,
     })
 }
 

@@ -104,7 +104,8 @@ pub(super) async fn sign_up(
     let hash = Passwords::from_ref(state)
         .hash_sign_up(password.into_inner(), username.as_str().to_string())
         .await?;
-    let user = insert_user(&db, &username, &hash, Role::Shopper, None).await?;
+    let network = crate::domain::crowd::network(ip);
+    let user = insert_user(&db, &username, &hash, Role::Shopper, None, Some(&network)).await?;
     tracing::info!(user.id = %user.id, "registered");
     let jar = jar.add(sessions.issue(Holder {
         user_id: user.id.0,

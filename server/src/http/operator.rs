@@ -101,7 +101,15 @@ async fn create_merchant(
         .hash_new(password.into_inner(), username.as_str().to_string())
         .await?;
     let mut tx = crate::infra::db::begin(&db).await?;
-    let mut user = insert_user(&mut *tx, &username, &hash, Role::Merchant, Some(shop_id)).await?;
+    let mut user = insert_user(
+        &mut *tx,
+        &username,
+        &hash,
+        Role::Merchant,
+        Some(shop_id),
+        None,
+    )
+    .await?;
     audit::record(
         &mut *tx,
         Some(op.user_id),

@@ -240,6 +240,11 @@ impl QueueKeys {
     pub fn receipts(&self) -> String {
         format!("{}:receipts", self.base)
     }
+    /// The groups (network hashes, `domain/crowd.rs`) of the places drawn before the start, by
+    /// user: a sale whose drawing groups its entries.
+    pub fn groups(&self) -> String {
+        format!("{}:groups", self.base)
+    }
     /// Shoppers whose bot check failed on the sale, with how many times.
     pub fn suspects(&self) -> String {
         format!("{}:suspects", self.base)

@@ -96,6 +96,7 @@ fn api_router() -> Router<AppState> {
         .merge(http::orders::router())
         .merge(http::reminders::router())
         .merge(http::admin::activities::router())
+        .merge(http::admin::crowd::router())
         .merge(http::admin::orders::router())
         .merge(http::admin::audit::router())
         .merge(http::admin::shop::router())

@@ -1052,7 +1052,7 @@ async fn a_merchant_of_another_shop_gets_404_for_every_admin_endpoint_of_this_sh
         )
         .await;
     }
-    assert_eq!(tried, 10, "every admin endpoint that names a sale");
+    assert_eq!(tried, 12, "every admin endpoint that names a sale");
 
     // The lists and exports of the stranger's shop hold nothing of this one.
     let (_, list) = json(

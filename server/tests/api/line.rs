@@ -41,7 +41,7 @@ async fn join(app: &TestApp, shopper: &Shopper, id: i64) -> (Value, String) {
     (body, cookie)
 }
 
-async fn poll(app: &TestApp, client: &Client, id: i64) -> (u16, Value, Option<String>) {
+pub(crate) async fn poll(app: &TestApp, client: &Client, id: i64) -> (u16, Value, Option<String>) {
     let resp = client
         .get(app.url(&format!("/api/activities/{id}/queue")))
         .send()
@@ -539,14 +539,14 @@ async fn a_blocked_client_is_left_waiting_or_told_as_configured() {
     }
 }
 
-async fn drawing_of(app: &TestApp, id: i64) -> Value {
+pub(crate) async fn drawing_of(app: &TestApp, id: i64) -> Value {
     let (code, body) = json(app.get(&format!("/api/activities/{id}/drawing")).await).await;
     assert_eq!(code, 200, "{body}");
     body
 }
 
 /// Runs `scripts/verify-drawing` on `drawing` with `args`: its exit code and output.
-fn verify(drawing: &Value, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn verify(drawing: &Value, args: &[&str]) -> (i32, String, String) {
     let file = std::env::temp_dir().join(format!("drawing-{}.json", unique_name("d")));
     std::fs::write(&file, drawing.to_string()).unwrap();
     let out = std::process::Command::new("python3")

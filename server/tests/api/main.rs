@@ -13,6 +13,7 @@ mod cord;
 mod crowd;
 mod deployed;
 mod doors;
+mod farms;
 mod forms;
 mod fuzz;
 mod health;

@@ -176,6 +176,7 @@ mod tests {
                 admit_per_sec: 1_000,
                 stock_shards: shards,
                 waiting_room,
+                crowd_threshold: 20,
             },
             reasons: vec![],
             basis: ForecastBasis {

@@ -21,6 +21,7 @@
 //! (`SECKILL_QUEUE_SHADOW=false`), they are refused with `403 blocked` instead.
 
 mod board;
+mod crowd;
 mod health;
 mod places;
 pub mod ticket_keys;
@@ -36,14 +37,15 @@ use crate::infra::{keys::address_bucket, scripts};
 use crate::{
     domain::{
         activity::{self, ActivityRow},
+        crowd::rule as crowd_rule,
         drawing::{self, Receipts},
         rfc3339, ApiError, ApiResult,
     },
     infra::{config::QueueLimits, metrics::Metrics, redis::Redis},
 };
 use app::api::{
-    poll_after_ms, Drawing, LineBoard, LineState, QueueFigures, QueueState, QueueStatus, SaleId,
-    UserId,
+    poll_after_ms, CrowdPolicy, Drawing, LineBoard, LineState, QueueFigures, QueueState,
+    QueueStatus, SaleId, UserId,
 };
 use redis::Script;
 use signing::{tickets::TICKET_MS, Tickets};
@@ -81,6 +83,8 @@ pub struct WaitingRoom {
     receipts: Receipts,
     /// Published drawings (they never change once the seed is out), by sale.
     drawings: Arc<Mutex<HashMap<i64, Arc<Drawing>>>>,
+    /// Sales whose line was ordered by its crowd policy at the start (`crowd.rs`).
+    crowds_done: Arc<Mutex<HashSet<i64>>>,
 }
 
 /// Past this many, the instance forgets whom it keeps out (the line still knows).
@@ -90,6 +94,7 @@ struct Scripts {
     join: &'static Script,
     status: &'static Script,
     admit: &'static Script,
+    draw_crowd: &'static Script,
 }
 
 /// A shopper's standing, and the place value to hand them when it changed.
@@ -113,6 +118,7 @@ impl WaitingRoom {
             kept_out: Arc::default(),
             receipts: Receipts::new(secret),
             drawings: Arc::default(),
+            crowds_done: Arc::default(),
             db,
             boards: Boards::new(redis.clone()),
             redis,
@@ -125,6 +131,7 @@ impl WaitingRoom {
                 join: scripts::join(),
                 status: scripts::status(),
                 admit: scripts::admit(),
+                draw_crowd: scripts::draw_crowd(),
             }),
         }
     }
@@ -162,6 +169,7 @@ impl WaitingRoom {
             let keys = self.redis.keys.queue(id);
             let receipt = drawing::new_receipt();
             let rate = if row.stopped() { 0 } else { row.admit_per_sec };
+            let groups = self.groups_of(user, ip, &row).await?;
             let (score, drawn, held): (i64, i64, String) = self
                 .scripts
                 .join
@@ -172,6 +180,7 @@ impl WaitingRoom {
                 .key(keys.receipts())
                 .key(keys.unclaimed())
                 .key(keys.joined())
+                .key(keys.groups())
                 .arg(user)
                 .arg(row.starts_at.timestamp_millis())
                 .arg(drawing::score(&row.drawing_seed, &receipt))
@@ -182,6 +191,7 @@ impl WaitingRoom {
                 .arg(row.method().as_str())
                 .arg(rate)
                 .arg(self.limits.claim.as_millis() as i64)
+                .arg(groups)
                 .invoke_async(&mut self.redis.conn())
                 .await?;
             if score < 0 {
@@ -232,18 +242,18 @@ impl WaitingRoom {
                 &row.drawing_seed,
                 None,
                 joined,
+                crowd_rule(row.crowd(), row.crowd_threshold),
             )));
         }
-        let receipts: Vec<String> = redis::cmd("HVALS")
-            .arg(keys.receipts())
-            .query_async(&mut conn)
-            .await?;
-        let joined = receipts.len() as i64;
+        let (places, outcome) = self.drawn(&row).await?;
+        let joined = places.len() as i64;
+        let places = places.into_iter().map(|(_, p)| p).collect();
         let done = Arc::new(drawing::drawing(
             id,
             &row.drawing_seed,
-            Some(receipts),
+            Some((places, outcome)),
             joined,
+            crowd_rule(row.crowd(), row.crowd_threshold),
         ));
         let mut drawings = self.drawings.lock();
         if drawings.len() > 64 {
@@ -324,6 +334,16 @@ impl WaitingRoom {
         }
         if now >= row.ends_at {
             return Ok(Some(done(QueueState::Ended, 0, 60_000)));
+        }
+        // Under `demote`, places are numbered once the draw has moved the farms behind: until
+        // then (a moment after the start) the line is still drawing.
+        if row.crowd() == CrowdPolicy::Demote
+            && row.draws()
+            && now >= row.starts_at
+            && !self.crowd_ordered(row).await?
+        {
+            let jitter = i64::from(rand::random::<u16>() % 250);
+            return Ok(Some(done(QueueState::Drawing, 0, 250 + jitter)));
         }
         let keys = self.redis.keys.queue(row.id);
         let (state, ahead, waiting, expiry, units, place): (String, i64, i64, i64, i64, i64) = self
@@ -504,6 +524,14 @@ impl WaitingRoom {
         } else {
             (units as f64 * WINDOW_PER_UNIT).ceil() as i64
         };
+        // Under `demote`, nobody is admitted before the line is ordered by its crowds; under
+        // `observe`, the count is taken once at the start.
+        if row.groups_crowds()
+            && !self.order_crowds(row).await?
+            && row.crowd() == CrowdPolicy::Demote
+        {
+            return Ok(None);
+        }
         let keys = self.redis.keys.queue(row.id);
         let (_admitted, _live): (i64, i64) = self
             .scripts

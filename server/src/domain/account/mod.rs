@@ -213,22 +213,26 @@ pub async fn set_blocked<'e>(
 }
 
 /// A new account; `409 username_taken` when the name is in use (case aside). A merchant has a
-/// shop, nobody else does.
+/// shop, nobody else does. A shopper's sign-up keeps the network it came from
+/// (`domain/crowd.rs`), which a drawing may group their entries by.
 pub async fn insert_user<'e>(
     db: impl sqlx::PgExecutor<'e>,
     username: &Username,
     password_hash: &str,
     role: Role,
     shop_id: Option<i64>,
+    signup_network: Option<&str>,
 ) -> ApiResult<User> {
     let row = sqlx::query!(
-        "INSERT INTO users (username, password_hash, role, shop_id) VALUES ($1, $2, $3, $4)
+        "INSERT INTO users (username, password_hash, role, shop_id, signup_network)
+         VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT DO NOTHING
          RETURNING id, username",
         username.as_str(),
         password_hash,
         role.as_str(),
-        shop_id
+        shop_id,
+        signup_network
     )
     .fetch_optional(db)
     .await?
@@ -276,7 +280,7 @@ pub async fn create_account(
     };
     let shop_id = shop.as_ref().map(|s| s.id);
     let hash = tokio::task::spawn_blocking(move || password::hash_now(&password.0)).await??;
-    match insert_user(db, &username, &hash, role, shop_id).await {
+    match insert_user(db, &username, &hash, role, shop_id, None).await {
         Ok(mut user) => {
             user.shop = shop;
             let what = format!("{} {}", role.as_str(), user.username);

@@ -9,7 +9,8 @@ pub mod stock;
 use super::drawing::{self, hex};
 use super::{rfc3339, ApiError, ApiResult};
 use app::api::{
-    Activity, AdminActivity, BotCheck, LineMethod, OrderStatus, SaleId, SaleStatus, StockAddition,
+    Activity, AdminActivity, BotCheck, CrowdPolicy, LineMethod, OrderStatus, SaleId, SaleStatus,
+    StockAddition,
 };
 use chrono::{DateTime, Utc};
 use rules::ActivitySpec;
@@ -45,6 +46,11 @@ pub struct ActivityRow {
     pub halted: bool,
     /// The cord's fail-open: no bot check and no waiting room before the gate.
     pub fail_open: bool,
+    /// What the drawing does with crowds from one network (`domain/crowd.rs`): off, observe,
+    /// demote.
+    pub crowd_policy: String,
+    /// A group of more entries than this is over it.
+    pub crowd_threshold: i32,
 }
 
 /// A statement that reads or returns whole rows: `$head`, the columns of an [`ActivityRow`] in
@@ -59,7 +65,7 @@ macro_rules! rows {
                    starts_at, ends_at, total_stock, sold, per_user_limit, captcha_required,
                    payment_window_secs, paused, stock_shards, waiting_room, admit_per_sec,
                    shop_id, bot_check, pow_difficulty, accounts_created_before, line_method,
-                   drawing_seed, halted, fail_open"
+                   drawing_seed, halted, fail_open, crowd_policy, crowd_threshold"
                 + $tail
             $(, $arg)*
         )
@@ -123,6 +129,16 @@ impl ActivityRow {
         } else {
             self.check()
         }
+    }
+
+    /// The drawing's crowd policy (the column's CHECK constraint allows no other value).
+    pub fn crowd(&self) -> CrowdPolicy {
+        self.crowd_policy.parse().unwrap_or(CrowdPolicy::Off)
+    }
+
+    /// Whether the line groups its drawn entries by network: a drawing whose policy is not off.
+    pub fn groups_crowds(&self) -> bool {
+        self.draws() && self.crowd() != CrowdPolicy::Off
     }
 
     /// The waiting room's method (the column's CHECK constraint allows no other value).
@@ -231,6 +247,29 @@ pub async fn set_paused<'e>(
         "",
         id,
         paused,
+        shop_id
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Sets a sale's crowd policy (`domain/crowd.rs`) while it has not started: `None` when the shop
+/// has no such sale or it has started.
+pub async fn set_crowd<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    id: i64,
+    shop_id: i64,
+    policy: CrowdPolicy,
+    threshold: i32,
+) -> ApiResult<Option<ActivityRow>> {
+    Ok(rows!(
+        "UPDATE activities SET crowd_policy = $2, crowd_threshold = $3
+         WHERE id = $1 AND shop_id = $4 AND starts_at > now()
+         RETURNING ",
+        "",
+        id,
+        policy.as_str(),
+        threshold,
         shop_id
     )
     .fetch_optional(db)

@@ -4,6 +4,7 @@
 
 pub mod activities;
 pub(crate) mod audit;
+pub(crate) mod crowd;
 pub(crate) mod orders;
 pub(crate) mod replay;
 pub mod shop;

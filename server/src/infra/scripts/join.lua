@@ -12,8 +12,10 @@
 -- score is -1, and a place held is dropped unless it was drawn and the drawing is over (a drawn
 -- place never moves once the start has published the seed).
 -- An arrival after the start is timed (`joined`), so that its wait is known at its turn.
--- KEYS: line, in, meta, suspects, receipts, unclaimed, joined. ARGV: user, start_ms, drawn score, again
--- (0|1), expire_at_ms, bound, receipt, method, rate (0: none now), claim_ms.
+-- A drawn place keeps its entry's groups (`groups`: comma-separated network hashes, '' when the
+-- sale groups none), which the draw counts at the start (`domain/crowd.rs`).
+-- KEYS: line, in, meta, suspects, receipts, unclaimed, joined, groups. ARGV: user, start_ms, drawn
+-- score, again (0|1), expire_at_ms, bound, receipt, method, rate (0: none now), claim_ms, groups.
 -- Returns {the place's score, places numbered before the start, the receipt of a drawn place or
 -- ''}: a place after the start is the `numbered + (score - 2^50)`-th in admission order.
 local AFTER_START = 1125899906842624
@@ -31,6 +33,7 @@ if bound > 0 and (tonumber(redis.call('HGET', KEYS[4], user)) or 0) >= bound the
     redis.call('ZREM', KEYS[1], user)
     if before then
       redis.call('HDEL', KEYS[5], user)
+      redis.call('HDEL', KEYS[8], user)
       redis.call('HINCRBY', KEYS[3], 'drawn', -1)
     end
   end
@@ -53,6 +56,10 @@ if not score then
       end
       redis.call('HSET', KEYS[5], user, ARGV[7])
       redis.call('PEXPIREAT', KEYS[5], ARGV[5])
+      if ARGV[11] ~= '' then
+        redis.call('HSET', KEYS[8], user, ARGV[11])
+        redis.call('PEXPIREAT', KEYS[8], ARGV[5])
+      end
     else
       score = redis.call('HINCRBY', KEYS[3], 'early', 1)
     end

@@ -41,6 +41,8 @@ registry! {
     status => "status.lua",
     /// Lets the next shoppers in line in.
     admit => "admit.lua",
+    /// The turn to order a drawn line by its crowd policy, once, after the start.
+    draw_crowd => "draw_crowd.lua",
     /// The relay's acknowledgement and trimming of journal entries.
     ack => "ack.lua",
     /// Units of a cancelled or failed reservation back on sale, once.
