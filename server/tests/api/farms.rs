@@ -73,9 +73,10 @@ async fn paused_drawn_sale(app: &TestApp, merchant: &reqwest::Client, in_secs: i
     id
 }
 
-/// 60 entries from one /24 and 40 from 40 networks, five of whose accounts were made on the
-/// farm's network: the 65 are drawn after the other 35, the line numbers every shopper's place as
-/// the verifier does, and any change to the published groups is caught.
+/// 60 entries from one /24, 40 from 40 networks (five of whose accounts were made on the farm's
+/// network) and an office of 20 on one /24, as many as the threshold: the 65 are drawn after the
+/// other 55, the line numbers every shopper's place as the verifier does, and any change to the
+/// published groups is caught.
 #[tokio::test]
 async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
     let app = spawn_app_with(|c| c.trusted_proxies = 1).await;
@@ -101,6 +102,7 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
 
     let farm = shoppers(&app, 60).await;
     let people = shoppers(&app, 40).await;
+    let office = shoppers(&app, 20).await;
     // Five people's accounts were made on the farm's network; they join from networks of their own.
     let made_there: Vec<i64> = people[..5].iter().map(|s| s.id).collect();
     sqlx::query("UPDATE users SET signup_network = '198.51.100.0/24' WHERE id = ANY($1)")
@@ -118,6 +120,12 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
                 .enumerate()
                 .map(|(i, s)| (s, format!("203.0.{}.9", i + 1))),
         )
+        .chain(
+            office
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| (s, format!("192.0.2.{}", i + 1))),
+        )
         .collect();
     let receipts = join_from(&app, &crowd, id).await;
     let kinds: HashMap<&str, &str> = receipts
@@ -133,21 +141,21 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
     .await;
     assert_eq!(
         drawing["crowd"],
-        json!({"policy": "demote", "threshold": 20, "entries": 100, "groups_over": 1,
+        json!({"policy": "demote", "threshold": 20, "entries": 120, "groups_over": 1,
                "entries_over": 65, "demoted": 65}),
         "{}",
         drawing["rule"]
     );
     let places = drawing["places"].as_array().unwrap();
     for (i, p) in places.iter().enumerate() {
-        let expected = if i < 35 { "kept" } else { "demoted" };
+        let expected = if i < 55 { "kept" } else { "demoted" };
         assert_eq!(
             kinds[p["receipt"].as_str().unwrap()],
             expected,
             "place {}: {p}",
             i + 1
         );
-        assert_eq!(p["demoted"].as_bool().unwrap_or(false), i >= 35, "{p}");
+        assert_eq!(p["demoted"].as_bool().unwrap_or(false), i >= 55, "{p}");
         assert!(!p["groups"].as_array().unwrap().is_empty(), "{p}");
     }
     let (code, out, err) = verify(&drawing, &["--places"]);
@@ -180,7 +188,7 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
     let mut moved = drawing.clone();
     moved["places"][0]["groups"] = farm_entry["groups"].clone();
     let mut unflagged = drawing.clone();
-    unflagged["places"][99]["demoted"] = json!(false);
+    unflagged["places"][119]["demoted"] = json!(false);
     for (what, tampered) in [("a group", &moved), ("a demotion", &unflagged)] {
         let (code, _, err) = verify(tampered, &[]);
         assert_eq!(code, 1, "{what} changed goes unnoticed: {err}");
