@@ -23,6 +23,13 @@ pub struct ActivityStats {
     /// Shoppers who asked to be reminded of the sale (an addition to docs/api.md).
     #[serde(default)]
     pub reminders: i64,
+    /// Views of the sale's page and stock polls during the last complete second, over every
+    /// instance (an addition to docs/api.md).
+    #[serde(default)]
+    pub views_per_sec: i64,
+    /// Whether the sale is hot: its state is served from each instance's memory.
+    #[serde(default)]
+    pub hot: bool,
 }
 
 /// Where an activity stands, as the admin console shows it.

@@ -12,5 +12,6 @@ pub(crate) mod blocks;
 pub(crate) mod captcha;
 pub(crate) mod doors;
 pub(crate) mod gate;
+pub mod heat;
 pub mod queue;
 pub(crate) mod soldout;

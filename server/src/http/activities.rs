@@ -7,12 +7,13 @@ use crate::{
     buy::{
         activities::ActivityCache,
         doors::{Door, Doors},
+        heat::Heat,
     },
     domain::{
-        activity::{list, stock::remaining, ActivityRow},
+        activity::{list, ActivityRow},
         report, rfc3339, ApiResult,
     },
-    infra::{keys::address_bucket, redis::Redis},
+    infra::keys::address_bucket,
 };
 use app::api::{ActivityList, Remaining, SaleId, ServerTime};
 use axum::{
@@ -90,15 +91,19 @@ async fn get_activity(
 
 async fn get_stock(
     State(db): State<PgPool>,
-    State(redis): State<Redis>,
     State(activities): State<ActivityCache>,
+    State(heat): State<Heat>,
     State(doors): State<Doors>,
     ClientIp(ip): ClientIp,
     InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Response> {
     doors.pass(Door::Stock, &address_bucket(ip))?;
     let activity = activities.get(&db, id).await?;
-    let remaining = remaining(&redis, id, activity.stock_shards).await?;
+    heat.count(id);
+    let remaining = heat
+        .units_left(id, activity.stock_shards)
+        .await?
+        .unwrap_or(0);
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=1")],
         Json(Remaining {

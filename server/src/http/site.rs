@@ -7,7 +7,7 @@
 //! be revalidated.
 
 use crate::{
-    buy::activities::ActivityCache,
+    buy::{activities::ActivityCache, heat::Heat},
     domain::{
         activity::{self, ActivityRow},
         forecast, report, ApiError,
@@ -124,6 +124,7 @@ pub struct CatalogStorefront {
     db: PgPool,
     redis: Redis,
     activities: ActivityCache,
+    heat: Heat,
 }
 
 impl CatalogStorefront {
@@ -134,7 +135,7 @@ impl CatalogStorefront {
         let in_db = (row.total_stock - row.sold).max(0);
         let remaining = match ask_redis {
             false => Some(in_db),
-            true => match activity::stock::in_redis(&self.redis, row.id, row.stock_shards).await {
+            true => match self.heat.units_left(row.id, row.stock_shards).await {
                 Ok(n) => Some(n.unwrap_or(in_db)),
                 Err(e) => {
                     tracing::warn!(error = %e, activity.id = row.id, "rendering a sale without its stock");
@@ -178,9 +179,18 @@ impl StorefrontSource for CatalogStorefront {
             };
             Ok(match row {
                 Some(row) => {
+                    self.heat.count(id);
+                    // A hot sale's view is added to its forecast's with the next second's.
+                    let later = Utc::now() < row.starts_at && self.heat.count_view_later(id);
+                    let count = async {
+                        match later {
+                            true => Ok(()),
+                            false => forecast::count_view(&self.redis, &row).await,
+                        }
+                    };
                     // The view counted and the stock read at once: one round trip's wait.
                     let (counted, state) = futures_util::future::join(
-                        forecast::count_view(&self.redis, &row),
+                        count,
                         self.state(row.clone(), Utc::now(), true),
                     )
                     .await;
@@ -208,11 +218,12 @@ impl StorefrontSource for CatalogStorefront {
     }
 }
 
-pub fn storefront(db: PgPool, redis: Redis, activities: ActivityCache) -> Storefront {
+pub fn storefront(db: PgPool, redis: Redis, activities: ActivityCache, heat: Heat) -> Storefront {
     Storefront(Arc::new(CatalogStorefront {
         db,
         redis,
         activities,
+        heat,
     }))
 }
 

@@ -4,7 +4,7 @@
 use crate::{
     buy::{
         activities::ActivityCache, attempts::Attempts, blocks::Blocks, doors::Doors, gate::Gate,
-        queue::WaitingRoom, soldout::SoldOut,
+        heat::Heat, queue::WaitingRoom, soldout::SoldOut,
     },
     domain::{account::throttle::LoginThrottle, password::Passwords, payment::PaymentProvider},
     http::session::SessionKeys,
@@ -60,6 +60,8 @@ pub struct Shared {
     pub gate: Arc<Gate>,
     pub waiting_room: WaitingRoom,
     pub activities: ActivityCache,
+    /// Which sales are hot, and their state in memory (`buy/heat.rs`).
+    pub heat: Heat,
     pub sold_out: SoldOut,
     pub blocks: Blocks,
     pub attempts: Attempts,
@@ -98,6 +100,7 @@ parts! {
     gate: Arc<Gate>,
     waiting_room: WaitingRoom,
     activities: ActivityCache,
+    heat: Heat,
     sold_out: SoldOut,
     metrics: Arc<Metrics>,
     payments: Arc<dyn PaymentProvider>,

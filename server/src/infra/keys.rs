@@ -328,6 +328,10 @@ impl Keys {
     pub fn session_channel(&self) -> String {
         format!("{}sessions", self.prefix)
     }
+    /// Views of every sale during one second, by sale, summed over instances (`buy/heat.rs`).
+    pub fn heat(&self, second: i64) -> String {
+        format!("{}heat:{second}", self.prefix)
+    }
     /// Buy attempts on an activity during one second (summed over instances).
     /// Renders of a sale's page before its start (the forecast's page views).
     pub fn views(&self, activity: i64) -> String {

@@ -8,6 +8,7 @@ use crate::{
         blocks::Blocks,
         doors::Doors,
         gate::{Gate, GateParts},
+        heat::Heat,
         queue::WaitingRoom,
     },
     domain::{
@@ -200,6 +201,13 @@ impl AppState {
             supervisor: Supervisor::new(metrics.clone()),
             pipeline,
             payments,
+            heat: Heat::new(
+                config.hot_views_per_sec,
+                redis.clone(),
+                db.clone(),
+                activities.clone(),
+                metrics.clone(),
+            ),
             activities,
             attempts,
             metrics,

@@ -50,6 +50,7 @@ pub(super) fn server(state: AppState) -> Server {
         state.db.clone(),
         state.redis.clone(),
         state.activities.clone(),
+        state.heat.clone(),
     );
     let app = Router::new()
         .nest("/api", api_router())

@@ -32,6 +32,10 @@ pub(super) fn spawn_instance_workers(state: &AppState) {
         let (db, redis) = (state.db.clone(), state.redis.clone());
         move || crate::domain::report::keep_lines(db.clone(), redis.clone())
     });
+    supervisor.spawn("heat", Stage::Rest, {
+        let heat = state.heat.clone();
+        move || heat.clone().run()
+    });
     supervisor.spawn("waiting-room", Stage::Rest, {
         let waiting_room = state.waiting_room.clone();
         move || waiting_room.clone().run()

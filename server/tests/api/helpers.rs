@@ -167,6 +167,7 @@ pub fn test_config() -> Config {
         },
         metrics_token: Some(Secret(METRICS_TOKEN.as_bytes().to_vec())),
         trusted_proxies: 0,
+        hot_views_per_sec: 200,
         admin: None,
         operator: None,
         password_hash_concurrency: 2,

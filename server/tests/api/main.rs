@@ -17,6 +17,7 @@ mod farms;
 mod forms;
 mod fuzz;
 mod health;
+mod heat;
 mod helpers;
 mod hostile;
 mod input;

@@ -245,6 +245,10 @@ pub fn StatsPanel(
             <div><dt>{tr("status.failed")}</dt><dd data-testid="stat-failed">{figure(|s| s.failed)}</dd></div>
             <div><dt>{tr("dashboard.attempts_per_sec")}</dt><dd data-testid="stat-attempts_per_sec">{figure(|s| s.attempts_per_sec)}</dd></div>
             <div><dt>{tr("dashboard.reminders")}</dt><dd data-testid="stat-reminders">{figure(|s| s.reminders)}</dd></div>
+            <div><dt>{tr("dashboard.heat")}</dt><dd data-testid="stat-heat">{move || stats.with(|s| s.as_ref().map_or("…".to_string(), |s| {
+                let views = number(s.views_per_sec);
+                tr_with(if s.hot { "dashboard.heat_hot" } else { "dashboard.heat_views" }, &[("n", &views)])
+            }))}</dd></div>
         </dl>
         {move || stats.with(|s| s.as_ref().and_then(|s| s.queue.clone())).map(|q| view! {
             <dl class="stats" data-testid="admin-queue" aria-label=tr("queue.label")>

@@ -5,7 +5,7 @@
 
 use crate::http::state::AppState;
 use crate::{
-    buy::{attempts, queue::WaitingRoom, soldout::SoldOut},
+    buy::{attempts, heat::Heat, queue::WaitingRoom, soldout::SoldOut},
     domain::{
         activity::{
             self, admin_item, insert, load_in_shop,
@@ -263,6 +263,7 @@ async fn stats(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     State(room): State<WaitingRoom>,
+    State(heat): State<Heat>,
     merchant: Merchant,
     InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<ActivityStats>> {
@@ -295,6 +296,8 @@ async fn stats(
         failed: count(OrderStatus::Failed),
         attempts_per_sec,
         reminders: reminder::count(&db, id).await?,
+        views_per_sec: heat.of(id).0,
+        hot: heat.of(id).1,
     }))
 }
 

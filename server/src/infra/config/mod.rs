@@ -60,6 +60,8 @@ pub struct Config {
     /// Proxies in front that append to `X-Forwarded-For` (0: none, the peer is the client; 1: a
     /// load balancer, whose hop is the last; 2: a CDN and a load balancer…).
     pub trusted_proxies: u8,
+    /// Views a second of one sale from which it is hot (`buy/heat.rs`).
+    pub hot_views_per_sec: u32,
     /// Merchant to create at start-up if missing (in the default shop).
     pub admin: Option<(String, String)>,
     /// Platform operator to create at start-up if missing.
@@ -192,6 +194,7 @@ impl Config {
                 None => None,
             },
             trusted_proxies: s.trust_forwarded_for,
+            hot_views_per_sec: s.hot_views_per_sec,
             admin: s.admin_user.zip(s.admin_password),
             operator: s.operator_user.zip(s.operator_password),
             password_hash_concurrency: s.password_hash_concurrency.unwrap_or_else(cores).max(1),

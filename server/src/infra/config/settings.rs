@@ -317,6 +317,11 @@ pub struct Settings {
     #[arg(long, env = "SECKILL_QUEUE_SHADOW", default_value_t = true,
           action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub queue_shadow: bool,
+    /// Views a second of one sale (its page and its stock poll, over every instance) from which
+    /// it is hot: every instance serves its state from memory, refreshed once a second.
+    #[arg(long, env = "SECKILL_HOT_VIEWS_PER_SEC", default_value_t = 200,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub hot_views_per_sec: u32,
     /// Create a demo sale at start-up (`make run` does).
     #[arg(long, env = "SECKILL_DEMO", value_parser = BoolishValueParser::new())]
     pub demo: bool,

@@ -275,6 +275,8 @@ pub struct Metrics {
     pub aof_rounds_failed: Counter,
     pub queue_polls: Family<Answered, Counter>,
     pub queue_held: Family<Held, Gauge>,
+    /// A sale's state (its units left) for its page, card and stock poll, by where it was read.
+    pub sale_state_reads: Family<Answered, Counter>,
     pub worker_restarts: Family<WorkerLabel, Counter>,
     pub http_requests: Family<HttpLabels, Histogram>,
     pub http_in_flight: Gauge,
@@ -297,6 +299,17 @@ fn register_queue(registry: &mut Registry) -> (Family<Answered, Counter>, Family
             queue_held.clone(),
         );
     (queue_polls, queue_held)
+}
+
+/// The sales' state reads by where they were answered from (`buy/heat.rs`).
+fn register_sale_state(registry: &mut Registry) -> Family<Answered, Counter> {
+    let reads = Family::<Answered, Counter>::default();
+    registry.register(
+        "sale_state_reads",
+        "A sale's units left read for its page, its card or its stock poll, by where: memory (a hot sale's copy, refreshed once a second) or redis",
+        reads.clone(),
+    );
+    reads
 }
 
 /// The workers' upkeep of Redis: the reconciler's drift, and the rewrites of its append-only files
@@ -458,6 +471,7 @@ impl Metrics {
         );
         let upkeep = register_upkeep(&mut pipeline);
         let (queue_polls, queue_held) = register_queue(&mut registry);
+        let sale_state_reads = register_sale_state(&mut registry);
         let (worker_restarts, dependency_up) = register_process(&mut registry);
         let (http_requests, http_in_flight) = register_http(&mut registry);
         let publish_confirm = register_engines(&mut registry, &mut pipeline);
@@ -492,6 +506,7 @@ impl Metrics {
             aof_growth: upkeep.aof_growth,
             aof_rounds_failed: upkeep.aof_rounds_failed,
             queue_polls,
+            sale_state_reads,
             queue_held,
             worker_restarts,
         })
@@ -511,6 +526,12 @@ impl Metrics {
 
     pub fn queue_poll(&self, answered: &'static str) {
         self.queue_polls.get_or_create(&Answered { answered }).inc();
+    }
+
+    pub fn sale_state_read(&self, answered: &'static str) {
+        self.sale_state_reads
+            .get_or_create(&Answered { answered })
+            .inc();
     }
 
     pub fn queue_held(&self, activity: i64, reason: &'static str, held: bool) {

@@ -1,0 +1,240 @@
+//! Hot sales found and served from memory. A sale's page can go viral before its start, whatever
+//! its merchant expected: each instance counts the views of every sale (its page, its card's stock
+//! poll) in memory, adds its count to Redis once a second, and reads back the last complete second
+//! over every instance. A sale seen at `SECKILL_HOT_VIEWS_PER_SEC` or more is hot for a minute
+//! after: every instance then serves its state (the units left) from its own copy, refreshed once
+//! a second, so that a crowd of views costs Redis one read a second per instance rather than one a
+//! view; its forecast's page views are added once a second; and before its start its stock is put
+//! in Redis if Redis lacks it. The dashboard shows each sale's views a second and whether it is hot.
+
+use super::activities::ActivityCache;
+use crate::{
+    domain::{activity::stock, ApiResult},
+    infra::{metrics::Metrics, redis::Redis},
+};
+use parking_lot::Mutex;
+use sqlx::PgPool;
+use std::{
+    collections::HashMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+/// A sale stays hot this long after its last second at the threshold.
+const HOT_FOR: Duration = Duration::from_secs(60);
+/// Sales one instance counts in one second: past it, others wait for the next second (the
+/// counts are of sales that exist, but a second is bounded whatever comes).
+const MAX_COUNTED: usize = 10_000;
+/// The counts of one second stay in Redis this long.
+const KEEP_SECONDS_MS: i64 = 10_000;
+
+#[derive(Clone)]
+pub struct Heat {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    threshold: i64,
+    redis: Redis,
+    db: PgPool,
+    activities: ActivityCache,
+    metrics: Arc<Metrics>,
+    /// This instance's views this second, by sale.
+    counts: Mutex<HashMap<i64, i64>>,
+    /// Forecast page views of hot sales not yet added to Redis.
+    views: Mutex<HashMap<i64, i64>>,
+    /// What the last complete second said, by sale: its views over every instance, and until
+    /// when it is hot.
+    seen: Mutex<HashMap<i64, Seen>>,
+    /// Hot sales' units left, as last read (`None`: Redis holds none of its shards).
+    states: Mutex<HashMap<i64, Option<i64>>>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    views_per_sec: i64,
+    hot_until: Option<Instant>,
+}
+
+impl Heat {
+    pub fn new(
+        threshold: u32,
+        redis: Redis,
+        db: PgPool,
+        activities: ActivityCache,
+        metrics: Arc<Metrics>,
+    ) -> Heat {
+        Heat {
+            inner: Arc::new(Inner {
+                threshold: i64::from(threshold.max(1)),
+                redis,
+                db,
+                activities,
+                metrics,
+                counts: Mutex::default(),
+                views: Mutex::default(),
+                seen: Mutex::default(),
+                states: Mutex::default(),
+            }),
+        }
+    }
+
+    /// One view of sale `id` (its page or its stock poll).
+    pub fn count(&self, id: i64) {
+        let mut counts = self.inner.counts.lock();
+        if counts.len() < MAX_COUNTED || counts.contains_key(&id) {
+            *counts.entry(id).or_default() += 1;
+        }
+    }
+
+    /// Whether sale `id` is hot now.
+    pub fn is_hot(&self, id: i64) -> bool {
+        self.inner
+            .seen
+            .lock()
+            .get(&id)
+            .and_then(|s| s.hot_until)
+            .is_some_and(|until| until > Instant::now())
+    }
+
+    /// Sale `id`'s views a second over every instance (the last complete second), and whether it
+    /// is hot.
+    pub fn of(&self, id: i64) -> (i64, bool) {
+        let views = self
+            .inner
+            .seen
+            .lock()
+            .get(&id)
+            .map_or(0, |s| s.views_per_sec);
+        (views, self.is_hot(id))
+    }
+
+    /// A view of a hot sale's page for its forecast, added to Redis with the next second's counts;
+    /// `false` for a sale that is not hot (its view is counted as it comes).
+    pub fn count_view_later(&self, id: i64) -> bool {
+        if !self.is_hot(id) {
+            return false;
+        }
+        *self.inner.views.lock().entry(id).or_default() += 1;
+        true
+    }
+
+    /// Sale `id`'s units left over its `shards`: a hot sale's from this instance's copy (at most
+    /// a second old), any other's from Redis.
+    pub async fn units_left(&self, id: i64, shards: i16) -> redis::RedisResult<Option<i64>> {
+        if self.is_hot(id) {
+            if let Some(state) = self.inner.states.lock().get(&id) {
+                self.inner.metrics.sale_state_read("memory");
+                return Ok(*state);
+            }
+        }
+        self.inner.metrics.sale_state_read("redis");
+        let state = stock::in_redis(&self.inner.redis, id, shards).await?;
+        if self.is_hot(id) {
+            self.inner.states.lock().insert(id, state);
+        }
+        Ok(state)
+    }
+
+    /// Every second, for as long as the process runs: this instance's counts out, every
+    /// instance's in, hot sales' states refreshed.
+    pub async fn run(self) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.step().await {
+                tracing::warn!(error = ?e, "sharing the sales' heat");
+            }
+        }
+    }
+
+    async fn step(&self) -> ApiResult<()> {
+        let inner = &self.inner;
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let (this, last) = (
+            inner.redis.keys.heat(now_ms / 1000),
+            inner.redis.keys.heat(now_ms / 1000 - 1),
+        );
+        let counts = std::mem::take(&mut *inner.counts.lock());
+        let views = std::mem::take(&mut *inner.views.lock());
+        let mut pipe = redis::pipe();
+        for (id, n) in &counts {
+            pipe.cmd("HINCRBY").arg(&this).arg(id).arg(n).ignore();
+        }
+        if !counts.is_empty() {
+            pipe.cmd("PEXPIRE").arg(&this).arg(KEEP_SECONDS_MS).ignore();
+        }
+        let mut conn = inner.redis.conn();
+        if !counts.is_empty() {
+            pipe.query_async::<()>(&mut conn).await?;
+        }
+        // Page views of hot sales for their forecast, a command each, once a second.
+        for (id, n) in views {
+            let key = inner.redis.keys.views(id);
+            redis::cmd("INCRBY")
+                .arg(&key)
+                .arg(n)
+                .query_async::<()>(&mut conn)
+                .await?;
+        }
+        let seen: HashMap<i64, i64> = redis::cmd("HGETALL")
+            .arg(&last)
+            .query_async(&mut conn)
+            .await?;
+        let now = Instant::now();
+        let mut turned_hot = Vec::new();
+        {
+            let mut all = inner.seen.lock();
+            all.retain(|id, s| seen.contains_key(id) || s.hot_until.is_some_and(|u| u > now));
+            for (id, views) in &seen {
+                let s = all.entry(*id).or_default();
+                s.views_per_sec = *views;
+                if *views >= inner.threshold {
+                    if s.hot_until.is_none_or(|u| u <= now) {
+                        turned_hot.push(*id);
+                    }
+                    s.hot_until = Some(now + HOT_FOR);
+                }
+            }
+            for (id, s) in all.iter_mut() {
+                if !seen.contains_key(id) {
+                    s.views_per_sec = 0;
+                }
+            }
+        }
+        for id in turned_hot {
+            tracing::info!(
+                activity.id = id,
+                "a sale turned hot: its state is served from memory"
+            );
+        }
+        self.refresh_states().await
+    }
+
+    /// Each hot sale's units left read once for every view of the next second; before its start,
+    /// its stock put in Redis if Redis lacks it.
+    async fn refresh_states(&self) -> ApiResult<()> {
+        let inner = &self.inner;
+        let hot: Vec<i64> = {
+            let now = Instant::now();
+            let seen = inner.seen.lock();
+            seen.iter()
+                .filter(|(_, s)| s.hot_until.is_some_and(|u| u > now))
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        inner.states.lock().retain(|id, _| hot.contains(id));
+        for id in hot {
+            let row = inner.activities.get(&inner.db, id).await?;
+            inner.metrics.sale_state_read("redis");
+            let mut state = stock::in_redis(&inner.redis, id, row.stock_shards).await?;
+            if state.is_none() && chrono::Utc::now() < row.starts_at {
+                stock::warm(&inner.redis, &row, (row.total_stock - row.sold).max(0)).await?;
+                state = stock::in_redis(&inner.redis, id, row.stock_shards).await?;
+            }
+            inner.states.lock().insert(id, state);
+        }
+        Ok(())
+    }
+}
