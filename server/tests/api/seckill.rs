@@ -769,7 +769,8 @@ async fn stats_and_metrics_count_the_sale() {
     assert!(stats.remove("attempts_per_sec").unwrap().as_i64().unwrap() <= 7);
     assert_eq!(
         serde_json::Value::Object(stats),
-        json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0, "reminders": 0})
+        json!({"total_stock": 5, "remaining": 0, "queued": 0, "confirmed": 5, "paid": 0, "cancelled": 0, "failed": 0, "reminders": 0,
+               "views_per_sec": 0, "hot": false})
     );
     let metrics = app.metrics().await;
     assert!(
