@@ -205,6 +205,9 @@ pub struct CrowdSettings {
     pub outcome: Option<CrowdOutcome>,
 }
 
+/// The highest threshold a merchant may set for crowds from one network.
+pub const CROWD_THRESHOLD_MAX: i32 = 1_000_000;
+
 /// The body of `POST /api/admin/activities/{id}/crowd` (before the sale's start only).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -14,11 +14,13 @@ use super::{
     activity::{self, ActivityRow},
     audit,
     drawing::{score, DRAW_RANGE},
-    forecast, ApiError, ApiResult,
+    forecast, report, ApiError, ApiResult,
 };
 use crate::infra::redis::Redis;
-use app::api::{CrowdChange, CrowdOutcome, CrowdPolicy, CrowdSettings, DrawnPlace};
-use sqlx::{types::Json, PgPool};
+use app::api::{
+    CrowdChange, CrowdOutcome, CrowdPolicy, CrowdSettings, DrawnPlace, CROWD_THRESHOLD_MAX,
+};
+use sqlx::PgPool;
 use std::{
     collections::{HashMap, HashSet},
     net::IpAddr,
@@ -30,8 +32,6 @@ pub const DEMOTED_FROM: i64 = DRAW_RANGE as i64 + 1024;
 /// The most entries one drawing demotes: the room below the first place after the start.
 /// Entries of groups over the threshold beyond this many (the highest scores) keep their places.
 pub const DEMOTED_MAX: usize = (1 << 20) - 1024 - 1;
-/// The highest threshold a merchant may set.
-pub const THRESHOLD_MAX: i32 = 1_000_000;
 
 /// The network of an address: its /24 (IPv4, an IPv4-mapped IPv6 address included) or /48.
 pub fn network(ip: IpAddr) -> String {
@@ -153,40 +153,16 @@ pub fn rule(policy: CrowdPolicy, threshold: i32) -> Option<String> {
     }
 }
 
-/// The threshold proposed for a crowd of `crowd` shoppers expected: 1 % of it, at least 20. An
-/// office, a campus or a carrier's shared addresses bring tens of people from one network, a
-/// farm thousands.
-pub fn proposed_threshold(crowd: i64) -> (i32, String) {
-    let t = (crowd / 100).clamp(20, i64::from(THRESHOLD_MAX)) as i32;
-    (
-        t,
-        format!(
-            "{t}: 1 % of the {crowd} shoppers expected, at least 20 — more than an office, a campus or a carrier's shared addresses usually bring from one network, far fewer than a farm."
-        ),
-    )
-}
-
-/// What the draw of sale `id` found, once it has run.
-pub async fn outcome(db: &PgPool, id: i64) -> ApiResult<Option<CrowdOutcome>> {
-    let found = sqlx::query_scalar!(
-        r#"SELECT crowd_outcome AS "outcome: Json<CrowdOutcome>" FROM activities WHERE id = $1"#,
-        id
-    )
-    .fetch_optional(db)
-    .await?;
-    Ok(found.flatten().map(|Json(o)| o))
-}
-
 /// A sale's crowd policy, the threshold the forecast proposes, and what the draw did.
 pub async fn settings(db: &PgPool, redis: &Redis, row: &ActivityRow) -> ApiResult<CrowdSettings> {
     let expected = forecast::of_sale(db, redis, row).await?.expected_crowd;
-    let (proposed_threshold, proposed_reason) = proposed_threshold(expected);
+    let (proposed_threshold, proposed_reason) = forecast::crowd_threshold(expected);
     Ok(CrowdSettings {
         policy: row.crowd(),
         threshold: row.crowd_threshold,
         proposed_threshold,
         proposed_reason,
-        outcome: outcome(db, row.id).await?,
+        outcome: report::crowd_outcome(db, row.id).await?,
     })
 }
 
@@ -198,7 +174,7 @@ pub async fn change(
     row: &ActivityRow,
     change: CrowdChange,
 ) -> ApiResult<ActivityRow> {
-    if !(2..=THRESHOLD_MAX).contains(&change.threshold) {
+    if !(2..=CROWD_THRESHOLD_MAX).contains(&change.threshold) {
         return Err(ApiError::invalid(
             "threshold",
             "a group is over it with more entries: from 2 to 1000000",

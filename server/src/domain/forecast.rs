@@ -66,7 +66,7 @@ pub fn advise(i: Interest, basis: &ForecastBasis) -> (i64, Option<i64>, Recommen
         "{shards} stock shard{}: at most {peak} gate calls/s, and one Redis ran {gate} gate calls/s in `make bench`.",
         if shards == 1 { "" } else { "s" }
     ));
-    let (crowd_threshold, why) = super::crowd::proposed_threshold(crowd);
+    let (crowd_threshold, why) = crowd_threshold(crowd);
     reasons.push(format!("A drawing's crowd threshold of {why}"));
     let demand = crowd.saturating_mul(i.per_user_limit.max(1));
     let sell_out = (demand >= i.stock && i.stock > 0).then(|| {
@@ -95,6 +95,19 @@ pub fn advise(i: Interest, basis: &ForecastBasis) -> (i64, Option<i64>, Recommen
             crowd_threshold: i64::from(crowd_threshold),
         },
         reasons,
+    )
+}
+
+/// The threshold proposed for a crowd of `crowd` shoppers expected: 1 % of it, at least 20. An
+/// office, a campus or a carrier's shared addresses bring tens of people from one network, a
+/// farm thousands.
+pub fn crowd_threshold(crowd: i64) -> (i32, String) {
+    let t = (crowd / 100).clamp(20, i64::from(app::api::CROWD_THRESHOLD_MAX)) as i32;
+    (
+        t,
+        format!(
+            "{t}: 1 % of the {crowd} shoppers expected, at least 20 — more than an office, a campus or a carrier's shared addresses usually bring from one network, far fewer than a farm."
+        ),
     )
 }
 

@@ -11,10 +11,11 @@ use super::{
 };
 use crate::infra::redis::Redis;
 use app::api::{
-    AttemptsReport, DrawingReport, ErrorCode, LineReport, OrderStatus, OrdersReport, SaleId,
-    SaleReport, TimelineStep, UnitsReport, ACCEPTED,
+    AttemptsReport, CrowdOutcome, DrawingReport, ErrorCode, LineReport, OrderStatus, OrdersReport,
+    SaleId, SaleReport, TimelineStep, UnitsReport, ACCEPTED,
 };
 use chrono::{DateTime, Utc};
+use sqlx::types::Json;
 use sqlx::PgPool;
 use std::{collections::HashMap, time::Duration};
 
@@ -63,8 +64,20 @@ pub async fn of_row(db: &PgPool, row: &ActivityRow) -> ApiResult<SaleReport> {
         }),
         timeline: timeline(db, row).await?,
         cord: super::cord::of_sale(db, id).await?,
-        crowd: super::crowd::outcome(db, id).await?,
+        crowd: crowd_outcome(db, id).await?,
     })
+}
+
+/// What the draw of sale `id` did with crowds from one network (`domain/crowd.rs`), once it
+/// has run.
+pub async fn crowd_outcome(db: &PgPool, id: i64) -> ApiResult<Option<CrowdOutcome>> {
+    let found = sqlx::query_scalar!(
+        r#"SELECT crowd_outcome AS "outcome: Json<CrowdOutcome>" FROM activities WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(found.flatten().map(|Json(o)| o))
 }
 
 async fn units(db: &PgPool, row: &ActivityRow) -> ApiResult<UnitsReport> {

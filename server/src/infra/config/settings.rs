@@ -318,7 +318,8 @@ pub struct Settings {
           action = clap::ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub queue_shadow: bool,
     /// Views a second of one sale (its page and its stock poll, over every instance) from which
-    /// it is hot: every instance serves its state from memory, refreshed once a second.
+    /// it is hot for a minute: every instance serves its units left from memory, refreshed once a
+    /// second (docs/operations.md "Hot sales").
     #[arg(long, env = "SECKILL_HOT_VIEWS_PER_SEC", default_value_t = 200,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub hot_views_per_sec: u32,
