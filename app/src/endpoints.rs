@@ -5,11 +5,11 @@
 use crate::api::{
     AccountList, AccountSummary, Activity, ActivityList, ActivityStats, AddStock, AdminActivity,
     AdminActivityList, AdminOrderPage, AuditLog, BuyPath, BuyRequest, Captcha, Confirmation,
-    CordPull, CordRequest, CordState, Credentials, CrowdChange, CrowdSettings, Drawing,
-    FailOpenRequest, Forecast, JoinQueue, LineBoard, MyReminder, NewActivity, NewShop,
-    OperatorCordRequest, OrderList, OrderView, PasswordChange, PasswordReset, PaymentResult,
-    QueueStatus, Remaining, Reminder, Reservation, SaleId, SaleReport, ServerTime, Shop, ShopList,
-    ShopSettings, ShopSettingsChange, StockAdditions, StockLevel, Token, User, UserId,
+    CordPull, CordRequest, CordState, Credentials, Drawing, FailOpenRequest, Forecast, JoinQueue,
+    LineBoard, MyReminder, NewActivity, NewShop, OperatorCordRequest, OrderList, OrderView,
+    PasswordChange, PasswordReset, PaymentResult, QueueStatus, Remaining, Reminder, Reservation,
+    SaleId, SaleReport, ServerTime, Shop, ShopList, ShopSettings, ShopSettingsChange,
+    StockAdditions, StockLevel, Token, User, UserId,
 };
 use crate::client::{delete, get, post, post_with_key, Failure};
 
@@ -266,16 +266,6 @@ pub async fn fail_open(id: SaleId, on: bool, reason: String) -> Answer<Activity>
         &FailOpenRequest { on, reason },
     )
     .await
-}
-
-/// A drawn sale's policy for crowds from one network, and what the draw did.
-pub async fn crowd(id: SaleId) -> Answer<CrowdSettings> {
-    get(&format!("/api/admin/activities/{id}/crowd")).await
-}
-
-/// Sets it (before the start).
-pub async fn set_crowd(id: SaleId, change: &CrowdChange) -> Answer<CrowdSettings> {
-    post(&format!("/api/admin/activities/{id}/crowd"), change).await
 }
 
 /// One page of a sale's orders, of one status or all (`status` empty).

@@ -73,36 +73,3 @@ test("a merchant pulls the shop's cord and a sale's fail-open; the shopper's pag
   }
 });
 
-// Farms at the draw on the sale's dashboard: the merchant sets the policy and threshold of a
-// drawn line before its start, with the forecast's proposal beside them; a threshold refused is
-// said in words, and the setting is kept.
-test("a merchant sets a drawn sale's policy for crowds from one network on its dashboard", async ({ page }) => {
-  const errors = failOnConsoleErrors(page);
-  const id = await createActivity({ stock: 5, waitingRoom: true, startsInSecs: 3600 });
-  await openHydrated(page, "/login?next=%2Fadmin");
-  await page.getByTestId("login-username").fill(MERCHANT.username);
-  await page.getByTestId("login-password").fill(MERCHANT.password);
-  await page.getByTestId("login-submit").click();
-  await expect(page).toHaveURL(/\/admin$/);
-  await openHydrated(page, `/admin/activities/${id}`);
-  const crowd = page.getByTestId("crowd");
-  await expect(crowd.getByTestId("crowd-proposed")).toHaveText("The forecast proposes a threshold of 20.");
-  await expect(crowd.getByTestId("crowd-policy")).toHaveValue("off");
-  await crowd.getByTestId("crowd-policy").selectOption("demote");
-  await crowd.getByTestId("crowd-threshold").fill("1");
-  await crowd.getByTestId("crowd-save").click();
-  await expect(crowd.getByRole("alert")).toContainText("from 2 to 1000000");
-  await crowd.getByTestId("crowd-threshold").fill("30");
-  await crowd.getByTestId("crowd-save").click();
-  await expect(crowd.getByRole("alert")).toHaveText("");
-  // Kept: the page read anew shows it, as the API does.
-  await openHydrated(page, `/admin/activities/${id}?again=1`);
-  await expect(page.getByTestId("crowd-policy")).toHaveValue("demote");
-  await expect(page.getByTestId("crowd-threshold")).toHaveValue("30");
-  const api = await merchantApi();
-  const settings = await (await api.get(`/api/admin/activities/${id}/crowd`)).json();
-  expect([settings.policy, settings.threshold]).toEqual(["demote", 30]);
-  await api.dispose();
-  // The refused threshold's answer is the only error the browser logged.
-  expect(errors.filter((e) => !e.includes("status of 400"))).toEqual([]);
-});

@@ -136,7 +136,7 @@ fn Report(report: SaleReport) -> impl IntoView {
             })}
             {report.crowd.clone().map(|c| view! {
                 <h2>{tr("report.crowd")}</h2>
-                <p data-testid="report-crowd">{crate::pages::dashboard::crowd::outcome_text(&c)}</p>
+                <p data-testid="report-crowd">{crowd_text(&c)}</p>
             })}
             {report.drawing.clone().map(|d| view! {
                 <h2>{tr("report.drawing")}</h2>
@@ -237,4 +237,17 @@ fn Timeline(steps: Vec<TimelineStep>) -> impl IntoView {
         </figure>
     }
     .into_any()
+}
+
+/// What a draw did with the crowds from one network, in the page's language.
+fn crowd_text(c: &crate::api::CrowdOutcome) -> String {
+    let figures = [
+        ("threshold", thousands(i64::from(c.threshold))),
+        ("groups", thousands(c.groups_over)),
+        ("entries", thousands(c.entries_over)),
+        ("demoted", thousands(c.demoted)),
+        ("all", thousands(c.entries)),
+    ];
+    let figures: Vec<(&str, &str)> = figures.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    tr_with(&format!("report.crowd.{}", c.policy.as_str()), &figures)
 }

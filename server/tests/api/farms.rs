@@ -5,7 +5,7 @@
 //! recomputes. Behind one trusted proxy here, so each join says its address in `X-Forwarded-For`.
 
 use crate::helpers::*;
-use crate::line::{drawing_of, poll, verify};
+use crate::line::{paused_drawn_sale, poll, published_drawing, verify};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -54,23 +54,26 @@ async fn set_crowd(
     .await
 }
 
+/// A change of the policy refused with `status` and `code`.
+async fn refused(
+    app: &TestApp,
+    merchant: &reqwest::Client,
+    id: i64,
+    body: Value,
+    status: u16,
+    code: &str,
+) {
+    let (got, answer) = set_crowd(app, merchant, id, body).await;
+    assert_eq!(
+        (got, answer["error"].as_str()),
+        (status, Some(code)),
+        "{answer}"
+    );
+}
+
 async fn settings_of(app: &TestApp, merchant: &reqwest::Client, id: i64) -> (u16, Value) {
     let url = app.url(&format!("/api/admin/activities/{id}/crowd"));
     json(merchant.get(url).send().await.unwrap()).await
-}
-
-/// A paused sale with a drawn line starting in `in_secs`: nobody is admitted, so every place
-/// stays numbered on the shopper's poll.
-async fn paused_drawn_sale(app: &TestApp, merchant: &reqwest::Client, in_secs: i64) -> i64 {
-    let id = sale_with_line(app, merchant, 10, in_secs, 5).await;
-    let resp = merchant
-        .post(app.url(&format!("/api/admin/activities/{id}/pause")))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    id
 }
 
 /// 60 entries from one /24, 40 from 40 networks (five of whose accounts were made on the farm's
@@ -81,7 +84,7 @@ async fn paused_drawn_sale(app: &TestApp, merchant: &reqwest::Client, in_secs: i
 async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
     let app = spawn_app_with(|c| c.trusted_proxies = 1).await;
     let merchant = merchant(&app).await;
-    let id = paused_drawn_sale(&app, &merchant, 8).await;
+    let id = paused_drawn_sale(&app, &merchant, 8, 5).await;
     let (code, settings) = set_crowd(
         &app,
         &merchant,
@@ -134,11 +137,7 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
         .map(|(i, r)| (r.as_str(), if i < 65 { "demoted" } else { "kept" }))
         .collect();
 
-    let drawing = eventually(30, "the seed published after the start", || async {
-        let d = drawing_of(&app, id).await;
-        d["seed"].is_string().then_some(d)
-    })
-    .await;
+    let drawing = published_drawing(&app, id).await;
     assert_eq!(
         drawing["crowd"],
         json!({"policy": "demote", "threshold": 20, "entries": 120, "groups_over": 1,
@@ -196,18 +195,8 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
     // The merchant sees what the draw did; the policy no longer changes.
     let (_, settings) = settings_of(app, &merchant, id).await;
     assert_eq!(settings["outcome"], drawing["crowd"]);
-    let (code, body) = set_crowd(
-        app,
-        &merchant,
-        id,
-        json!({"policy": "off", "threshold": 20}),
-    )
-    .await;
-    assert_eq!(
-        (code, body["error"].as_str()),
-        (409, Some("already_started")),
-        "{body}"
-    );
+    let off = json!({"policy": "off", "threshold": 20});
+    refused(app, &merchant, id, off, 409, "already_started").await;
 }
 
 /// `observe` counts the farm and moves nobody: the order is the plain drawing's.
@@ -215,18 +204,13 @@ async fn a_farm_on_one_24_is_drawn_after_a_crowd_of_distinct_networks() {
 async fn observe_counts_the_farm_and_moves_nobody() {
     let app = spawn_app_with(|c| c.trusted_proxies = 1).await;
     let merchant = merchant(&app).await;
-    let id = paused_drawn_sale(&app, &merchant, 6).await;
+    let id = paused_drawn_sale(&app, &merchant, 6, 5).await;
     // Refused changes change nothing.
-    for (body, field) in [
-        (json!({"policy": "demote", "threshold": 1}), "threshold"),
-        (json!({"policy": "everyone", "threshold": 20}), "body"),
+    for body in [
+        json!({"policy": "demote", "threshold": 1}),
+        json!({"policy": "everyone", "threshold": 20}),
     ] {
-        let (code, answer) = set_crowd(&app, &merchant, id, body).await;
-        assert_eq!(
-            (code, answer["error"].as_str()),
-            (400, Some("invalid_input")),
-            "{field}: {answer}"
-        );
+        refused(&app, &merchant, id, body, 400, "invalid_input").await;
     }
     let (code, _) = set_crowd(
         &app,
@@ -250,11 +234,7 @@ async fn observe_counts_the_farm_and_moves_nobody() {
         })
         .collect();
     join_from(&app, &crowd, id).await;
-    let drawing = eventually(30, "the seed published after the start", || async {
-        let d = drawing_of(&app, id).await;
-        d["seed"].is_string().then_some(d)
-    })
-    .await;
+    let drawing = published_drawing(&app, id).await;
     assert_eq!(
         drawing["crowd"],
         json!({"policy": "observe", "threshold": 5, "entries": 16, "groups_over": 1,
@@ -288,16 +268,6 @@ async fn a_sale_whose_line_does_not_draw_groups_nobody() {
     let id = live_activity(&app, &merchant, 10, json!({"waiting_room": false})).await["id"]
         .as_i64()
         .unwrap();
-    let (code, answer) = set_crowd(
-        &app,
-        &merchant,
-        id,
-        json!({"policy": "demote", "threshold": 20}),
-    )
-    .await;
-    assert_eq!(
-        (code, answer["error"].as_str()),
-        (400, Some("invalid_input")),
-        "{answer}"
-    );
+    let demote = json!({"policy": "demote", "threshold": 20});
+    refused(&app, &merchant, id, demote, 400, "invalid_input").await;
 }

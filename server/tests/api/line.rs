@@ -539,6 +539,34 @@ async fn a_blocked_client_is_left_waiting_or_told_as_configured() {
     }
 }
 
+/// A sale with a drawn line starting in `in_secs`, paused: nobody is admitted, so that every
+/// place stays numbered on the shopper's poll.
+pub(crate) async fn paused_drawn_sale(
+    app: &TestApp,
+    merchant: &Client,
+    in_secs: i64,
+    rate: i32,
+) -> i64 {
+    let id = sale_with_line(app, merchant, 10, in_secs, rate).await;
+    let resp = merchant
+        .post(app.url(&format!("/api/admin/activities/{id}/pause")))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    id
+}
+
+/// Sale `id`'s drawing once its seed is published (2 s after the start).
+pub(crate) async fn published_drawing(app: &TestApp, id: i64) -> Value {
+    eventually(30, "the seed published after the start", || async {
+        let d = drawing_of(app, id).await;
+        d["seed"].is_string().then_some(d)
+    })
+    .await
+}
+
 pub(crate) async fn drawing_of(app: &TestApp, id: i64) -> Value {
     let (code, body) = json(app.get(&format!("/api/activities/{id}/drawing")).await).await;
     assert_eq!(code, 200, "{body}");
@@ -573,15 +601,7 @@ pub(crate) fn verify(drawing: &Value, args: &[&str]) -> (i32, String, String) {
 async fn the_drawing_of_a_thousand_is_recomputed_from_the_published_seed_and_receipts() {
     let app = spawn_app().await;
     let merchant = merchant(&app).await;
-    let id = sale_with_line(&app, &merchant, 10, 8, 1000).await;
-    // Paused: nobody is admitted, so that every place stays numbered on the shopper's poll.
-    let resp = merchant
-        .post(app.url(&format!("/api/admin/activities/{id}/pause")))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 200);
+    let id = paused_drawn_sale(&app, &merchant, 8, 1000).await;
     let (_, activity) = json(app.get(&format!("/api/activities/{id}")).await).await;
     let commitment = activity["drawing_commitment"].as_str().unwrap().to_string();
     assert_eq!(commitment.len(), 64, "{activity}");
@@ -614,11 +634,7 @@ async fn the_drawing_of_a_thousand_is_recomputed_from_the_published_seed_and_rec
         receipts[0].as_str()
     );
 
-    let drawing = eventually(20, "the seed published after the start", || async {
-        let d = drawing_of(app, id).await;
-        d["seed"].is_string().then_some(d)
-    })
-    .await;
+    let drawing = published_drawing(app, id).await;
     assert_eq!(drawing["joined"], 1000);
     let (_, activity) = json(app.get(&format!("/api/activities/{id}")).await).await;
     assert_eq!(activity["drawing_seed"], drawing["seed"]);

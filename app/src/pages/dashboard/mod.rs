@@ -3,7 +3,6 @@
 //! (`actions.rs`), the stock-addition audit (`actions.rs`) and the orders with CSV (`orders.rs`).
 
 mod actions;
-pub mod crowd;
 mod forecast;
 mod orders;
 
@@ -88,14 +87,6 @@ pub fn Dashboard(id: SaleId) -> impl IntoView {
         });
     }
     let loaded = Memo::new(move |_| with_sale(activity, |_| ()).is_some());
-    // A line that draws its places may group its entries by network.
-    let draws = Memo::new(move |_| {
-        with_sale(activity, |a| {
-            a.activity.waiting_room
-                && a.activity.line_method == crate::api::LineMethod::DrawThenOrder
-        })
-        .unwrap_or(false)
-    });
     view! {
         <section class="admin dashboard">
             {move || match activity.get() {
@@ -117,7 +108,6 @@ pub fn Dashboard(id: SaleId) -> impl IntoView {
                 </div>
             })}
             <forecast::ForecastPanel id activity/>
-            {move || draws.get().then(|| view! { <crowd::CrowdPanel id/> })}
             <StockAudit id changes/>
             <OrdersTable id changes/>
         </section>
