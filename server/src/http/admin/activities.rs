@@ -280,6 +280,7 @@ async fn stats(
     };
     let remaining = remaining(&redis, id, row.stock_shards).await?;
     let attempts_per_sec = attempts::last_second(&redis, id).await?;
+    let (views_per_sec, hot) = heat.of(id);
     let queue = match row.waiting_room {
         true => Some(room.figures(&row).await?),
         false => None,
@@ -296,8 +297,8 @@ async fn stats(
         failed: count(OrderStatus::Failed),
         attempts_per_sec,
         reminders: reminder::count(&db, id).await?,
-        views_per_sec: heat.of(id).0,
-        hot: heat.of(id).1,
+        views_per_sec,
+        hot,
     }))
 }
 
