@@ -198,8 +198,32 @@ const COLD_EVERY: Duration = Duration::from_secs(5);
 /// How long the relay rests when no journal had anything.
 const IDLE_PAUSE: Duration = Duration::from_millis(20);
 
-fn due(at: Option<Instant>, every: Duration) -> bool {
-    at.is_none_or(|t| t.elapsed() >= every)
+fn due(at: Option<Instant>, every: Duration, now: Instant) -> bool {
+    at.is_none_or(|t| now.saturating_duration_since(t) >= every)
+}
+
+/// How often the hot journals' pending entries are looked at for re-claiming.
+const RECLAIM_EVERY: Duration = Duration::from_secs(1);
+
+impl Journals {
+    /// The journals one round reads, each with whether the entries a failed round or a dead relay
+    /// left pending are re-claimed first: the hot ones every round (re-claimed each second), the
+    /// cold ones every `COLD_EVERY` and re-claimed each time. A cold journal's re-claim must not
+    /// hang on its round falling in the same round as the hot journals' second: the two drift
+    /// apart, and an entry left pending in a cold journal would wait there for as long.
+    fn plan(&mut self, now: Instant) -> Vec<(String, bool)> {
+        let reclaim = due(self.reclaimed_at, RECLAIM_EVERY, now);
+        if reclaim {
+            self.reclaimed_at = Some(now);
+        }
+        let mut round: Vec<(String, bool)> =
+            self.hot.iter().map(|j| (j.clone(), reclaim)).collect();
+        if due(self.cold_read_at, COLD_EVERY, now) {
+            self.cold_read_at = Some(now);
+            round.extend(self.cold.iter().map(|j| (j.clone(), true)));
+        }
+        round
+    }
 }
 
 /// Rounds published and awaiting their confirms at once: the next round is read and published
@@ -380,26 +404,19 @@ impl Relay {
         &self,
         journals: &mut Journals,
     ) -> anyhow::Result<Vec<(String, Vec<StreamId>)>> {
-        if due(journals.listed_at, LIST_EVERY) {
+        let now = Instant::now();
+        if due(journals.listed_at, LIST_EVERY, now) {
             self.list(journals).await?;
         }
-        let mut round: Vec<String> = journals.hot.clone();
-        if due(journals.cold_read_at, COLD_EVERY) {
-            journals.cold_read_at = Some(Instant::now());
-            round.extend(journals.cold.iter().cloned());
-        }
-        let reclaim = due(journals.reclaimed_at, Duration::from_secs(1));
-        if reclaim {
-            journals.reclaimed_at = Some(Instant::now());
-        }
-        for journal in &round {
+        let round = journals.plan(now);
+        for (journal, _) in &round {
             if !journals.grouped.contains(journal) {
                 self.ensure_group(journal).await?;
                 journals.grouped.insert(journal.clone());
             }
         }
-        let reads = round.iter().map(|journal| async move {
-            let mut entries = if reclaim {
+        let reads = round.iter().map(|(journal, reclaim)| async move {
+            let mut entries = if *reclaim {
                 self.read(journal, true).await?
             } else {
                 Vec::new()
@@ -436,9 +453,10 @@ impl Relay {
                 }
             }
         }
-        if due(journals.lag_at, Duration::from_secs(1)) {
-            journals.lag_at = Some(Instant::now());
-            self.metrics.journal_lag.set(self.lag(&round).await?);
+        if due(journals.lag_at, Duration::from_secs(1), now) {
+            journals.lag_at = Some(now);
+            let names: Vec<String> = round.into_iter().map(|(journal, _)| journal).collect();
+            self.metrics.journal_lag.set(self.lag(&names).await?);
         }
         Ok(batches)
     }
@@ -779,10 +797,50 @@ mod tests {
 
     #[test]
     fn a_periodic_step_is_due_first_and_then_once_its_period_has_passed() {
-        assert!(due(None, Duration::from_secs(3600)), "never done: due");
-        assert!(!due(Some(Instant::now()), Duration::from_secs(3600)));
-        assert!(due(Some(Instant::now()), Duration::ZERO));
-        let long_ago = Instant::now() - Duration::from_secs(10);
-        assert!(due(Some(long_ago), Duration::from_secs(5)));
+        let now = Instant::now();
+        assert!(due(None, Duration::from_secs(3600), now), "never done: due");
+        assert!(!due(Some(now), Duration::from_secs(3600), now));
+        assert!(due(Some(now), Duration::ZERO, now));
+        let long_ago = now - Duration::from_secs(10);
+        assert!(due(Some(long_ago), Duration::from_secs(5), now));
+    }
+
+    /// Rounds of uneven lengths (as reads and publishes make them) for two minutes: every journal
+    /// is re-claimed within its period and a round's length, the cold ones included.
+    #[test]
+    fn every_journal_hot_or_cold_is_reclaimed_within_its_period_whatever_the_rounds_lengths() {
+        let mut journals = Journals {
+            hot: vec!["hot".into()],
+            cold: vec!["cold".into(), "legacy".into()],
+            ..Journals::default()
+        };
+        let start = Instant::now();
+        let mut last: std::collections::HashMap<String, Duration> = Default::default();
+        let mut longest: std::collections::HashMap<String, Duration> = Default::default();
+        let mut at = Duration::ZERO;
+        // Uneven round lengths from a fixed sequence: 3 to 96 ms.
+        let mut x: u64 = 7;
+        while at < Duration::from_secs(120) {
+            for (journal, reclaim) in journals.plan(start + at) {
+                if reclaim {
+                    let gap = at - last.get(&journal).copied().unwrap_or(Duration::ZERO);
+                    let worst = longest.entry(journal.clone()).or_default();
+                    *worst = (*worst).max(gap);
+                    last.insert(journal, at);
+                }
+            }
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            at += Duration::from_millis(3 + (x >> 33) % 94);
+        }
+        let round = Duration::from_millis(100);
+        assert!(longest["hot"] <= RECLAIM_EVERY + round, "{longest:?}");
+        for cold in ["cold", "legacy"] {
+            assert!(longest[cold] <= COLD_EVERY + round, "{longest:?}");
+            assert!(
+                at - last[cold] <= COLD_EVERY + round,
+                "{cold} re-claimed last at {:?} of {at:?}",
+                last[cold]
+            );
+        }
     }
 }
