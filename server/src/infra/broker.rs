@@ -33,6 +33,8 @@ pub struct Broker {
     /// The node to try first: the one of the live connection, or the next after a failure.
     next: Arc<AtomicUsize>,
     conn: Arc<Mutex<Option<Arc<Connection>>>>,
+    /// Held while a channel declares the topology: one declaration at a time per process.
+    declaring: Arc<Mutex<()>>,
 }
 
 impl Broker {
@@ -49,6 +51,7 @@ impl Broker {
             urls,
             next: Arc::new(AtomicUsize::new(start)),
             conn: Arc::new(Mutex::new(None)),
+            declaring: Arc::new(Mutex::new(())),
         }
     }
 
@@ -96,6 +99,14 @@ impl Broker {
     }
 
     /// A fresh channel on the live connection, with this deployment's queues declared.
+    ///
+    /// The declarations of a process are made one at a time. RabbitMQ 3.10 answers a quorum
+    /// queue's second declaration as soon as the first has written the queue down, before its
+    /// Raft member runs; a consumer that then subscribes crashes its channel (`noproc` in
+    /// `rabbit_quorum_queue:consume`), and RabbitMQ closes the whole connection with
+    /// `INTERNAL_ERROR`, taking every channel of the process with it: the relay's confirms too.
+    /// The relay, the persisters and the deadline consumer start together and each declares the
+    /// topology: in turn, only the first creates the queues, and it returns once they run.
     pub async fn channel(&self, topology: &Topology) -> anyhow::Result<lapin::Channel> {
         let channel = self
             .connection()
@@ -103,6 +114,7 @@ impl Broker {
             .create_channel()
             .await
             .context("opening a channel")?;
+        let _one_at_a_time = self.declaring.lock().await;
         topology
             .declare(&channel)
             .await
