@@ -4,7 +4,7 @@
 //! asking for another shop's sale `404`.
 
 use super::{
-    input::{decode, AppJson, InPath},
+    input::{decode_value, AppJson, InPath},
     session::{Merchant, Operator},
 };
 use crate::http::state::AppState;
@@ -31,12 +31,12 @@ use sqlx::PgPool;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/admin/cord", get(shop_state))
-        .route("/admin/cord/stop", post(shop_stop))
-        .route("/admin/cord/release", post(shop_release))
+        .route("/admin/cord/stop", post(shop_pull::<true>))
+        .route("/admin/cord/release", post(shop_pull::<false>))
         .route("/admin/activities/{id}/fail-open", post(shop_fail_open))
         .route("/operator/cord", get(platform_state))
-        .route("/operator/cord/stop", post(operator_stop))
-        .route("/operator/cord/release", post(operator_release))
+        .route("/operator/cord/stop", post(operator_pull::<true>))
+        .route("/operator/cord/release", post(operator_pull::<false>))
         .route(
             "/operator/activities/{id}/fail-open",
             post(operator_fail_open),
@@ -55,22 +55,22 @@ async fn platform_state(State(db): State<PgPool>, _: Operator) -> ApiResult<impl
     Ok(no_store(cord::state(&db, None).await?))
 }
 
-async fn shop_stop(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    merchant: Merchant,
-    AppJson(body): AppJson<CordRequest>,
+/// The cord pulled (`STOP`) or released over `scope` by `by`.
+async fn pull<const STOP: bool>(
+    (db, redis): (&PgPool, &Redis),
+    by: Puller,
+    scope: Scope,
+    reason: &str,
 ) -> ApiResult<Json<CordPull>> {
-    let reason = parse_reason(&body.reason)?;
-    let by = Puller {
-        user_id: merchant.user_id,
+    let pull = match STOP {
+        true => cord::stop(db, redis, by, scope, reason).await?,
+        false => cord::release(db, redis, by, scope, reason).await?,
     };
-    Ok(Json(
-        cord::stop(&db, &redis, by, Scope::Shop(merchant.shop_id), &reason).await?,
-    ))
+    Ok(Json(pull))
 }
 
-async fn shop_release(
+/// A merchant's pull: their own shop, always.
+async fn shop_pull<const STOP: bool>(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     merchant: Merchant,
@@ -80,9 +80,8 @@ async fn shop_release(
     let by = Puller {
         user_id: merchant.user_id,
     };
-    Ok(Json(
-        cord::release(&db, &redis, by, Scope::Shop(merchant.shop_id), &reason).await?,
-    ))
+    let scope = Scope::Shop(merchant.shop_id);
+    pull::<STOP>((&db, &redis), by, scope, &reason).await
 }
 
 /// The operator's scope: a shop that exists (`404` otherwise), or the platform.
@@ -94,7 +93,8 @@ async fn operator_scope(db: &PgPool, shop_id: Option<i64>) -> ApiResult<Scope> {
     }
 }
 
-async fn operator_stop(
+/// An operator's pull: the shop the body names, or the platform.
+async fn operator_pull<const STOP: bool>(
     State(db): State<PgPool>,
     State(redis): State<Redis>,
     op: Operator,
@@ -105,21 +105,7 @@ async fn operator_stop(
     let by = Puller {
         user_id: op.user_id,
     };
-    Ok(Json(cord::stop(&db, &redis, by, scope, &reason).await?))
-}
-
-async fn operator_release(
-    State(db): State<PgPool>,
-    State(redis): State<Redis>,
-    op: Operator,
-    AppJson(body): AppJson<OperatorCordRequest>,
-) -> ApiResult<Json<CordPull>> {
-    let reason = parse_reason(&body.reason)?;
-    let scope = operator_scope(&db, body.shop_id).await?;
-    let by = Puller {
-        user_id: op.user_id,
-    };
-    Ok(Json(cord::release(&db, &redis, by, scope, &reason).await?))
+    pull::<STOP>((&db, &redis), by, scope, &reason).await
 }
 
 /// A sale's fail-open switched by `by`; `shop`: the merchant's (`None`: the operator's, any sale).
@@ -137,7 +123,7 @@ async fn switch_fail_open(
         None => activity::load(db, id).await?,
     };
     sale.ok_or(ApiError::NotFound)?;
-    let body: FailOpenRequest = decode(&serde_json::to_vec(&body).unwrap_or_default())?;
+    let body: FailOpenRequest = decode_value(&body)?;
     let reason = parse_reason(&body.reason)?;
     let row = cord::fail_open(db, redis, by, id, shop, body.on, &reason).await?;
     // This instance goes by it at once; the others when the broadcast reaches them.

@@ -279,6 +279,12 @@ where
     }
 }
 
+/// A body taken as any JSON first (so that a route can answer `404` for a sale that is not the
+/// caller's before it looks at the body), decoded with [`decode`]'s errors.
+pub fn decode_value<T: DeserializeOwned>(body: &serde_json::Value) -> Result<T, ApiError> {
+    decode(&serde_json::to_vec(body).unwrap_or_default())
+}
+
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let de = &mut serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(de).map_err(|e| {

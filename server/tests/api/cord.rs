@@ -7,20 +7,6 @@ use crate::helpers::*;
 use reqwest::Client;
 use serde_json::{json, Value};
 
-async fn operator(app: &TestApp) -> Client {
-    let op = server::domain::account::create_account(
-        &app.db,
-        app::api::Role::Operator,
-        None,
-        &unique_name("op"),
-        "operator-password-9",
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    client_of_shop(op.id.0, app::api::Role::Operator, 0)
-}
-
 async fn post(app: &TestApp, client: &Client, path: &str, body: Value) -> (u16, Value) {
     json(client.post(app.url(path)).json(&body).send().await.unwrap()).await
 }

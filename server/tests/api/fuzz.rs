@@ -150,26 +150,10 @@ fn generated_bodies_get_an_api_answer_and_refused_ones_change_nothing() {
             .as_i64()
             .unwrap();
         let shopper = shoppers(&app, 1).await.pop().unwrap();
-        let operator = server::domain::account::create_account(
-            &app.db,
-            app::api::Role::Operator,
-            None,
-            &unique_name("op"),
-            "operator-password-9",
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let operator = operator(&app).await;
         // The account the operator's routes act on: not one the fuzzer signs in with.
         let target = insert_shoppers(&app.db, 1).await[0];
-        (
-            app,
-            merchant,
-            shopper.client,
-            client_of_shop(operator.id.0, app::api::Role::Operator, 0),
-            target,
-            activity,
-        )
+        (app, merchant, shopper.client, operator, target, activity)
     });
     let anonymous = Client::new();
     // Every route that reads a body (every POST the routers declare), with the client it is

@@ -500,6 +500,31 @@ pub async fn merchant_signed_with(app: &TestApp, shop: &str, secret: &[u8]) -> C
     client_signed_with(secret, user.id.0, Role::Merchant, shop_id, "")
 }
 
+/// The password of [`operator_account`]'s operators.
+pub const OPERATOR_PASSWORD: &str = "operator-password-9";
+
+/// A new operator's account (password [`OPERATOR_PASSWORD`]): its id and its name.
+pub async fn operator_account(app: &TestApp) -> (i64, String) {
+    let name = unique_name("op");
+    let op = server::domain::account::create_account(
+        &app.db,
+        Role::Operator,
+        None,
+        &name,
+        OPERATOR_PASSWORD,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    (op.id.0, name)
+}
+
+/// A signed-in client of a new operator (its session minted, not signed in through the form).
+pub async fn operator(app: &TestApp) -> Client {
+    let (id, _) = operator_account(app).await;
+    client_of_shop(id, Role::Operator, 0)
+}
+
 /// An activity that is on sale now (captcha off unless `fields` says otherwise).
 pub async fn live_activity(app: &TestApp, merchant: &Client, stock: i64, fields: Value) -> Value {
     let resp = merchant

@@ -51,19 +51,10 @@ async fn sign_in(app: &TestApp, username: &str, password: &str) -> (Client, reqw
 }
 
 /// The operator, signed in through the API.
-async fn operator(app: &TestApp) -> Client {
-    let name = unique_name("op");
-    server::domain::account::create_account(
-        &app.db,
-        Role::Operator,
-        None,
-        &name,
-        "operator-password-9",
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let (client, resp) = sign_in(app, &name, "operator-password-9").await;
+/// A new operator, signed in through the form (a session of its own, as a person's).
+async fn signed_in_operator(app: &TestApp) -> Client {
+    let (_, name) = operator_account(app).await;
+    let (client, resp) = sign_in(app, &name, OPERATOR_PASSWORD).await;
     assert_eq!(resp.status().as_u16(), 200);
     client
 }
@@ -292,7 +283,7 @@ async fn registering_with_a_common_or_guessable_password_is_refused() {
 async fn a_blocked_user_is_refused_within_a_second_everywhere_and_cannot_sign_in() {
     let app = spawn_app_with(broadcast_only).await;
     let other = spawn_instance(&app.config).await;
-    let operator = operator(&app).await;
+    let operator = signed_in_operator(&app).await;
     let merchant = merchant(&app).await;
     let activity = live_activity(&app, &merchant, 10, json!({"per_user_limit": 5})).await["id"]
         .as_i64()
@@ -371,7 +362,7 @@ async fn a_blocked_user_is_refused_within_a_second_everywhere_and_cannot_sign_in
 #[tokio::test]
 async fn an_operator_creates_a_shop_and_a_merchant_who_signs_in_and_sells() {
     let app = spawn_app().await;
-    let operator = operator(&app).await;
+    let operator = signed_in_operator(&app).await;
     let shop_name = unique_name("Corner shop");
     let resp = operator
         .post(app.url("/api/operator/shops"))
@@ -597,17 +588,7 @@ async fn a_sign_out_or_epoch_whose_broadcast_was_lost_is_honoured_within_the_rel
 #[tokio::test]
 async fn an_operator_whose_sign_in_is_old_confirms_the_password_before_a_reset_or_a_block() {
     let app = spawn_app().await;
-    let name = unique_name("op");
-    let op = server::domain::account::create_account(
-        &app.db,
-        Role::Operator,
-        None,
-        &name,
-        "operator-password-9",
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let (op_id, _) = operator_account(&app).await;
     let (_, target, _) = signed_up(&app, "target").await;
     let target_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = $1")
         .bind(&target)
@@ -619,7 +600,7 @@ async fn an_operator_whose_sign_in_is_old_confirms_the_password_before_a_reset_o
     let now = chrono::Utc::now().timestamp();
     let stale = keys.sign(&signing::Claims {
         sid: signing::new_session_id(),
-        user_id: op.id.0,
+        user_id: op_id,
         role: Role::Operator,
         shop_id: 0,
         epoch: 0,
@@ -680,7 +661,7 @@ async fn an_operator_whose_sign_in_is_old_confirms_the_password_before_a_reset_o
     assert_error(block().await.unwrap(), 403, "reauthentication_required").await;
 
     // The right one: a new session (the old cookie ended), and the actions go through.
-    let resp = confirm("operator-password-9").await.unwrap();
+    let resp = confirm(OPERATOR_PASSWORD).await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(
         me_with(&app, &stale).await,

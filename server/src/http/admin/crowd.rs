@@ -6,7 +6,7 @@ use crate::{
     buy::activities::ActivityCache,
     domain::{activity::load_in_shop, crowd, ApiError, ApiResult},
     http::{
-        input::{decode, AppJson, InPath},
+        input::{decode_value, AppJson, InPath},
         session::Merchant,
         state::AppState,
     },
@@ -44,7 +44,7 @@ async fn change(
     let row = load_in_shop(&db, id, merchant.shop_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let body: CrowdChange = decode(&serde_json::to_vec(&body).unwrap_or_default())?;
+    let body: CrowdChange = decode_value(&body)?;
     let row = crowd::change(&db, merchant.user_id, &row, body).await?;
     // This instance joins by it at once; the others once the broadcast reaches them.
     activities.put(row.clone());
