@@ -56,6 +56,12 @@ struct Seen {
     hot_until: Option<Instant>,
 }
 
+impl Seen {
+    fn hot(&self, now: Instant) -> bool {
+        self.hot_until.is_some_and(|until| until > now)
+    }
+}
+
 impl Heat {
     pub fn new(
         threshold: u32,
@@ -87,26 +93,21 @@ impl Heat {
         }
     }
 
+    /// What the last complete second said of sale `id`.
+    fn seen(&self, id: i64) -> Seen {
+        self.inner.seen.lock().get(&id).copied().unwrap_or_default()
+    }
+
     /// Whether sale `id` is hot now.
     pub fn is_hot(&self, id: i64) -> bool {
-        self.inner
-            .seen
-            .lock()
-            .get(&id)
-            .and_then(|s| s.hot_until)
-            .is_some_and(|until| until > Instant::now())
+        self.seen(id).hot(Instant::now())
     }
 
     /// Sale `id`'s views a second over every instance (the last complete second), and whether it
     /// is hot.
     pub fn of(&self, id: i64) -> (i64, bool) {
-        let views = self
-            .inner
-            .seen
-            .lock()
-            .get(&id)
-            .map_or(0, |s| s.views_per_sec);
-        (views, self.is_hot(id))
+        let seen = self.seen(id);
+        (seen.views_per_sec, seen.hot(Instant::now()))
     }
 
     /// A view of a hot sale's page for its forecast, added to Redis with the next second's counts;
@@ -122,7 +123,8 @@ impl Heat {
     /// Sale `id`'s units left over its `shards`: a hot sale's from this instance's copy (at most
     /// a second old), any other's from Redis.
     pub async fn units_left(&self, id: i64, shards: i16) -> redis::RedisResult<Option<i64>> {
-        if self.is_hot(id) {
+        let hot = self.is_hot(id);
+        if hot {
             if let Some(state) = self.inner.states.lock().get(&id) {
                 self.inner.metrics.sale_state_read("memory");
                 return Ok(*state);
@@ -130,7 +132,7 @@ impl Heat {
         }
         self.inner.metrics.sale_state_read("redis");
         let state = stock::in_redis(&self.inner.redis, id, shards).await?;
-        if self.is_hot(id) {
+        if hot {
             self.inner.states.lock().insert(id, state);
         }
         Ok(state)
@@ -186,12 +188,12 @@ impl Heat {
         let mut turned_hot = Vec::new();
         {
             let mut all = inner.seen.lock();
-            all.retain(|id, s| seen.contains_key(id) || s.hot_until.is_some_and(|u| u > now));
+            all.retain(|id, s| seen.contains_key(id) || s.hot(now));
             for (id, views) in &seen {
                 let s = all.entry(*id).or_default();
                 s.views_per_sec = *views;
                 if *views >= inner.threshold {
-                    if s.hot_until.is_none_or(|u| u <= now) {
+                    if !s.hot(now) {
                         turned_hot.push(*id);
                     }
                     s.hot_until = Some(now + HOT_FOR);
@@ -220,7 +222,7 @@ impl Heat {
             let now = Instant::now();
             let seen = inner.seen.lock();
             seen.iter()
-                .filter(|(_, s)| s.hot_until.is_some_and(|u| u > now))
+                .filter(|(_, s)| s.hot(now))
                 .map(|(id, _)| *id)
                 .collect()
         };
