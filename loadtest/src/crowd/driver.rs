@@ -171,9 +171,11 @@ impl Target<'_> {
             indicatif::ProgressBar::hidden()
         };
         let tally = Arc::new(Mutex::new(Tally::new()?));
-        // In a waiting room every shopper is there at once (polling); `concurrency` bounds the
-        // requests in flight instead.
-        let present = if waiting_room {
+        // In a waiting room every shopper is there at once (polling), and at a rate each comes
+        // at their due instant whoever else is still waiting for an answer (an open loop: one
+        // shopper's slow buy never holds back another's arrival); `concurrency` bounds the
+        // requests in flight instead. Without a rate, `concurrency` shoppers at once.
+        let present = if waiting_room || opts.rate > 0 {
             users.len().max(1)
         } else {
             opts.concurrency

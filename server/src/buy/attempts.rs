@@ -31,6 +31,9 @@ struct Counts {
 #[derive(Clone, Default)]
 pub struct Attempts {
     counts: Arc<Counts>,
+    /// Each sale's last second as the dashboard last read it here: what it shows while the
+    /// counter's shard does not answer in time.
+    last_read: Arc<DashMap<i64, i64>>,
 }
 
 /// Everything counted so far, taken out of `map`: each key removed on its own, so that a count
@@ -159,12 +162,35 @@ impl Attempts {
     }
 }
 
-/// Buy attempts on `activity` during the last complete second, over all instances.
-pub async fn last_second(redis: &Redis, activity: i64) -> redis::RedisResult<i64> {
-    let second = chrono::Utc::now().timestamp() - 1;
-    let n: Option<i64> = redis::cmd("GET")
-        .arg(redis.keys.attempts(activity, second))
-        .query_async(&mut redis.conn())
-        .await?;
-    Ok(n.unwrap_or(0))
+impl Attempts {
+    /// Buy attempts on `activity` during the last complete second, over all instances, read
+    /// within `deadline`; past it (the counter's shard slow or away), the figure last read here.
+    pub async fn last_second(
+        &self,
+        redis: &Redis,
+        activity: i64,
+        deadline: Duration,
+    ) -> redis::RedisResult<i64> {
+        let second = chrono::Utc::now().timestamp() - 1;
+        let mut get = redis::cmd("GET");
+        get.arg(redis.keys.attempts(activity, second));
+        let mut conn = redis.conn();
+        let read = get.query_async::<Option<i64>>(&mut conn);
+        let failed = match tokio::time::timeout(deadline, read).await {
+            Ok(Ok(n)) => {
+                let n = n.unwrap_or(0);
+                if self.last_read.len() > 10_000 {
+                    self.last_read.clear();
+                }
+                self.last_read.insert(activity, n);
+                return Ok(n);
+            }
+            Ok(Err(e)) => e,
+            Err(_) => redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "the counter's shard did not answer in time",
+            )),
+        };
+        self.last_read.get(&activity).map(|n| *n).ok_or(failed)
+    }
 }

@@ -6,6 +6,10 @@
 //! a second, so that a crowd of views costs Redis one read a second per instance rather than one a
 //! view; its forecast's page views are added once a second; and before its start its stock is put
 //! in Redis if Redis lacks it. The dashboard shows each sale's views a second and whether it is hot.
+//!
+//! No page or poll waits on one shard: each shard's units are read within [`READ_DEADLINE`], and
+//! a shard that does not answer in time (its master slow, dead, cut off or being failed over) is
+//! counted as this instance last read it. Only a shard never read here fails the read.
 
 use super::activities::ActivityCache;
 use crate::{
@@ -27,6 +31,11 @@ const HOT_FOR: Duration = Duration::from_secs(60);
 const MAX_COUNTED: usize = 10_000;
 /// The counts of one second stay in Redis this long.
 const KEEP_SECONDS_MS: i64 = 10_000;
+/// A page's or poll's read of one shard waits this long at most (pages answer within 200 ms
+/// through any Redis fault: docs/reliability.md).
+pub const READ_DEADLINE: Duration = Duration::from_millis(100);
+/// A shard's last read is kept this long after it was last asked for.
+const LAST_READ_FOR: Duration = Duration::from_secs(600);
 
 #[derive(Clone)]
 pub struct Heat {
@@ -48,7 +57,13 @@ struct Inner {
     seen: Mutex<HashMap<i64, Seen>>,
     /// Hot sales' units left, as last read (`None`: Redis holds none of its shards).
     states: Mutex<HashMap<i64, Option<i64>>>,
+    /// Each shard's units as last read here (`None`: not in Redis), and when it was last asked
+    /// for: what a page counts for a shard that does not answer in time.
+    last_read: Mutex<HashMap<(i64, i16), LastRead>>,
 }
+
+/// A shard's units as last read (`None`: not in Redis), and when they were last asked for.
+type LastRead = (Option<i64>, Instant);
 
 #[derive(Clone, Copy, Default)]
 struct Seen {
@@ -81,6 +96,7 @@ impl Heat {
                 views: Mutex::default(),
                 seen: Mutex::default(),
                 states: Mutex::default(),
+                last_read: Mutex::default(),
             }),
         }
     }
@@ -131,11 +147,48 @@ impl Heat {
             }
         }
         self.inner.metrics.sale_state_read("redis");
-        let state = stock::in_redis(&self.inner.redis, id, shards).await?;
+        let state = self.read_shards(id, shards).await?;
         if hot {
             self.inner.states.lock().insert(id, state);
         }
         Ok(state)
+    }
+
+    /// Sale `id`'s units left over its `shards` (`None`: Redis holds none of them), each shard
+    /// read within [`READ_DEADLINE`] and, when it does not answer in time, counted as last read
+    /// here (`sale_state_reads{answered="last_read"}`). A shard never read here that does not
+    /// answer fails the read.
+    async fn read_shards(&self, id: i64, shards: i16) -> redis::RedisResult<Option<i64>> {
+        let inner = &self.inner;
+        let read = stock::shard_stock_within(&inner.redis, id, shards, READ_DEADLINE).await;
+        let now = Instant::now();
+        let mut last_read = inner.last_read.lock();
+        let mut units = Vec::with_capacity(read.len());
+        let mut stale = false;
+        for (shard, answer) in (0..shards.max(1)).zip(read) {
+            match answer {
+                Ok(n) => {
+                    last_read.insert((id, shard), (n, now));
+                    units.push(n);
+                }
+                Err(e) => match last_read.get_mut(&(id, shard)) {
+                    Some((n, asked)) => {
+                        *asked = now;
+                        stale = true;
+                        units.push(*n);
+                    }
+                    None => return Err(e),
+                },
+            }
+        }
+        drop(last_read);
+        if stale {
+            inner.metrics.sale_state_read("last_read");
+        }
+        Ok(units
+            .iter()
+            .any(Option::is_some)
+            .then(|| units.iter().flatten().map(|n| (*n).max(0)).sum()))
     }
 
     /// Every second, for as long as the process runs: this instance's counts out, every
@@ -153,6 +206,10 @@ impl Heat {
 
     async fn step(&self) -> ApiResult<()> {
         let inner = &self.inner;
+        inner
+            .last_read
+            .lock()
+            .retain(|_, (_, asked)| asked.elapsed() < LAST_READ_FOR);
         let now_ms = chrono::Utc::now().timestamp_millis();
         let (this, last) = (
             inner.redis.keys.heat(now_ms / 1000),
@@ -230,7 +287,7 @@ impl Heat {
         for id in hot {
             let row = inner.activities.get(&inner.db, id).await?;
             inner.metrics.sale_state_read("redis");
-            let mut state = stock::in_redis(&inner.redis, id, row.stock_shards).await?;
+            let mut state = self.read_shards(id, row.stock_shards).await?;
             if state.is_none() && chrono::Utc::now() < row.starts_at {
                 stock::warm(&inner.redis, &row, (row.total_stock - row.sold).max(0)).await?;
                 state = stock::in_redis(&inner.redis, id, row.stock_shards).await?;

@@ -7,7 +7,10 @@
 //! be revalidated.
 
 use crate::{
-    buy::{activities::ActivityCache, heat::Heat},
+    buy::{
+        activities::ActivityCache,
+        heat::{Heat, READ_DEADLINE},
+    },
     domain::{
         activity::{self, ActivityRow},
         forecast, report, ApiError,
@@ -182,10 +185,22 @@ impl StorefrontSource for CatalogStorefront {
                     self.heat.count(id);
                     // A hot sale's view is added to its forecast's with the next second's.
                     let later = Utc::now() < row.starts_at && self.heat.count_view_later(id);
+                    // Within the page's deadline: a view is not worth a page that waits on a
+                    // slow shard (a view not counted in time may still be counted).
                     let count = async {
                         match later {
                             true => Ok(()),
-                            false => forecast::count_view(&self.redis, &row).await,
+                            false => tokio::time::timeout(
+                                READ_DEADLINE,
+                                forecast::count_view(&self.redis, &row),
+                            )
+                            .await
+                            .unwrap_or_else(|_| {
+                                Err(redis::RedisError::from((
+                                    redis::ErrorKind::Io,
+                                    "Redis did not answer in time",
+                                )))
+                            }),
                         }
                     };
                     // The view counted and the stock read at once: one round trip's wait.

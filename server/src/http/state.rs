@@ -102,6 +102,7 @@ parts! {
     activities: ActivityCache,
     heat: Heat,
     sold_out: SoldOut,
+    attempts: Attempts,
     metrics: Arc<Metrics>,
     payments: Arc<dyn PaymentProvider>,
 }

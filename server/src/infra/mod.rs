@@ -7,6 +7,7 @@ pub mod broker;
 pub mod config;
 pub mod db;
 pub mod keys;
+pub mod masters;
 pub(crate) mod metrics;
 pub(crate) mod outage;
 pub mod redis;

@@ -8,6 +8,7 @@
 
 use super::{
     keys::{slot, Keys},
+    masters::Masters,
     metrics,
     retry::until_available,
 };
@@ -67,10 +68,11 @@ pub enum Conn {
     Cluster(SharedCluster),
 }
 
-/// The cluster connection every clone uses, replaced as a whole by [`watch`] when it stops
-/// answering while a fresh one would.
+/// The cluster connection every clone uses, replaced as a whole by [`watch`] when the cluster
+/// failed over or it stops answering while a fresh one would; and the masters, each asked on a
+/// connection of its own.
 #[derive(Clone)]
-pub struct SharedCluster(Arc<RwLock<ClusterConnection>>);
+pub struct SharedCluster(Arc<RwLock<ClusterConnection>>, Masters);
 
 impl SharedCluster {
     pub fn get(&self) -> ClusterConnection {
@@ -127,6 +129,16 @@ impl ConnectionLike for Conn {
     }
 }
 
+/// How the masters answered one readiness check.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answering {
+    /// Every master (the one Redis).
+    All,
+    /// Some masters, not every one: the shards on those sell, the others' buys wait for their
+    /// failover. Names what did not answer.
+    Some(String),
+}
+
 /// A connection and where this deployment's keys live.
 #[derive(Clone)]
 pub struct Redis {
@@ -140,6 +152,32 @@ impl Redis {
     /// A clone of the connection, for the `&mut` that redis-rs' commands take.
     pub fn conn(&self) -> Conn {
         self.conn.clone()
+    }
+
+    /// Whether this instance can sell: a `PING` to every master at once, each on a connection
+    /// of its own and given `within` to answer. One master answering is enough
+    /// ([`Answering::Some`]): its shards sell while another's master is slow, dead or being failed
+    /// over; none answering is an error.
+    pub async fn answering(&self, within: Duration) -> anyhow::Result<Answering> {
+        let shared = match &self.conn {
+            Conn::Single(_) => {
+                let mut conn = self.conn();
+                let cmd = redis::cmd("PING");
+                let ping = cmd.query_async::<String>(&mut conn);
+                match tokio::time::timeout(within, ping).await {
+                    Ok(answer) => answer?,
+                    Err(_) => anyhow::bail!("no answer within {} ms", within.as_millis()),
+                };
+                return Ok(Answering::All);
+            }
+            Conn::Cluster(shared) => shared,
+        };
+        let round = shared.1.ping(within).await;
+        match (round.answered, round.missing.is_empty()) {
+            (0, _) => anyhow::bail!("no master answers: {}", round.missing.join("; ")),
+            (_, true) => Ok(Answering::All),
+            (_, false) => Ok(Answering::Some(round.missing.join("; "))),
+        }
     }
 
     /// Runs one pipeline per hash slot (concurrently): `key_of` names each item's key (items
@@ -203,47 +241,83 @@ pub async fn connect(target: &Target) -> anyhow::Result<Conn> {
                 async move { Ok(client.get_async_connection().await?) }
             })
             .await?;
-            let shared = SharedCluster(Arc::new(RwLock::new(conn)));
+            let masters = Masters::new(urls)?;
+            masters.learn(CONNECT_TIMEOUT).await;
+            let shared = SharedCluster(Arc::new(RwLock::new(conn)), masters);
             tokio::spawn(watch(client, shared.clone()));
             Ok(Conn::Cluster(shared))
         }
     }
 }
 
-/// Seen here under load: after a master was killed and its replica promoted, redis-rs' cluster
-/// connection (1.8) stayed stuck, every command timing out for minutes although every node
-/// answered. So a probe asks a random master every second; after three failures in a row, a
-/// fresh connection is made and, if it answers, replaces the stuck one for every clone.
+/// How often [`watch`] looks at the cluster: the longest a failover stays unseen by this
+/// instance once the cluster has made it.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// One look of [`watch`] gives up after this (a paused master answers nothing).
+const LOOK_TIMEOUT: Duration = Duration::from_millis(500);
+/// [`watch`] reads which nodes are the masters every this many looks (and after a failover).
+const LEARN_EVERY: u32 = 8;
+
+/// Keeps the cluster connection current, for every clone:
+///
+/// - **A failover seen at once.** redis-rs learns that a slot moved only when a command to the
+///   slot's old master fails or is redirected; one to a paused or cut-off master fails only at
+///   its response timeout, seconds after the cluster promoted the replica, and while the client
+///   reads the slots anew from such a master every command waits. So the cluster's current epoch,
+///   which every failover raises, is read from the masters themselves ([`Masters`], a connection
+///   each) every [`WATCH_EVERY`]; when it rose, a fresh connection (which reads the slots anew)
+///   replaces the one in use, and the new master is asked from then on.
+/// - **A stuck connection replaced.** Seen here under load: after a master was killed and its
+///   replica promoted, redis-rs' cluster connection (1.8) stayed stuck, every command timing out
+///   for minutes although every node answered. After three failed looks through it in a row, a
+///   fresh connection replaces it if it answers.
 async fn watch(client: ClusterClient, shared: SharedCluster) {
     use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-    async fn probe(mut conn: ClusterConnection) -> bool {
+    async fn answers(mut conn: ClusterConnection) -> bool {
         let ping = conn.route_command(
             redis::cmd("PING"),
             RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
         );
-        matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)))
+        matches!(tokio::time::timeout(LOOK_TIMEOUT, ping).await, Ok(Ok(_)))
     }
+    let masters = shared.1.clone();
+    let mut seen = masters.epoch(LOOK_TIMEOUT).await.unwrap_or(0);
     let mut failures = 0;
-    loop {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        if probe(shared.get()).await {
-            failures = 0;
+    for look in 1_u32.. {
+        tokio::time::sleep(WATCH_EVERY).await;
+        if look % LEARN_EVERY == 0 {
+            masters.learn(LOOK_TIMEOUT).await;
+        }
+        let (epoch, through_client) =
+            tokio::join!(masters.epoch(LOOK_TIMEOUT), answers(shared.get()));
+        let rose = seen > 0 && epoch.is_some_and(|now| now > seen);
+        seen = seen.max(epoch.unwrap_or(0));
+        failures = if through_client { 0 } else { failures + 1 };
+        if !rose && failures < 3 {
             continue;
         }
-        failures += 1;
-        if failures < 3 {
-            continue;
+        if rose {
+            masters.learn(LOOK_TIMEOUT).await;
         }
         let fresh = tokio::time::timeout(PROBE_TIMEOUT, client.get_async_connection()).await;
         if let Ok(Ok(fresh)) = fresh {
-            if probe(fresh.clone()).await {
+            if answers(fresh.clone()).await {
                 *shared.0.write() = fresh;
                 metrics::REDIS.reconnects.inc();
-                tracing::warn!(
-                    "the Redis Cluster connection stopped answering; replaced by a fresh one"
-                );
+                if rose {
+                    tracing::info!("the Redis Cluster failed over; its slots read anew");
+                } else {
+                    tracing::warn!(
+                        "the Redis Cluster connection stopped answering; replaced by a fresh one"
+                    );
+                }
                 failures = 0;
+                continue;
             }
+        }
+        if rose {
+            // Not replaced yet: the next look tries again.
+            seen -= 1;
         }
     }
 }

@@ -449,19 +449,12 @@ async fn the_relay_ships_no_reservation_its_replica_has_not_acknowledged() {
     assert_eq!(app.remaining(id).await, 9);
 }
 
-/// A master with no replica connected is trusted as a single Redis is, but that is also what a
-/// deposed master sees: paused past the node timeout (or cut off with a minority), it wakes up
-/// believing it leads while the cluster has given its slots to another node, and whatever it
-/// takes is discarded once it learns. Here the deposition is made exact, with no race to win: the
-/// other two masters forget the node and one of them takes its slots with a newer epoch, while
-/// the node, having forgotten them too, still believes it serves them.
-#[tokio::test]
-async fn a_master_the_cluster_has_replaced_confirms_nothing() {
-    use server::infra::{
-        keys::slot,
-        redis::connect,
-        replication::{Confirmed, Replication},
-    };
+/// The slots each of [`three_masters`] serves.
+const THIRDS: [(u16, u16); 3] = [(0, 5460), (5461, 10922), (10923, 16383)];
+
+/// A cluster of the test's own: three masters, no replica, each serving a third of the slots
+/// (with their ids).
+async fn three_masters() -> (Vec<RedisProcess>, Vec<String>) {
     let nodes: Vec<RedisProcess> = (0..3).map(|_| RedisProcess::start_clustered()).collect();
     let mut ids = Vec::new();
     for node in &nodes {
@@ -471,8 +464,7 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
         .await;
         ids.push(id);
     }
-    let thirds = [(0, 5460), (5461, 10922), (10923, 16383)];
-    for (node, (from, to)) in nodes.iter().zip(thirds) {
+    for (node, (from, to)) in nodes.iter().zip(THIRDS) {
         let (from, to) = (from.to_string(), to.to_string());
         let _: () = node
             .ask(&["CLUSTER", "ADDSLOTSRANGE", &from, &to])
@@ -494,9 +486,86 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
         })
         .await;
     }
+    (nodes, ids)
+}
+
+/// An instance is ready while it can sell: with one master of its cluster paused (every
+/// connection to it open, answering nothing) it stays ready and says which part answers, within
+/// the probe's 0.8 s; with no master answering it is not ready, within the same 0.8 s.
+#[tokio::test]
+async fn an_instance_stays_ready_while_one_master_is_paused_and_not_when_none_answers() {
+    let (nodes, _) = three_masters().await;
+    let app = spawn_app_with(|c| {
+        c.redis = Target::Cluster(nodes.iter().map(RedisProcess::url).collect());
+        c.redis_wait_replicas = 0;
+    })
+    .await;
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_millis(800))
+        .build()
+        .unwrap();
+    let probe = || async {
+        let resp = http
+            .get(format!("{}/readyz", app.base))
+            .send()
+            .await
+            .expect("an answer within 0.8 s");
+        let status = resp.status().as_u16();
+        (status, resp.json::<serde_json::Value>().await.unwrap())
+    };
+    let (status, body) = probe().await;
+    assert_eq!((status, &body["status"]), (200, &json!("ready")), "{body}");
+
+    nodes[1].signal("-STOP");
+    // Past the moments the cluster client spends reading the slots anew (it asks the paused
+    // master too, and every command of that client waits meanwhile).
+    for _ in 0..6 {
+        let (status, body) = probe().await;
+        assert_eq!(status, 200, "one master paused of three: {body}");
+        assert_eq!(body["status"], "degraded", "{body}");
+        let redis = body["redis"].as_str().unwrap_or_default();
+        assert!(redis.starts_with("answering in part"), "{body}");
+    }
+
+    nodes[0].signal("-STOP");
+    nodes[2].signal("-STOP");
+    let (status, body) = probe().await;
+    assert_eq!(status, 503, "no master answers: {body}");
+    assert_eq!(body["error"], "not_ready", "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("redis"),
+        "{body}"
+    );
+    for node in &nodes {
+        node.signal("-CONT");
+    }
+    eventually(10, "ready again once the masters resume", || async {
+        let (status, body) = probe().await;
+        (status == 200 && body["status"] == "ready").then_some(())
+    })
+    .await;
+}
+
+/// A master with no replica connected is trusted as a single Redis is, but that is also what a
+/// deposed master sees: paused past the node timeout (or cut off with a minority), it wakes up
+/// believing it leads while the cluster has given its slots to another node, and whatever it
+/// takes is discarded once it learns. Here the deposition is made exact, with no race to win: the
+/// other two masters forget the node and one of them takes its slots with a newer epoch, while
+/// the node, having forgotten them too, still believes it serves them.
+#[tokio::test]
+async fn a_master_the_cluster_has_replaced_confirms_nothing() {
+    use server::infra::{
+        keys::slot,
+        redis::connect,
+        replication::{Confirmed, Replication},
+    };
+    let (nodes, ids) = three_masters().await;
 
     let key = "{fence}:stock";
-    let owner = thirds
+    let owner = THIRDS
         .iter()
         .position(|(from, to)| (*from..=*to).contains(&slot(key)))
         .unwrap();
@@ -542,7 +611,7 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
             .await
             .unwrap();
     }
-    let (from, to) = (thirds[owner].0.to_string(), thirds[owner].1.to_string());
+    let (from, to) = (THIRDS[owner].0.to_string(), THIRDS[owner].1.to_string());
     let _: () = nodes[other]
         .ask(&["CLUSTER", "ADDSLOTSRANGE", &from, &to])
         .await

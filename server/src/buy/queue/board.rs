@@ -1,10 +1,12 @@
 //! Each sale's line board ([`LineBoard`]), kept in memory by every instance for a quarter of a
 //! second: one Redis read per sale per instance per refresh, however many shoppers poll. It is
 //! served as is at `GET /api/activities/{id}/line` (a CDN or nginx may cache it for a second),
-//! and it answers the polls of shoppers who hold a numbered place (`GET …/queue`).
+//! and it answers the polls of shoppers who hold a numbered place (`GET …/queue`). A read that
+//! does not answer within the pages' deadline leaves the board as last read.
 
 use crate::{
-    domain::{activity::ActivityRow, ApiResult},
+    buy::heat::READ_DEADLINE,
+    domain::{activity::ActivityRow, ApiError, ApiResult},
     infra::{keys::QueueKeys, redis::Redis},
 };
 use app::api::{poll_after_ms, LineBoard, LineState};
@@ -57,7 +59,15 @@ impl Boards {
                 return Ok(board.clone());
             }
         }
-        let board = Arc::new(self.read(row).await?);
+        // Within the pages' deadline: a line on a slow or failing-over shard is shown as last
+        // read (for another [`FRESH_FOR`], so that polls do not queue behind the slow read).
+        let read = tokio::time::timeout(READ_DEADLINE, self.read(row)).await;
+        let board = match (read, held.as_ref()) {
+            (Ok(Ok(board)), _) => Arc::new(board),
+            (_, Some((_, last))) => last.clone(),
+            (Ok(Err(e)), None) => return Err(e),
+            (Err(_), None) => return Err(ApiError::Unavailable { retry_after: 1 }),
+        };
         *held = Some((Instant::now(), board.clone()));
         Ok(board)
     }

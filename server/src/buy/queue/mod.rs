@@ -32,7 +32,7 @@ pub use health::{health, HELD_REASONS};
 use parking_lot::Mutex;
 pub use places::{Held, Places, COOKIE};
 
-use super::{activities::ActivityCache, blocks::Blocks};
+use super::{activities::ActivityCache, blocks::Blocks, heat::READ_DEADLINE};
 use crate::infra::{keys::address_bucket, scripts};
 use crate::{
     domain::{
@@ -85,6 +85,9 @@ pub struct WaitingRoom {
     drawings: Arc<Mutex<HashMap<i64, Arc<Drawing>>>>,
     /// Sales whose line was ordered by its crowd policy at the start (`crowd.rs`).
     crowds_done: Arc<Mutex<HashSet<i64>>>,
+    /// Each line's figures as the console last read them here: shown while the line's shard
+    /// does not answer within the pages' deadline.
+    figures_read: Arc<Mutex<HashMap<i64, QueueFigures>>>,
 }
 
 /// Past this many, the instance forgets whom it keeps out (the line still knows).
@@ -119,6 +122,7 @@ impl WaitingRoom {
             receipts: Receipts::new(secret),
             drawings: Arc::default(),
             crowds_done: Arc::default(),
+            figures_read: Arc::default(),
             db,
             boards: Boards::new(redis.clone()),
             redis,
@@ -495,8 +499,20 @@ impl WaitingRoom {
     /// The console's view of a sale's line.
     pub async fn figures(&self, row: &ActivityRow) -> ApiResult<QueueFigures> {
         let keys = self.redis.keys.queue(row.id);
-        let meta = LineMeta::read(&self.redis, &keys).await?;
-        Ok(QueueFigures {
+        let read = tokio::time::timeout(READ_DEADLINE, LineMeta::read(&self.redis, &keys)).await;
+        let meta = match read {
+            Ok(Ok(meta)) => meta,
+            failed => {
+                return match self.figures_read.lock().get(&row.id) {
+                    Some(last) => Ok(last.clone()),
+                    None => Err(match failed {
+                        Ok(Err(e)) => e,
+                        _ => ApiError::Unavailable { retry_after: 1 },
+                    }),
+                }
+            }
+        };
+        let figures = QueueFigures {
             waiting: meta.waiting,
             admitted: meta.admitted,
             in_flight: meta.buying,
@@ -504,7 +520,13 @@ impl WaitingRoom {
             admit_per_sec: row.admit_per_sec,
             lapsed: meta.lapsed,
             held_back: meta.held,
-        })
+        };
+        let mut read = self.figures_read.lock();
+        if read.len() > 10_000 {
+            read.clear();
+        }
+        read.insert(row.id, figures.clone());
+        Ok(figures)
     }
 
     /// One admission step for one sale: at the sale's rate, slowed or stopped while the

@@ -97,6 +97,33 @@ pub async fn shard_stock(
         .collect()
 }
 
+/// Each shard's units as Redis counts them, each read given `deadline` to answer: a shard whose
+/// master is slow or away fails alone (`Err`), the others answer.
+pub async fn shard_stock_within(
+    redis: &Redis,
+    id: i64,
+    shards: i16,
+    deadline: std::time::Duration,
+) -> Vec<redis::RedisResult<Option<i64>>> {
+    let reads = redis.keys.shards(id, shards).into_iter().map(|shard| {
+        let mut conn = redis.conn();
+        async move {
+            let mut get = redis::cmd("GET");
+            get.arg(shard.stock());
+            let read = get.query_async::<Option<i64>>(&mut conn);
+            tokio::time::timeout(deadline, read)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "the shard did not answer in time",
+                    )))
+                })
+        }
+    });
+    futures_util::future::join_all(reads).await
+}
+
 /// Units still for sale over every shard; `None` when Redis holds none of the sale's shards.
 pub async fn in_redis(redis: &Redis, id: i64, shards: i16) -> redis::RedisResult<Option<i64>> {
     let stock = shard_stock(redis, id, shards).await?;

@@ -5,12 +5,17 @@
 
 use crate::http::state::AppState;
 use crate::{
-    buy::{attempts, heat::Heat, queue::WaitingRoom, soldout::SoldOut},
+    buy::{
+        attempts::Attempts,
+        heat::{Heat, READ_DEADLINE},
+        queue::WaitingRoom,
+        soldout::SoldOut,
+    },
     domain::{
         activity::{
             self, admin_item, insert, load_in_shop,
             rules::ActivitySpec,
-            stock::{add_to_stock, in_redis, remaining, warm},
+            stock::{add_to_stock, in_redis, warm},
             ActivityRow,
         },
         audit, forecast, reminder, ApiError, ApiResult,
@@ -264,6 +269,7 @@ async fn stats(
     State(redis): State<Redis>,
     State(room): State<WaitingRoom>,
     State(heat): State<Heat>,
+    State(attempts): State<Attempts>,
     merchant: Merchant,
     InPath(SaleId(id)): InPath<SaleId>,
 ) -> ApiResult<Json<ActivityStats>> {
@@ -278,8 +284,10 @@ async fn stats(
             .map(|(_, n)| *n)
             .unwrap_or(0)
     };
-    let remaining = remaining(&redis, id, row.stock_shards).await?;
-    let attempts_per_sec = attempts::last_second(&redis, id).await?;
+    // Each read within the pages' deadline, else as this instance last read it: the console
+    // stays live while one shard's master is slow or failing over.
+    let remaining = heat.units_left(id, row.stock_shards).await?.unwrap_or(0);
+    let attempts_per_sec = attempts.last_second(&redis, id, READ_DEADLINE).await?;
     let (views_per_sec, hot) = heat.of(id);
     let queue = match row.waiting_room {
         true => Some(room.figures(&row).await?),

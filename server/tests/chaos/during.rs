@@ -1,0 +1,146 @@
+//! What the fault suites watch while a fault holds, besides the crowd's buys (the chaos suite's
+//! and the partition suite's): each instance's readiness as an orchestrator's probe asks it, and
+//! the pages and polls shoppers and merchants read, each answer timed.
+
+use std::time::{Duration, Instant};
+use tokio::sync::watch::Receiver;
+
+/// The probe's promise (docs/api.md "Operations"): an answer within this, whatever hangs.
+pub const READY_WITHIN: Duration = Duration::from_millis(800);
+/// The pages' and polls' promise through any Redis fault (docs/reliability.md).
+pub const PAGE_P99: Duration = Duration::from_millis(200);
+
+/// Asks each of `probes` (an instance's `/readyz`) every 250 ms, as the orchestrator's probe
+/// does, until `going` turns false; how many answers were not 200 within [`READY_WITHIN`].
+pub async fn readiness_while(probes: Vec<String>, mut going: Receiver<bool>) -> usize {
+    let http = reqwest::Client::builder()
+        .timeout(READY_WITHIN)
+        .build()
+        .unwrap();
+    let mut failed = 0;
+    let mut every = tokio::time::interval(Duration::from_millis(250));
+    while *going.borrow() {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = going.changed() => continue,
+        }
+        let asked = futures_util::future::join_all(probes.iter().map(|url| {
+            let http = &http;
+            async move { http.get(url).send().await.is_ok_and(|r| r.status() == 200) }
+        }))
+        .await;
+        for (url, ok) in probes.iter().zip(asked) {
+            if !ok {
+                eprintln!("during the fault: {url} not ready");
+                failed += 1;
+            }
+        }
+    }
+    failed
+}
+
+/// The pages and polls read while a fault held.
+pub struct Pages {
+    /// Each answer's time (a request that did not answer counts as its timeout).
+    pub took: Vec<Duration>,
+    /// Answers other than 200.
+    pub failed: usize,
+}
+
+impl Pages {
+    pub fn p99(&self) -> Duration {
+        percentile(self.took.clone(), 0.99)
+    }
+
+    /// What breaks the pages' promise, if anything.
+    pub fn broken(&self) -> Vec<String> {
+        let mut broken = Vec::new();
+        if self.failed > 0 {
+            broken.push(format!(
+                "{} page or poll answers not 200 while the fault held",
+                self.failed
+            ));
+        }
+        if self.p99() > PAGE_P99 {
+            broken.push(format!(
+                "pages and polls p99 {:.0} ms over {} reads while the fault held, past {} ms",
+                self.p99().as_secs_f64() * 1000.0,
+                self.took.len(),
+                PAGE_P99.as_millis()
+            ));
+        }
+        broken
+    }
+}
+
+/// Until `going` turns false, every 100 ms through `base`: the storefront, the sale's page, its
+/// stock poll (as a shopper) and its live figures (as `merchant`), each answer timed.
+pub async fn pages_while(
+    base: String,
+    merchant: reqwest::Client,
+    id: i64,
+    mut going: Receiver<bool>,
+) -> Pages {
+    let shopper = reqwest::Client::new();
+    let reads = [
+        (&shopper, "/".to_string()),
+        (&shopper, format!("/activities/{id}")),
+        (&shopper, format!("/api/activities/{id}/stock")),
+        (&merchant, format!("/api/admin/activities/{id}/stats")),
+    ];
+    let mut pages = Pages {
+        took: Vec::new(),
+        failed: 0,
+    };
+    let mut every = tokio::time::interval(Duration::from_millis(100));
+    while *going.borrow() {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = going.changed() => continue,
+        }
+        for (client, path) in &reads {
+            let asked = Instant::now();
+            let answer = client
+                .get(format!("{base}{path}"))
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+            let ok = match answer {
+                Ok(resp) => resp.status() == 200 && resp.bytes().await.is_ok(),
+                Err(_) => false,
+            };
+            pages.took.push(asked.elapsed());
+            if !ok {
+                eprintln!("during the fault: {path} did not answer 200");
+                pages.failed += 1;
+            }
+        }
+    }
+    pages
+}
+
+/// The `q` quantile of `took` (zero when empty).
+pub fn percentile(mut took: Vec<Duration>, q: f64) -> Duration {
+    took.sort();
+    took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default()
+}
+
+/// The longest stretch without an accepted buy between `from` and the last accepted one.
+pub fn longest_gap(history: &[loadtest::crowd::Answer], from: Duration) -> Duration {
+    let mut accepted: Vec<Duration> = history
+        .iter()
+        .filter(|a| a.token.is_some())
+        .map(|a| a.at + a.took)
+        .filter(|at| *at >= from)
+        .collect();
+    accepted.sort();
+    let mut gap = Duration::ZERO;
+    let mut last = from;
+    for at in accepted {
+        gap = gap.max(at.saturating_sub(last));
+        last = at;
+    }
+    gap
+}
