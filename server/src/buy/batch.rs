@@ -331,8 +331,20 @@ impl Batcher {
         }
     }
 
+    /// One gate call, given the buy's deadline: a call to a master that died or stopped answering
+    /// (the client retrying it across a failover) never holds the shard's later batches past
+    /// theirs. Its buys are answered as the gate answers any timeout: their keyed retries get the
+    /// first answer, whatever the script did.
     async fn call(&self, sale: &GateShard, buys: &[GateBuy]) -> RedisResult<Vec<Answer>> {
         self.metrics.gate_batch_size.observe(buys.len() as f64);
-        decide(&self.redis, &self.limits, sale, buys).await
+        let decided = decide(&self.redis, &self.limits, sale, buys);
+        tokio::time::timeout(self.limits.deadline, decided)
+            .await
+            .unwrap_or_else(|_| {
+                Err(RedisError::from((
+                    redis::ErrorKind::Io,
+                    "the shard's master did not answer within the buy's deadline",
+                )))
+            })
     }
 }

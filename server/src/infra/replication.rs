@@ -118,7 +118,16 @@ impl Replication {
                 }
                 std::mem::take(&mut pending.waiters)
             };
-            let outcome = self.wait_once(slot, &key).await;
+            // Bounded: a round stuck on a master that died (its commands retried across the
+            // failover) would hold every later buy of the slot past its deadline.
+            let outcome = tokio::time::timeout(2 * self.timeout, self.wait_once(slot, &key))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "the slot's master did not answer the replication wait in time",
+                    )))
+                });
             if outcome.is_err() {
                 // After a failover the node this connection believes masters the slot may be a
                 // replica now (`WAIT` has no key, so no MOVED corrects it): a keyed command

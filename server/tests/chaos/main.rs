@@ -593,6 +593,28 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         .min()
         .unwrap_or_default();
     let no_accept_on_shard = during::longest_gap(&on_first_shard, first_on_shard);
+    if std::env::var("SECKILL_CHAOS_TIMELINE").is_ok() {
+        let mut buckets: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
+        for a in &report.history {
+            let home = a
+                .token
+                .as_ref()
+                .and_then(|t| server::infra::keys::token_home(&t.0));
+            let tag = match home {
+                Some((_, 0, _)) => "202@0".to_string(),
+                Some(_) => "202".to_string(),
+                None => a.outcome.clone(),
+            };
+            *buckets
+                .entry(((a.at + a.took).as_millis() / 500) as u64)
+                .or_default()
+                .entry(tag)
+                .or_default() += 1;
+        }
+        for (b, counts) in buckets {
+            eprintln!("timeline {:>5.1} s: {counts:?}", b as f64 / 2.0);
+        }
+    }
     let crowd_ended = Instant::now();
     settle(app, &report.tokens).await;
     let settled = crowd_ended.elapsed();

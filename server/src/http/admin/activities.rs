@@ -286,13 +286,20 @@ async fn stats(
     };
     // Each read within the pages' deadline, else as this instance last read it: the console
     // stays live while one shard's master is slow or failing over.
-    let remaining = heat.units_left(id, row.stock_shards).await?.unwrap_or(0);
-    let attempts_per_sec = attempts.last_second(&redis, id, READ_DEADLINE).await?;
-    let (views_per_sec, hot) = heat.of(id);
-    let queue = match row.waiting_room {
-        true => Some(room.figures(&row).await?),
-        false => None,
+    // At once: the figures wait for the slowest read's deadline, not for their sum.
+    let figures = async {
+        match row.waiting_room {
+            true => room.figures(&row).await.map(Some),
+            false => Ok(None),
+        }
     };
+    let (remaining, attempts_per_sec, queue) = tokio::join!(
+        heat.units_left(id, row.stock_shards),
+        attempts.last_second(&redis, id, READ_DEADLINE),
+        figures,
+    );
+    let (remaining, attempts_per_sec, queue) = (remaining?.unwrap_or(0), attempts_per_sec?, queue?);
+    let (views_per_sec, hot) = heat.of(id);
     Ok(Json(ActivityStats {
         queue,
         total_stock: row.total_stock,
