@@ -549,6 +549,95 @@ async fn an_instance_stays_ready_while_one_master_is_paused_and_not_when_none_an
     .await;
 }
 
+/// Pages and polls never wait on one shard: with the master of one of a sale's three stock shards
+/// paused, its stock poll, its page and the merchant's live figures answer at once, the paused
+/// shard counted as last read; a sale whose paused shard was never read here answers `503`.
+#[tokio::test]
+async fn a_sales_stock_is_answered_from_the_last_read_while_one_shards_master_is_paused() {
+    use server::infra::keys::slot;
+    let (nodes, _) = three_masters().await;
+    let app = spawn_app_with(|c| {
+        c.redis = Target::Cluster(nodes.iter().map(RedisProcess::url).collect());
+        c.redis_wait_replicas = 0;
+    })
+    .await;
+    let merchant = merchant(&app).await;
+    let body = json!({"stock_shards": 3, "waiting_room": false});
+    let id = live_activity(&app, &merchant, 30, body.clone()).await["id"]
+        .as_i64()
+        .unwrap();
+    let unread = live_activity(&app, &merchant, 30, body).await["id"]
+        .as_i64()
+        .unwrap();
+    let node_of = |id: i64, shard: i16| {
+        let key = app.redis.keys.shard(id, shard, 3).stock();
+        THIRDS
+            .iter()
+            .position(|(from, to)| (*from..=*to).contains(&slot(&key)))
+            .unwrap()
+    };
+    // Not a timing bound: without the last read, a poll waits out the client's seconds of
+    // retries and response timeout.
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let stock = |id: i64| {
+        let http = &http;
+        let url = app.url(&format!("/api/activities/{id}/stock"));
+        async move {
+            let resp = http.get(url).send().await.expect("an answer within 1 s");
+            let status = resp.status().as_u16();
+            (status, resp.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let (status, before) = stock(id).await;
+    assert_eq!(
+        (status, &before["remaining"]),
+        (200, &json!(30)),
+        "{before}"
+    );
+    let live_figures = || async {
+        merchant
+            .get(app.url(&format!("/api/admin/activities/{id}/stats")))
+            .timeout(std::time::Duration::from_secs(1))
+            .send()
+            .await
+            .expect("the live figures within 1 s")
+    };
+    // The console reads them every second or so: read once before the fault.
+    assert_eq!(live_figures().await.status(), 200);
+
+    let paused = &nodes[node_of(id, 0)];
+    paused.signal("-STOP");
+    for _ in 0..3 {
+        let (status, during) = stock(id).await;
+        assert_eq!(status, 200, "{during}");
+        assert_eq!(
+            during["remaining"], 30,
+            "the paused shard as last read: {during}"
+        );
+    }
+    let page = http
+        .get(app.url(&format!("/activities/{id}")))
+        .send()
+        .await
+        .expect("the sale's page within 1 s");
+    assert_eq!(page.status(), 200);
+    let stats = live_figures().await;
+    assert_eq!(stats.status(), 200);
+    let stats: serde_json::Value = stats.json().await.unwrap();
+    assert_eq!(stats["remaining"], 30, "{stats}");
+    if (0..3).any(|shard| node_of(unread, shard) == node_of(id, 0)) {
+        let (status, body) = stock(unread).await;
+        assert_eq!(
+            status, 503,
+            "a shard never read here is not made up: {body}"
+        );
+    }
+    paused.signal("-CONT");
+}
+
 /// A master with no replica connected is trusted as a single Redis is, but that is also what a
 /// deposed master sees: paused past the node timeout (or cut off with a minority), it wakes up
 /// believing it leads while the cluster has given its slots to another node, and whatever it

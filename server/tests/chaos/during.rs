@@ -39,33 +39,38 @@ pub async fn readiness_while(probes: Vec<String>, mut going: Receiver<bool>) -> 
     failed
 }
 
-/// The pages and polls read while a fault held.
+/// The pages and polls read, each answer with when it was asked, how long it took and whether it
+/// was a 200.
 pub struct Pages {
-    /// Each answer's time (a request that did not answer counts as its timeout).
-    pub took: Vec<Duration>,
-    /// Answers other than 200.
-    pub failed: usize,
+    pub reads: Vec<(Instant, Duration, bool)>,
 }
 
 impl Pages {
+    /// Those asked from `from` on (while the fault held).
+    pub fn since(self, from: Instant) -> Pages {
+        Pages {
+            reads: self.reads.into_iter().filter(|r| r.0 >= from).collect(),
+        }
+    }
+
     pub fn p99(&self) -> Duration {
-        percentile(self.took.clone(), 0.99)
+        percentile(self.reads.iter().map(|r| r.1).collect(), 0.99)
     }
 
     /// What breaks the pages' promise, if anything.
     pub fn broken(&self) -> Vec<String> {
         let mut broken = Vec::new();
-        if self.failed > 0 {
+        let failed = self.reads.iter().filter(|r| !r.2).count();
+        if failed > 0 {
             broken.push(format!(
-                "{} page or poll answers not 200 while the fault held",
-                self.failed
+                "{failed} page or poll answers not 200 while the fault held"
             ));
         }
         if self.p99() > PAGE_P99 {
             broken.push(format!(
                 "pages and polls p99 {:.0} ms over {} reads while the fault held, past {} ms",
                 self.p99().as_secs_f64() * 1000.0,
-                self.took.len(),
+                self.reads.len(),
                 PAGE_P99.as_millis()
             ));
         }
@@ -74,7 +79,8 @@ impl Pages {
 }
 
 /// Until `going` turns false, every 100 ms through `base`: the storefront, the sale's page, its
-/// stock poll (as a shopper) and its live figures (as `merchant`), each answer timed.
+/// stock poll (as a shopper) and its live figures (as `merchant`), each answer timed. Started with
+/// the sale, as its shoppers and merchant read it: the instances have read it before a fault.
 pub async fn pages_while(
     base: String,
     merchant: reqwest::Client,
@@ -88,10 +94,7 @@ pub async fn pages_while(
         (&shopper, format!("/api/activities/{id}/stock")),
         (&merchant, format!("/api/admin/activities/{id}/stats")),
     ];
-    let mut pages = Pages {
-        took: Vec::new(),
-        failed: 0,
-    };
+    let mut pages = Pages { reads: Vec::new() };
     let mut every = tokio::time::interval(Duration::from_millis(100));
     while *going.borrow() {
         tokio::select! {
@@ -109,10 +112,9 @@ pub async fn pages_while(
                 Ok(resp) => resp.status() == 200 && resp.bytes().await.is_ok(),
                 Err(_) => false,
             };
-            pages.took.push(asked.elapsed());
+            pages.reads.push((asked, asked.elapsed(), ok));
             if !ok {
-                eprintln!("during the fault: {path} did not answer 200");
-                pages.failed += 1;
+                eprintln!("pages: {path} did not answer 200");
             }
         }
     }

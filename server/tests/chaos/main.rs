@@ -521,6 +521,13 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     let crowd = tokio::spawn(async move { crowd::run(&target, &opts).await });
     let (stop_probe, stopped) = tokio::sync::watch::channel(false);
     let probe = tokio::spawn(probe(dep.bases(), merchant.clone(), id, stopped));
+    let reading = tokio::sync::watch::channel(true);
+    let pages = tokio::spawn(during::pages_while(
+        dep.bases()[0].clone(),
+        merchant.clone(),
+        id,
+        reading.1,
+    ));
 
     // Strike once a tenth of the stock is persisted: mid-sale, and mid-batch for the persister.
     eventually(60, "a tenth of the stock persisted", || async {
@@ -528,25 +535,20 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
     })
     .await;
     let struck = Instant::now();
-    // While it holds: each instance's readiness, and the pages through the front door.
+    // While it holds: each instance's readiness (the pages are read from the sale's start).
     let holding = tokio::sync::watch::channel(true);
     let ready_urls = dep
         .instances
         .iter()
         .filter_map(|p| p.base.as_ref().map(|b| format!("{b}/readyz")))
         .collect();
-    let readiness = tokio::spawn(during::readiness_while(ready_urls, holding.1.clone()));
-    let pages = tokio::spawn(during::pages_while(
-        dep.bases()[0].clone(),
-        merchant.clone(),
-        id,
-        holding.1,
-    ));
+    let readiness = tokio::spawn(during::readiness_while(ready_urls, holding.1));
     dep.strike(fault, &size, id).await;
     let lasted = struck.elapsed();
     let _ = holding.0.send(false);
+    let _ = reading.0.send(false);
     let not_ready = readiness.await.expect("the readiness probes");
-    let pages = pages.await.expect("the pages' probes");
+    let pages = pages.await.expect("the pages' probes").since(struck);
     let lifted = Instant::now();
     let app = &dep.control;
     // Recovered: every instance ready, and every unit taken until the fault ended is an order.

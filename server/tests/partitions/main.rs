@@ -289,6 +289,9 @@ async fn scenario(control: &TestApp, fault: Fault, run: usize, size: Size) -> Ro
     };
     let target = deployment(&control.config);
     let crowd = tokio::spawn(async move { crowd::run(&target, &opts).await });
+    let reading = tokio::sync::watch::channel(true);
+    let front = std::env::var("SECKILL_HOSTS_URL").expect("the hosts' variables");
+    let pages = tokio::spawn(pages_while(front, merchant.clone(), id, reading.1));
     eventually(60, "a tenth of the stock persisted", || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM orders WHERE activity_id = $1")
             .bind(id)
@@ -304,14 +307,13 @@ async fn scenario(control: &TestApp, fault: Fault, run: usize, size: Size) -> Ro
         .iter()
         .map(|h| format!("http://{}:3000/readyz", hosts(&["addr", h])))
         .collect();
-    let probes = tokio::spawn(readiness_while(ready_urls, probing.1.clone()));
-    let front = std::env::var("SECKILL_HOSTS_URL").expect("the hosts' variables");
-    let pages = tokio::spawn(pages_while(front, merchant.clone(), id, probing.1));
+    let probes = tokio::spawn(readiness_while(ready_urls, probing.1));
     strike(fault, &master, size.hold).await;
     let held = struck.elapsed();
     let _ = probing.0.send(false);
+    let _ = reading.0.send(false);
     let not_ready = probes.await.expect("the readiness probes");
-    let pages = pages.await.expect("the pages' probes");
+    let pages = pages.await.expect("the pages' probes").since(struck);
     let report: Report = crowd
         .await
         .expect("the crowd task")
