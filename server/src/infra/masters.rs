@@ -198,9 +198,16 @@ impl Masters {
         answers
             .into_iter()
             .filter_map(Result::ok)
-            .filter_map(|info| super::redis::info_number(&info, "cluster_current_epoch"))
+            .filter_map(|info| info_number(&info, "cluster_current_epoch"))
             .max()
     }
+}
+
+/// The number a field of an `INFO` answer holds (`name:value` lines), if it is there.
+pub fn info_number(info: &str, name: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 #[cfg(test)]

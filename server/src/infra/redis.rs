@@ -6,6 +6,7 @@
 //! (`keys.rs`) puts everything one script touches in one slot. A pipeline goes to the node of
 //! its first key, so callers pipeline only keys of one slot ([`Redis::by_slot`] groups them).
 
+pub use super::masters::info_number;
 use super::{
     keys::{slot, Keys},
     masters::Masters,
@@ -368,13 +369,6 @@ where
         }
     }
     Ok(())
-}
-
-/// The number a field of an `INFO` answer holds (`name:value` lines), if it is there.
-pub fn info_number(info: &str, name: &str) -> Option<u64> {
-    info.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|value| value.trim().parse().ok())
 }
 
 /// How many masters serve the keyspace: 1 for a single Redis.
