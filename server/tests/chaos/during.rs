@@ -129,8 +129,15 @@ pub fn percentile(mut took: Vec<Duration>, q: f64) -> Duration {
         .unwrap_or_default()
 }
 
-/// The longest stretch without an accepted buy between `from` and the last accepted one.
-pub fn longest_gap(history: &[loadtest::crowd::Answer], from: Duration) -> Duration {
+/// The longest stretch without an accepted buy between the sending of the first buy accepted
+/// and the last accepted answer.
+pub fn longest_gap(history: &[loadtest::crowd::Answer]) -> Duration {
+    let from = history
+        .iter()
+        .filter(|a| a.token.is_some())
+        .map(|a| a.at)
+        .min()
+        .unwrap_or_default();
     let mut accepted: Vec<Duration> = history
         .iter()
         .filter(|a| a.token.is_some())

@@ -569,14 +569,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         .await
         .expect("the crowd task")
         .unwrap_or_else(|e| panic!("the load tool failed: {e:#}"));
-    let first_202 = report
-        .history
-        .iter()
-        .filter(|a| a.token.is_some())
-        .map(|a| a.at)
-        .min()
-        .unwrap_or_default();
-    let no_accept_for = during::longest_gap(&report.history, first_202);
+    let no_accept_for = during::longest_gap(&report.history);
     // The struck shard's own: its buyers' `202`s (a token names its buyer's home shard).
     let on_first_shard: Vec<loadtest::crowd::Answer> = report
         .history
@@ -589,12 +582,7 @@ async fn scenario(dep: &mut Deployment, fault: Fault, size: Size) -> Row {
         })
         .cloned()
         .collect();
-    let first_on_shard = on_first_shard
-        .iter()
-        .map(|a| a.at)
-        .min()
-        .unwrap_or_default();
-    let no_accept_on_shard = during::longest_gap(&on_first_shard, first_on_shard);
+    let no_accept_on_shard = during::longest_gap(&on_first_shard);
     if std::env::var("SECKILL_CHAOS_TIMELINE").is_ok() {
         let mut buckets: BTreeMap<u64, BTreeMap<String, u64>> = BTreeMap::new();
         for a in &report.history {

@@ -485,13 +485,6 @@ async fn check(
             a.outcome == "overloaded" || a.outcome.ends_with("503") || a.outcome.contains("timeout")
         })
         .count() as u64;
-    let from = report
-        .history
-        .iter()
-        .filter(|a| a.token.is_some())
-        .map(|a| a.at)
-        .min()
-        .unwrap_or_default();
     eprintln!(
         "partitions: {fault:?} #{run}: {:?}; Redis shards {shards:?}",
         report.outcomes
@@ -507,7 +500,7 @@ async fn check(
         over_limit,
         unacknowledged,
         unavailable_answers,
-        no_accept_for: longest_gap(&report.history, from),
+        no_accept_for: longest_gap(&report.history),
         p50: percentile(&report.history, 0.5),
         p99: percentile(&report.history, 0.99),
         slowest: percentile(&report.history, 1.0),
