@@ -25,9 +25,6 @@ struct Inner {
     known: parking_lot::RwLock<Vec<ConnectionInfo>>,
     /// A connection to each node asked, by address.
     conns: parking_lot::Mutex<HashMap<String, MultiplexedConnection>>,
-    /// The most masters serving slots a node has named: a majority is counted against it, never
-    /// against a smaller view (a deposed master's, which names itself alone).
-    most: std::sync::atomic::AtomicUsize,
 }
 
 /// How the masters answered one round.
@@ -81,7 +78,6 @@ impl Masters {
             inner: Arc::new(Inner {
                 known: parking_lot::RwLock::new(Vec::new()),
                 conns: parking_lot::Mutex::default(),
-                most: std::sync::atomic::AtomicUsize::new(0),
                 seeds,
             }),
         })
@@ -151,20 +147,11 @@ impl Masters {
         if masters.is_empty() {
             return;
         }
-        self.inner
-            .most
-            .fetch_max(masters.len(), std::sync::atomic::Ordering::Relaxed);
         let known = masters
             .into_iter()
             .map(|(host, port)| node.clone().set_addr(ConnectionAddr::Tcp(host, port)))
             .collect();
         *self.inner.known.write() = known;
-    }
-
-    /// The most masters serving slots any node has named to this instance (0 before the first
-    /// answer).
-    pub fn most(&self) -> usize {
-        self.inner.most.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The masters as last learnt.
