@@ -79,7 +79,7 @@ impl PaymentProvider for Payments {
             let _ = hold.wait_for(|held| !held).await;
             let ms = self.charge_ms.load(Ordering::Relaxed);
             if ms > 0 {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                tokio::time::sleep(Duration::from_millis(ms)).await; // paced: the provider's own latency, set by the test
             }
             anyhow::ensure!(
                 !self.failing.load(Ordering::Relaxed),

@@ -54,7 +54,7 @@ async fn two_thousand_buyers_for_a_hundred_units_over_four_shards_get_exactly_a_
                 if answer.0 != 503 || tokio::time::Instant::now() > deadline {
                     return answer;
                 }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await; // paced: the 503's Retry-After, as a client waits
             }
         });
     let answers = futures_util::future::join_all(requests).await;

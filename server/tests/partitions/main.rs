@@ -205,16 +205,14 @@ async fn strike(fault: Fault, master: &str, hold: Duration) {
             let until = Instant::now() + hold.max(Duration::from_secs(20));
             while Instant::now() < until {
                 hosts(&["cut", "app1", master]);
-                // The fault's own rhythm: a second cut, a second whole.
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(Duration::from_millis(500)).await; // paced: the flapping's cut half
                 hosts(&["heal"]);
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(Duration::from_millis(500)).await; // paced: its whole half
             }
             return;
         }
     };
-    // The fault itself: it holds this long while the crowd buys.
-    tokio::time::sleep(hold).await;
+    tokio::time::sleep(hold).await; // paced: the fault holds this long while the crowd buys
     if fault == Fault::MasterPaused {
         hosts(&["resume", master]);
     }
