@@ -6,7 +6,14 @@
 //! cluster's epoch, whose rise says a failover happened (`redis.rs`'s watch).
 
 use redis::{aio::MultiplexedConnection, AsyncConnectionConfig, ConnectionAddr, ConnectionInfo};
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 /// A connection to one master gives up connecting after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -25,6 +32,9 @@ struct Inner {
     known: parking_lot::RwLock<Vec<ConnectionInfo>>,
     /// A connection to each node asked, by address.
     conns: parking_lot::Mutex<HashMap<String, MultiplexedConnection>>,
+    /// The most masters serving slots a node has named: a majority is counted against it, never
+    /// against a smaller view (a deposed master's, which names itself alone).
+    most: AtomicUsize,
 }
 
 /// How the masters answered one round.
@@ -78,6 +88,7 @@ impl Masters {
             inner: Arc::new(Inner {
                 known: parking_lot::RwLock::new(Vec::new()),
                 conns: parking_lot::Mutex::default(),
+                most: AtomicUsize::new(0),
                 seeds,
             }),
         })
@@ -147,11 +158,18 @@ impl Masters {
         if masters.is_empty() {
             return;
         }
+        self.inner.most.fetch_max(masters.len(), Ordering::Relaxed);
         let known = masters
             .into_iter()
             .map(|(host, port)| node.clone().set_addr(ConnectionAddr::Tcp(host, port)))
             .collect();
         *self.inner.known.write() = known;
+    }
+
+    /// The most masters serving slots any node has named to this instance (0 before the first
+    /// answer).
+    pub fn most(&self) -> usize {
+        self.inner.most.load(Ordering::Relaxed)
     }
 
     /// The masters as last learnt.

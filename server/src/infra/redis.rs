@@ -79,6 +79,11 @@ impl SharedCluster {
     pub fn get(&self) -> ClusterConnection {
         self.0.read().clone()
     }
+
+    /// The cluster's masters, each on a connection of its own.
+    pub fn masters(&self) -> &Masters {
+        &self.1
+    }
 }
 
 /// Times a command or pipeline and counts its failure (`metrics::REDIS`): a few atomic

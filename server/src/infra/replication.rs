@@ -177,8 +177,9 @@ impl Replication {
         Ok(Confirmed::NoReplica)
     }
 
-    /// Whether more than half of the masters this connection knows name the node serving `slot`
-    /// as its master, each in its own view. A single Redis has no one else to ask.
+    /// Whether more than half of the masters name the node serving `slot` as its master, each in
+    /// its own view: those this connection knows are asked, and the count is of the most masters
+    /// this instance has learnt the cluster to have. A single Redis has no one else to ask.
     async fn majority_names_it_master(&self, slot: u16) -> bool {
         let Some(Conn::Cluster(shared)) = &self.conn else {
             return true;
@@ -198,7 +199,9 @@ impl Replication {
         else {
             return false;
         };
-        let asked = views.len();
+        // The client's slot map may have been read from a deposed node, which names itself alone:
+        // the majority is of the most masters the cluster has been seen to have.
+        let asked = views.len().max(shared.masters().most());
         let named = views
             .into_iter()
             .filter_map(|(_, view)| redis::from_redis_value::<String>(view).ok())

@@ -643,12 +643,15 @@ async fn a_sales_stock_is_answered_from_the_last_read_while_one_shards_master_is
 /// believing it leads while the cluster has given its slots to another node, and whatever it
 /// takes is discarded once it learns. Here the deposition is made exact, with no race to win: the
 /// other two masters forget the node and one of them takes its slots with a newer epoch, while
-/// the node, having forgotten them too, still believes it serves them.
+/// the node, having forgotten them too, still believes it serves them. The instance reaches the
+/// cluster through that node, so its client, reading its slots anew once it sees the epoch rise,
+/// hears of one master only: the majority is still counted against the three the cluster had.
 #[tokio::test]
 async fn a_master_the_cluster_has_replaced_confirms_nothing() {
+    use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
     use server::infra::{
         keys::slot,
-        redis::connect,
+        redis::{connect, Conn},
         replication::{Confirmed, Replication},
     };
     let (nodes, ids) = three_masters().await;
@@ -659,10 +662,13 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
         .position(|(from, to)| (*from..=*to).contains(&slot(key)))
         .unwrap();
     let (other, third) = ((owner + 1) % 3, (owner + 2) % 3);
-    let target = Target::Cluster(nodes.iter().map(RedisProcess::url).collect());
+    // The instance reaches the cluster through the node to be deposed: when the cluster fails
+    // over, its client's slot map is read anew from there.
+    let target = Target::Cluster(vec![nodes[owner].url()]);
     let writes = connect(&target).await.unwrap();
+    let replication_conn = connect(&target).await.unwrap();
     let replication = Replication::new(
-        Some(connect(&target).await.unwrap()),
+        Some(replication_conn.clone()),
         1,
         std::time::Duration::from_millis(300),
     );
@@ -705,7 +711,17 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
         .ask(&["CLUSTER", "ADDSLOTSRANGE", &from, &to])
         .await
         .unwrap();
-    let _: String = nodes[other].ask(&["CLUSTER", "BUMPEPOCH"]).await.unwrap();
+    // A newer epoch for the taker. A node bumps its own only when it is not already the highest
+    // it knows of; then the third master's is raised, and the taker asked again once it has heard.
+    eventually(30, "the taker takes the newest epoch", || async {
+        let bumped: String = nodes[other].ask(&["CLUSTER", "BUMPEPOCH"]).await.ok()?;
+        if bumped.starts_with("BUMPED") {
+            return Some(());
+        }
+        let _: Option<String> = nodes[third].ask(&["CLUSTER", "BUMPEPOCH"]).await.ok();
+        None
+    })
+    .await;
     let taken = format!("{} ", ids[other]);
     eventually(30, "the third master names the new one", || async {
         let view: String = nodes[third].ask(&["CLUSTER", "NODES"]).await.ok()?;
@@ -737,6 +753,21 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
             .query_async::<()>(&mut conn)
             .await
             .ok()
+    })
+    .await;
+    // The client has seen the epoch rise and read its slots anew, from the deposed node: the only
+    // master it knows now is that one.
+    let Conn::Cluster(client) = &replication_conn else {
+        unreachable!("a cluster target")
+    };
+    eventually(30, "the client names the deposed node alone", || async {
+        let ping = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+        let answers = client
+            .get()
+            .route_command(redis::cmd("PING"), ping)
+            .await
+            .ok()?;
+        matches!(answers, redis::Value::Map(ref masters) if masters.len() == 1).then_some(())
     })
     .await;
     assert_eq!(
