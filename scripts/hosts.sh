@@ -154,7 +154,7 @@ redis_up() {
     # As docs/deploy.md has a shop set them: AOF every second, a memory ceiling past which writes
     # are refused (never a key evicted), a password asked of every client and replica.
     on "$h" redis-server --bind "$a" --port 6379 --dir "$dir/$h" --cluster-enabled yes \
-      --cluster-config-file "$dir/$h/nodes.conf" --cluster-node-timeout 1000 --cluster-require-full-coverage no \
+      --cluster-config-file "$dir/$h/nodes.conf" --cluster-node-timeout 1000 --cluster-require-full-coverage no --repl-diskless-sync-delay 0 \
       --requirepass "$REDIS_PASS" --masterauth "$REDIS_PASS" \
       --appendonly yes --appendfsync everysec --auto-aof-rewrite-percentage 0 --maxmemory 1gb --maxmemory-policy noeviction \
       --save "" --daemonize yes --pidfile "$dir/$h/redis.pid" --logfile "$dir/$h/redis.log"

@@ -109,7 +109,7 @@ start_redis_cluster() {
     mkdir -p "$dir"
     [ -f "$dir/nodes.conf" ] || fresh=1
     redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --cluster-enabled yes \
-      --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 1000 --cluster-require-full-coverage no \
+      --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 1000 --cluster-require-full-coverage no --repl-diskless-sync-delay 0 \
       --appendonly yes --appendfsync everysec --auto-aof-rewrite-percentage 0 --maxmemory-policy noeviction \
       --save "" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
     echo "$port" >>"$state/redis-cluster.started"

@@ -26,10 +26,10 @@ use crate::{
     domain::{rfc3339, ApiError, ApiResult},
     infra::{
         config::GateLimits,
-        keys::{address_bucket, home_shard, idempotency_field, new_token},
+        keys::{address_bucket, home_shard, idempotency_field, new_token, ShardKeys},
         metrics::Metrics,
         redis::Redis,
-        replication::Replication,
+        replication::{Replication, Witness},
     },
 };
 use app::api::{BotCheck, BuyRequest, SaleId, Token, UserId, ACCEPTED};
@@ -506,7 +506,9 @@ impl Gate {
                 let token = token.parse::<Token>().map_err(|e| {
                     ApiError::Internal(anyhow::anyhow!("a keyed answer that is no token: {e}"))
                 })?;
-                self.confirm(&[home.stock()]).await.map_err(|e| {
+                let strings = self.limits.idempotency_strings;
+                let witness = granted(&home, (user, Some(key)), strings, &token.0);
+                self.confirm(vec![witness]).await.map_err(|e| {
                     tracing::warn!(error = %e, activity.id = activity.id, "keyed answer not confirmed");
                     ApiError::Overloaded { retry_after: 1 }
                 })?;
@@ -581,8 +583,10 @@ impl Gate {
             traceparent: telemetry::traceparent(&tracing::Span::current()),
         };
         let answer = self.batcher.submit(sale, buy).await?;
-        if let Answer::Ok(_) = answer {
-            self.confirm(&[home.stock()]).await?;
+        if let Answer::Ok(Token(token)) = &answer {
+            let strings = self.limits.idempotency_strings;
+            self.confirm(vec![granted(&home, (user, idempotency), strings, token)])
+                .await?;
         }
         let Answer::Borrow { token, quantity } = answer else {
             return Ok(answer);
@@ -617,6 +621,54 @@ impl Gate {
             // Verified before this call; never reaches here unverified.
             Proof::Unverified(_) | Proof::Refused => (2, None),
         })
+    }
+}
+
+/// What shows a node holds the grant of `token` on `home`: a keyed buy's first answer (kept for
+/// the key's lifetime, whatever became of the token: a keyed retry's token may be an order by
+/// now; during a rollout, or the release before's record of it), else the token among the
+/// shard's unsettled ones (new: not an order yet).
+fn granted(
+    home: &ShardKeys,
+    (user, idempotency): (i64, Option<&str>),
+    strings: bool,
+    token: &uuid::Uuid,
+) -> Witness {
+    let Some(key) = idempotency else {
+        return Witness::member(home.unsettled(), token);
+    };
+    let first = Witness::field(
+        home.idempotency_answers(),
+        idempotency_field(user, key),
+        token,
+    );
+    if strings {
+        first.or(Witness::value(
+            home.idempotency(user, key),
+            &token.to_string(),
+        ))
+    } else {
+        first
+    }
+}
+
+/// What shows a node holds a borrowing of `token` settled on `home`: as [`granted`], or a keyed
+/// one's record of the key still `pending` (a borrowing resumed after its lender's reservation
+/// became an order settles nothing more: the order's commit took the token's record).
+fn borrowed(
+    home: &ShardKeys,
+    (user, idempotency): (i64, Option<&str>),
+    strings: bool,
+    (token, quantity): (&uuid::Uuid, i64),
+) -> Witness {
+    let settled = granted(home, (user, idempotency), strings, token);
+    match idempotency {
+        Some(key) => settled.or(Witness::field(
+            home.idempotency_answers(),
+            idempotency_field(user, key),
+            format!("pending:{token}:{quantity}"),
+        )),
+        None => settled,
     }
 }
 

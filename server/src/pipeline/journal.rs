@@ -22,7 +22,7 @@ use crate::infra::{
     broker::{self, Broker, Topology},
     metrics::Metrics,
     redis::Redis,
-    replication::{Confirmed, Replication},
+    replication::{Confirmed, Replication, Witness},
     telemetry,
 };
 use anyhow::Context;
@@ -433,9 +433,12 @@ impl Relay {
                 read.push((journal, entries));
             }
         }
-        let confirms = read
-            .iter()
-            .map(|(journal, _)| self.replication.confirm(journal));
+        let confirms = read.iter().map(|(journal, entries)| {
+            // The newest entry read: the node the wait asks must hold it (and so the rest).
+            let newest = entries.last().map_or("0-0", |e| e.id.as_str());
+            self.replication
+                .confirm(Witness::entry(journal.clone(), newest))
+        });
         let confirmed = futures_util::future::join_all(confirms).await;
         let mut batches = Vec::new();
         for ((journal, entries), confirmed) in read.into_iter().zip(confirmed) {

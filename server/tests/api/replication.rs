@@ -322,7 +322,7 @@ async fn rate_buckets_stay_on_the_master_and_what_a_promise_needs_reaches_the_re
 async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica() {
     use server::infra::{
         redis::connect,
-        replication::{Confirmed, Replication},
+        replication::{Confirmed, Replication, Witness},
     };
     let (master, replica) = master_and_replica().await;
     let target = Target::Single(master.url());
@@ -333,6 +333,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
         std::time::Duration::from_millis(500),
     );
     let key = "{wait}:stock";
+    let holds = |value: &str| Witness::value(key.to_string(), value);
     let _: () = redis::cmd("SET")
         .arg(key)
         .arg(1)
@@ -340,7 +341,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
         .await
         .unwrap();
     assert_eq!(
-        replication.confirm(key).await.unwrap(),
+        replication.confirm(holds("1")).await.unwrap(),
         Confirmed::Replicated
     );
     // The replica has acknowledged everything (the master's offset is its offset), and the wait
@@ -368,7 +369,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
     )
     .await;
     assert_eq!(
-        replication.confirm(key).await.unwrap(),
+        replication.confirm(holds("1")).await.unwrap(),
         Confirmed::Replicated
     );
 
@@ -379,7 +380,7 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
         .query_async(&mut writes.clone())
         .await
         .unwrap();
-    let confirmed = replication.confirm(key).await.unwrap();
+    let confirmed = replication.confirm(holds("2")).await.unwrap();
     replica.signal("-CONT");
     assert_eq!(
         confirmed,
@@ -389,13 +390,102 @@ async fn a_write_made_after_the_last_wait_is_confirmed_only_once_on_the_replica(
     // Once the replica runs again, the same write is confirmed.
     let confirmed = eventually(30, "the replica acknowledges", || async {
         replication
-            .confirm(key)
+            .confirm(holds("2"))
             .await
             .ok()
             .filter(|c| *c == Confirmed::Replicated)
     })
     .await;
     assert_eq!(confirmed, Confirmed::Replicated);
+}
+
+/// A replica still loading its master's snapshot (the node that died, restarted as the replica
+/// of the one promoted in its place) acknowledges nothing for seconds: its master is then a
+/// master without a replica in sync, and its writes are confirmed as a single Redis's are rather
+/// than refused until the snapshot is loaded. A write the node does not hold (made on another
+/// node, the slot's master as the writer saw it) is confirmed by nothing here.
+#[tokio::test]
+async fn a_replica_loading_its_snapshot_holds_no_write_back_and_a_write_made_elsewhere_is_not_confirmed(
+) {
+    use server::infra::{
+        redis::connect,
+        replication::{Confirmed, Replication, Witness},
+    };
+    let (master, replica) = master_and_replica().await;
+    let target = Target::Single(master.url());
+    let writes = connect(&target).await.unwrap();
+    let replication = Replication::new(
+        Some(connect(&target).await.unwrap()),
+        1,
+        std::time::Duration::from_millis(300),
+    );
+    let key = "{loading}:stock";
+    let set = |value: i64| {
+        let mut conn = writes.clone();
+        async move {
+            let _: () = redis::cmd("SET")
+                .arg(key)
+                .arg(value)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+        }
+    };
+    let holds = |value: &str| Witness::value(key.to_string(), value);
+    set(1).await;
+    assert_eq!(
+        replication.confirm(holds("1")).await.unwrap(),
+        Confirmed::Replicated
+    );
+    assert_eq!(
+        replication.confirm(holds("9")).await.unwrap(),
+        Confirmed::Elsewhere,
+        "a write this node does not hold was confirmed"
+    );
+
+    // The replica diverges (a master of its own for one write), so it needs the whole snapshot
+    // again; the master sends it 10 s after the request.
+    let _: () = master
+        .ask(&["CONFIG", "SET", "repl-diskless-sync-delay", "10"])
+        .await
+        .unwrap();
+    let _: () = replica.ask(&["REPLICAOF", "NO", "ONE"]).await.unwrap();
+    let _: () = replica.ask(&["SET", "{loading}:own", "1"]).await.unwrap();
+    let port = master.port.to_string();
+    let _: () = replica
+        .ask(&["REPLICAOF", "127.0.0.1", &port])
+        .await
+        .unwrap();
+    eventually(
+        30,
+        "the replica waits for the master's snapshot",
+        || async {
+            let info = master.info().await?;
+            info.lines()
+                .any(|l| l.starts_with("slave0:") && l.contains("state=wait_bgsave"))
+                .then_some(())
+        },
+    )
+    .await;
+    set(2).await;
+    assert_eq!(
+        replication.confirm(holds("2")).await.unwrap(),
+        Confirmed::NoReplica,
+        "a write was held back for a replica that cannot acknowledge it for seconds"
+    );
+    // Once loaded, the replica confirms again.
+    let _: () = master
+        .ask(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"])
+        .await
+        .unwrap();
+    eventually(60, "the loaded replica acknowledges", || async {
+        replication
+            .confirm(holds("2"))
+            .await
+            .ok()
+            .filter(|c| *c == Confirmed::Replicated)
+    })
+    .await;
 }
 
 /// A master cut off from its replica still journals the reservations its buys made before they
@@ -652,7 +742,7 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
     use server::infra::{
         keys::slot,
         redis::{connect, Conn},
-        replication::{Confirmed, Replication},
+        replication::{Confirmed, Replication, Witness},
     };
     let (nodes, ids) = three_masters().await;
 
@@ -684,8 +774,9 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
         }
     };
     set(1).await;
+    let holds = |value: &str| Witness::value(key.to_string(), value);
     assert_eq!(
-        replication.confirm(key).await.unwrap(),
+        replication.confirm(holds("1")).await.unwrap(),
         Confirmed::NoReplica,
         "a master without a replica, named by every master, is trusted as a single Redis"
     );
@@ -744,19 +835,11 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
         "the deposed node knows no one: {own}"
     );
 
-    // It still takes writes, believing it leads; none of them may be confirmed.
-    eventually(30, "the deposed node takes writes", || async {
-        let mut conn = writes.clone();
-        redis::cmd("SET")
-            .arg(key)
-            .arg(2)
-            .query_async::<()>(&mut conn)
-            .await
-            .ok()
-    })
-    .await;
+    // It still takes writes, believing it leads (one is made on it alone: a client that has
+    // learnt of the new master would write there); none of them may be confirmed.
+    let _: () = nodes[owner].ask(&["SET", key, "2"]).await.unwrap();
     // The client has seen the epoch rise and read its slots anew, from the deposed node: the only
-    // master it knows now is that one.
+    // master it knows now is that one, and the wait goes there.
     let Conn::Cluster(client) = &replication_conn else {
         unreachable!("a cluster target")
     };
@@ -771,7 +854,7 @@ async fn a_master_the_cluster_has_replaced_confirms_nothing() {
     })
     .await;
     assert_eq!(
-        replication.confirm(key).await.unwrap(),
+        replication.confirm(holds("2")).await.unwrap(),
         Confirmed::Deposed,
         "a write on a master the cluster has replaced was confirmed"
     );

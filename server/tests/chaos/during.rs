@@ -9,6 +9,11 @@ use tokio::sync::watch::Receiver;
 pub const READY_WITHIN: Duration = Duration::from_millis(800);
 /// The pages' and polls' promise through any Redis fault (docs/reliability.md).
 pub const PAGE_P99: Duration = Duration::from_millis(200);
+/// The longest a sale may go without a `202` through one shard's fault, while others have stock.
+pub const SALE_GAP: Duration = Duration::from_secs(2);
+/// And the struck shard's own buyers: from its master's death to its first `202` after the
+/// failover (docs/reliability.md "Availability through a Redis fault").
+pub const SHARD_GAP: Duration = Duration::from_secs(3);
 
 /// Asks each of `probes` (an instance's `/readyz`) every 250 ms, as the orchestrator's probe
 /// does, until `going` turns false; how many answers were not 200 within [`READY_WITHIN`].
@@ -112,9 +117,12 @@ pub async fn pages_while(
                 Ok(resp) => resp.status() == 200 && resp.bytes().await.is_ok(),
                 Err(_) => false,
             };
-            pages.reads.push((asked, asked.elapsed(), ok));
+            let took = asked.elapsed();
+            pages.reads.push((asked, took, ok));
             if !ok {
                 eprintln!("pages: {path} did not answer 200");
+            } else if took > PAGE_P99 {
+                eprintln!("pages: {path} took {} ms", took.as_millis());
             }
         }
     }

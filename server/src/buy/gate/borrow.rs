@@ -8,7 +8,7 @@ use crate::{
     domain::activity::ActivityRow,
     infra::{
         keys::{ShardKeys, TOKEN_TTL_SECS},
-        replication::Confirmed,
+        replication::{Confirmed, Witness},
     },
 };
 use app::api::Token;
@@ -24,6 +24,8 @@ struct Buy<'a> {
 
 /// `lend.lua`'s answer when the shard lent the units.
 const LENT: &str = "ok";
+/// What a shard that lent the units to a token holds under its `lent` key (`lend.lua`).
+const LENT_MARK: &str = "1";
 
 impl Gate {
     /// The home shard is out of units: a unit borrowed from the other shards, and the home
@@ -51,7 +53,16 @@ impl Gate {
         self.settle(&buy, home, lender.is_some()).await?;
         let answer = match lender {
             Some(lender) => {
-                self.confirm(&[lender.stock(), home.stock()]).await?;
+                self.confirm(vec![
+                    Witness::value(lender.lent(&token), LENT_MARK),
+                    super::borrowed(
+                        home,
+                        (user, idempotency),
+                        self.limits.idempotency_strings,
+                        (&token, quantity),
+                    ),
+                ])
+                .await?;
                 Answer::Ok(Token(token))
             }
             // Every shard asked held fewer than the quantity: none at all for a single unit.
@@ -62,18 +73,20 @@ impl Gate {
         Ok(answer)
     }
 
-    /// Until the writes to these keys' slots are on a replica (see `infra/replication.rs`).
-    pub(super) async fn confirm(&self, keys: &[String]) -> redis::RedisResult<()> {
+    /// Until the writes these witnesses show are on a replica of the node holding them (see
+    /// `infra/replication.rs`).
+    pub(super) async fn confirm(&self, witnesses: Vec<Witness>) -> redis::RedisResult<()> {
         let replication = &self.parts.replication;
         let answers =
-            futures_util::future::join_all(keys.iter().map(|k| replication.confirm(k))).await;
+            futures_util::future::join_all(witnesses.into_iter().map(|w| replication.confirm(w)))
+                .await;
         for answer in answers {
             match answer? {
                 Confirmed::Replicated => {}
                 Confirmed::NoReplica => {
                     self.parts.metrics.unreplicated.inc();
                 }
-                Confirmed::NotYet | Confirmed::Deposed => {
+                Confirmed::NotYet | Confirmed::Deposed | Confirmed::Elsewhere => {
                     return Err(redis::RedisError::from((
                         redis::ErrorKind::Io,
                         "the reservation is not on a replica yet",

@@ -59,6 +59,11 @@ registry! {
     sign_in_finish => "sign_in_finish.lua",
 }
 
+/// `witness.lua`'s text: which writes a node holds, and the mark its replication wait follows
+/// (`infra/replication.rs`). Sent whole (`EVAL`): it runs in a pipeline that must go to one node
+/// as it is, where a node lacking a script by its hash would answer `NOSCRIPT`.
+pub const WITNESS: &str = include_str!("witness.lua");
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -71,6 +76,7 @@ mod tests {
             .collect();
         on_disk.sort();
         let mut registered: Vec<String> = super::FILES.iter().map(|f| f.to_string()).collect();
+        registered.push("witness.lua".into());
         registered.sort();
         assert_eq!(registered, on_disk);
     }
