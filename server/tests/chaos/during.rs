@@ -11,9 +11,6 @@ pub const READY_WITHIN: Duration = Duration::from_millis(800);
 pub const PAGE_P99: Duration = Duration::from_millis(200);
 /// The longest a sale may go without a `202` through one shard's fault, while others have stock.
 pub const SALE_GAP: Duration = Duration::from_secs(2);
-/// And the struck shard's own buyers: from its master's death to its first `202` after the
-/// failover (docs/reliability.md "Availability through a Redis fault").
-pub const SHARD_GAP: Duration = Duration::from_secs(3);
 
 /// Asks each of `probes` (an instance's `/readyz`) every 250 ms, as the orchestrator's probe
 /// does, until `going` turns false; how many answers were not 200 within [`READY_WITHIN`].
