@@ -99,9 +99,10 @@ impl Witness {
         Witness::one(key, "value", value.to_string(), String::new())
     }
 
-    /// A stream holding the entry `id` (a journal's entry the relay read).
-    pub fn entry(key: String, id: &str) -> Witness {
-        Witness::one(key, "entry", id.to_string(), String::new())
+    /// A stream holding the entry `id` with a field holding `holding` (a journal's entry the relay
+    /// read, and its reservations: the same id may name another entry on another node).
+    pub fn entry(key: String, id: &str, holding: String) -> Witness {
+        Witness::one(key, "entry", id.to_string(), holding)
     }
 
     /// This, or else `other` (the same write, kept in one of two places).

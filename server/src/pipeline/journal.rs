@@ -434,10 +434,15 @@ impl Relay {
             }
         }
         let confirms = read.iter().map(|(journal, entries)| {
-            // The newest entry read: the node the wait asks must hold it (and so the rest).
-            let newest = entries.last().map_or("0-0", |e| e.id.as_str());
+            // The newest entry read: the node the wait asks must hold it (and so the rest), by its
+            // content, which names tokens no other entry has (a deposed master and the replica
+            // promoted in its place each number their entries from the clock: ids can meet).
+            let (newest, holding) = entries.last().map_or(("0-0", String::new()), |e| {
+                let holding = field::<String>(e, "reservations").or_else(|| field(e, "token"));
+                (e.id.as_str(), holding.unwrap_or_default())
+            });
             self.replication
-                .confirm(Witness::entry(journal.clone(), newest))
+                .confirm(Witness::entry(journal.clone(), newest, holding))
         });
         let confirmed = futures_util::future::join_all(confirms).await;
         let mut batches = Vec::new();

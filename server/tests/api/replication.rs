@@ -442,6 +442,23 @@ async fn a_replica_loading_its_snapshot_holds_no_write_back_and_a_write_made_els
         Confirmed::Elsewhere,
         "a write this node does not hold was confirmed"
     );
+    // A journal's entry is known by its content: another node may have numbered another entry
+    // alike (a deposed master and the replica promoted in its place both number from the clock).
+    let journal = "{loading}:journal";
+    let _: String = master
+        .ask(&["XADD", journal, "5-1", "reservations", "one"])
+        .await
+        .unwrap();
+    let entry = |holding: &str| Witness::entry(journal.to_string(), "5-1", holding.to_string());
+    assert_eq!(
+        replication.confirm(entry("one")).await.unwrap(),
+        Confirmed::Replicated
+    );
+    assert_eq!(
+        replication.confirm(entry("another")).await.unwrap(),
+        Confirmed::Elsewhere,
+        "an entry of the same id and other reservations was confirmed"
+    );
 
     // The replica diverges (a master of its own for one write), so it needs the whole snapshot
     // again; the master sends it 10 s after the request.

@@ -7,7 +7,9 @@
 -- ARGV: 1 the mark's ttl (ms; 0 writes no mark), then three per write, the i-th from
 --       2 + 3(i - 1): +0 kind, +1/+2 what to find:
 --       'member' a sorted set's member (+1), 'field' a hash's field (+1) holding +2,
---       'value' a string key holding +1, 'entry' a stream's entry of id +1
+--       'value' a string key holding +1, 'entry' a stream's entry of id +1 with a field
+--       holding +2 (a deposed master and the replica promoted in its place may each write an
+--       entry of the same id: only the content tells them apart; '' asks for the id alone)
 -- Returns 1 or 0 per write: held here or not.
 
 local ttl = tonumber(ARGV[1])
@@ -26,7 +28,15 @@ for i = 2, #KEYS do
   elseif kind == 'value' then
     found = redis.call('GET', KEYS[i]) == what
   elseif kind == 'entry' then
-    found = #redis.call('XRANGE', KEYS[i], what, what) > 0
+    local entry = redis.call('XRANGE', KEYS[i], what, what)[1]
+    if entry and value == '' then
+      found = true
+    elseif entry then
+      local fields = entry[2]
+      for f = 2, #fields, 2 do
+        if fields[f] == value then found = true end
+      end
+    end
   else
     return redis.error_reply('witness: kind ' .. kind)
   end
