@@ -843,6 +843,26 @@ async fn check(
     .fetch_one(&app.db)
     .await
     .unwrap();
+    if over_limit > 0 {
+        // Which of an over-limit shopper's orders the crowd was told of: an order no 202 named
+        // came from a reservation that was never confirmed.
+        let rows: Vec<(i64, uuid::Uuid, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+            "SELECT user_id, token, reserved_at FROM orders WHERE activity_id = $1
+               AND status <> 'cancelled' AND user_id IN (SELECT user_id FROM orders
+               WHERE activity_id = $1 AND status <> 'cancelled' GROUP BY user_id
+               HAVING sum(quantity) > 1) ORDER BY user_id, reserved_at LIMIT 12",
+        )
+        .bind(id)
+        .fetch_all(&app.db)
+        .await
+        .unwrap();
+        for (user, token, reserved_at) in rows {
+            let told = report.tokens.iter().any(|t| t.0 == token);
+            println!(
+                "  over the limit: user {user} token {token} reserved {reserved_at} told {told}"
+            );
+        }
+    }
     let remaining = remaining(app, id, shards).await;
     let server_errors: u64 = report
         .outcomes
